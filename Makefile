@@ -1,0 +1,145 @@
+# Makefile for qs, the QuickScorer toolkit.  Non-recursive.  `make help` lists
+# the targets; the knobs below can be set on the command line.
+#
+#   CC=cc            C compiler (gcc or clang)
+#   CFLAGS=...       extra flags (the defaults keep -O2, no -march=native)
+#   PREFIX=/usr/local DESTDIR=   install location
+#   HAVE_OPENMP=auto|0|1  HAVE_NUMA=auto|0|1  HAVE_CUDA=auto|0|1
+#   SANITIZE=address,undefined   build with sanitizers (separate build dir)
+#   V=1              show full command lines
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+LIBDIR  ?= $(PREFIX)/lib
+INCDIR  ?= $(PREFIX)/include
+PKGDIR  ?= $(LIBDIR)/pkgconfig
+HAVE_OPENMP ?= auto
+HAVE_NUMA   ?= auto
+HAVE_CUDA   ?= auto
+SANITIZE    ?=
+NVCC        ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+BUILD := build$(if $(SANITIZE),-san)
+OPT   ?= -O2
+WARN  := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -g $(WARN) -Iinclude -Itools/common -fPIC
+ifneq ($(SANITIZE),)
+BASE_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDSAN := -fsanitize=$(SANITIZE)
+endif
+
+# ------------------------------------------------------------ detection
+# Each probe compiles a tiny program; results are printed once per build.
+HASH := \#
+probe = $(shell printf '%s\n' $(1) | $(CC) -x c - -o /dev/null $(2) >/dev/null 2>&1 && echo 1 || echo 0)
+
+ifeq ($(HAVE_OPENMP),auto)
+HAVE_OPENMP := $(call probe,'$(HASH)include <omp.h>' 'int main(void){return omp_get_max_threads()<0;}',-fopenmp)
+endif
+ifeq ($(HAVE_NUMA),auto)
+HAVE_NUMA := $(call probe,'$(HASH)include <numa.h>' 'int main(void){return numa_available();}',-lnuma)
+endif
+ifeq ($(HAVE_CUDA),auto)
+HAVE_CUDA := $(if $(NVCC),1,0)
+endif
+HAVE_ZSTD := $(call probe,'$(HASH)include <zstd.h>' 'int main(void){return (int)ZSTD_versionNumber()<0;}',-lzstd)
+
+FEATURE_DEFS := -DQS_HAVE_OPENMP=$(HAVE_OPENMP) -DQS_HAVE_NUMA=$(HAVE_NUMA) -DQS_HAVE_CUDA=0
+LIBS := -lzstd -lexpat -lm
+
+ALL_CFLAGS = $(BASE_CFLAGS) $(FEATURE_DEFS) $(CFLAGS)
+ALL_LDFLAGS = $(LDSAN) $(LDFLAGS)
+
+# ------------------------------------------------------------ sources
+LIB_SRC  := $(sort $(wildcard lib/*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TOOL_COMMON_SRC := $(wildcard tools/common/*.c)
+TOOL_COMMON_OBJ := $(TOOL_COMMON_SRC:%.c=$(BUILD)/%.o)
+TOOLS    := qs-convert qs-compile qs-score qs-eval
+TOOL_BIN := $(TOOLS:%=$(BUILD)/bin/%)
+UNIT_SRC := $(wildcard tests/unit/*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+STATIC_LIB := $(BUILD)/libqs.a
+
+.PHONY: all check check-unit demo install uninstall clean help features
+all: features $(TOOL_BIN) $(UNIT_BIN) bin-links
+
+features:
+	@echo "qs build: CC=$(CC) zstd=$(HAVE_ZSTD) openmp=$(HAVE_OPENMP) numa=$(HAVE_NUMA) cuda=$(HAVE_CUDA)$(if $(filter 1,$(HAVE_CUDA)), (nvcc found; no CUDA back end yet))$(if $(SANITIZE), sanitize=$(SANITIZE))"
+ifneq ($(HAVE_ZSTD),1)
+	@echo "qs build: libzstd (zstd.h, -lzstd) is required: apt-get install libzstd-dev" >&2; exit 1
+endif
+
+# Rebuild everything when the flags change.
+$(BUILD)/.flags: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS)' > $@
+FORCE:
+.SECONDARY:
+
+$(BUILD)/%.o: %.c $(BUILD)/.flags
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(STATIC_LIB): $(LIB_OBJ)
+	$(if $(Q),@echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/bin/%: $(BUILD)/tools/%/main.o $(TOOL_COMMON_OBJ) $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
+
+# bin/ holds links to the current build's tools, for the tests and the demo.
+.PHONY: bin-links
+bin-links: $(TOOL_BIN) $(UNIT_BIN)
+	@mkdir -p bin
+	@for t in $(TOOLS); do ln -sf ../$(BUILD)/bin/$$t bin/$$t; done
+	@ln -sfn ../$(BUILD)/tests bin/unit
+
+-include $(LIB_OBJ:.o=.d) $(TOOL_COMMON_OBJ:.o=.d) $(TOOLS:%=$(BUILD)/tools/%/main.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
+
+# ------------------------------------------------------------ targets
+check: all
+	bats tests/
+
+demo: all
+	./scripts/demo.sh
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PKGDIR)
+	install -m 755 $(TOOL_BIN) $(DESTDIR)$(BINDIR)/
+	install -m 644 $(STATIC_LIB) $(DESTDIR)$(LIBDIR)/
+	install -m 644 include/qs.h $(DESTDIR)$(INCDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+	    -e 's|@VERSION@|$(shell sed -n 's/^#define QS_VERSION_STRING "\(.*\)"/\1/p' include/qs.h)|' \
+	    qs.pc.in > $(DESTDIR)$(PKGDIR)/qs.pc
+
+uninstall:
+	rm -f $(TOOLS:%=$(DESTDIR)$(BINDIR)/%) $(DESTDIR)$(LIBDIR)/libqs.a \
+	      $(DESTDIR)$(INCDIR)/qs.h $(DESTDIR)$(PKGDIR)/qs.pc
+
+clean:
+	rm -rf build build-san bin
+
+help:
+	@echo "make            build the tools (build/bin/) and link them into bin/"
+	@echo "make check      build, then run the whole bats suite (tests/)"
+	@echo "make demo       convert, compile and score the bundled example model"
+	@echo "make install    install tools, libqs.a, qs.h and qs.pc (PREFIX=$(PREFIX) DESTDIR=)"
+	@echo "make uninstall  remove what install put there"
+	@echo "make clean      remove build outputs"
+	@echo "knobs: CC= CFLAGS= SANITIZE=address,undefined HAVE_OPENMP=0 HAVE_NUMA=0 HAVE_CUDA=0 V=1"

@@ -1,0 +1,55 @@
+# test_helper.bash: loaded by every tests/*.bats file.
+# Puts the freshly built tools first on PATH, finds the shared reference data
+# (../shared/data beside the checkout, or $QS_SHARED_DATA), and loads
+# bats-support / bats-assert from Debian's packages.
+
+QS_ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
+export PATH="$QS_ROOT/bin:$PATH"
+UNIT="$QS_ROOT/bin/unit"
+FIX="$QS_ROOT/tests/fixtures"
+SHARED="${QS_SHARED_DATA:-$QS_ROOT/../shared/data}"
+
+for lib in bats-support bats-assert; do
+    for d in /usr/lib/bats /usr/lib/bats-core /usr/share/bats; do
+        if [ -f "$d/$lib/load.bash" ]; then
+            load "$d/$lib/load.bash"
+            break
+        fi
+    done
+done
+
+# Skip (with the reason) when the shared reference data is not there.
+require_shared() {
+    [ -d "$SHARED" ] || skip "reference data not found at $SHARED (set QS_SHARED_DATA)"
+}
+
+# Decompress a .zst file (or copy a plain one) into $BATS_TEST_TMPDIR; prints the path.
+plain() {
+    local src="$1" dst="$BATS_TEST_TMPDIR/$(basename "${1%.zst}")"
+    if [ ! -f "$dst" ]; then
+        case "$src" in
+            *.zst) zstd -q -d -c "$src" > "$dst" ;;
+            *) cp "$src" "$dst" ;;
+        esac
+    fi
+    printf '%s\n' "$dst"
+}
+
+# compare_scores GOT WANT: every value (every tab-separated column) equal as
+# doubles; prints the first differences and fails otherwise.
+compare_scores() {
+    local n_got n_want
+    n_got=$(wc -l < "$1"); n_want=$(wc -l < "$2")
+    if [ "$n_got" != "$n_want" ]; then
+        echo "line counts differ: got $n_got, want $n_want"
+        return 1
+    fi
+    paste "$1" "$2" | awk -F'\t' '
+        { n = NF / 2
+          for (i = 1; i <= n; i++)
+              if (($i + 0) != ($(i + n) + 0)) {
+                  bad++
+                  if (bad <= 5) printf "line %d col %d: got %s want %s\n", NR, i, $i, $(i + n)
+              } }
+        END { if (bad) { printf "%d values differ\n", bad; exit 1 } }'
+}

@@ -1,0 +1,91 @@
+/* qs-convert: translate a LightGBM, XGBoost or QuickRank/RankLib model into
+ * the canonical ensemble text, losslessly, or refuse it loudly. */
+#include "tool.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: qs-convert [--from lightgbm|xgboost|quickrank] [-o FILE] [MODEL|-]\n"
+            "\n"
+            "Reads a trained model (LightGBM text, XGBoost JSON, QuickRank or RankLib XML;\n"
+            "zstd-compressed input is read transparently; the format is detected unless\n"
+            "--from is given) and writes the canonical ensemble text (format/ensemble-text.md)\n"
+            "to standard output, or to FILE (written to a temporary name, then renamed).\n"
+            "A model that cannot be scored exactly is refused (exit 3).\n"
+            "\n"
+            "  --from FMT     the input format: lightgbm, xgboost or quickrank (ranklib)\n"
+            "  -o, --output F write to F instead of standard output\n"
+            "  -h, --help     this help\n"
+            "  -V, --version  version\n"
+            "\n"
+            "exit: 0 ok, 1 malformed model, 2 usage, 3 unsupported model, 4 system error\n");
+}
+
+int main(int argc, char **argv)
+{
+    tool_init(argv[0]);
+    static const struct option opts[] = {
+        { "from", required_argument, 0, 'f' },
+        { "output", required_argument, 0, 'o' },
+        { "help", no_argument, 0, 'h' },
+        { "version", no_argument, 0, 'V' },
+        { 0, 0, 0, 0 },
+    };
+    qs_format fmt = QS_FMT_UNKNOWN;
+    const char *outpath = NULL;
+    int c;
+    while ((c = getopt_long(argc, argv, "f:o:hV", opts, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            if (strcmp(optarg, "lightgbm") == 0)
+                fmt = QS_FMT_LIGHTGBM;
+            else if (strcmp(optarg, "xgboost") == 0)
+                fmt = QS_FMT_XGBOOST;
+            else if (strcmp(optarg, "quickrank") == 0 || strcmp(optarg, "ranklib") == 0)
+                fmt = QS_FMT_QUICKRANK;
+            else {
+                tool_warn("unknown format '%s' (expected lightgbm, xgboost or quickrank)", optarg);
+                usage(stderr);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'o': outpath = optarg; break;
+        case 'h': usage(stdout); return EXIT_OK;
+        case 'V': printf("qs-convert %s\n", QS_VERSION_STRING); return EXIT_OK;
+        default: usage(stderr); return EXIT_USAGE;
+        }
+    }
+    if (argc - optind > 1) {
+        tool_warn("too many arguments");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *in = optind < argc ? argv[optind] : "-";
+    const char *name = strcmp(in, "-") == 0 ? "(stdin)" : in;
+    size_t len;
+    char *buf = tool_read_all(in, &len);
+    qs_error err;
+    qs_error_clear(&err);
+    if (fmt == QS_FMT_UNKNOWN && qs_detect_format(buf, len) == QS_FMT_UNKNOWN)
+        tool_die(EXIT_DATA, "%s: unrecognised model format (expected LightGBM text, XGBoost JSON "
+                            "or QuickRank/RankLib XML; use --from to say which)", name);
+    qs_model *m = qs_convert(fmt, buf, len, &err);
+    free(buf);
+    if (!m)
+        tool_die_err(name, &err);
+    char *text;
+    size_t tlen;
+    if (qs_model_to_text(m, &text, &tlen, &err) != 0)
+        tool_die_err(name, &err);
+    qs_model_free(m);
+    tool_out out;
+    tool_out_open(&out, outpath, 0);
+    tool_out_write(&out, text, tlen);
+    free(text);
+    tool_out_commit(&out);
+    return EXIT_OK;
+}

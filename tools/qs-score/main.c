@@ -1,0 +1,242 @@
+/* qs-score: stream LETOR/SVMLight documents through a .qsm model and print
+ * one line of scores per document, in input order, in bounded memory. */
+#include "tool.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LINE ((size_t)256 << 20) /* documented limit on one input line */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: qs-score [options] MODEL.qsm [DOCS|-] > SCORES\n"
+            "\n"
+            "Reads documents as LETOR/SVMLight text (`label [qid:Q] id:value ... [# comment]`;\n"
+            "ids in any order, a repeated id: the last one wins; nan/inf accepted; CRLF and a\n"
+            "missing final newline are fine) from DOCS or standard input, and writes one line\n"
+            "per document: the raw score (the model's margin), printed with 17 significant\n"
+            "digits for double-accumulated models and 9 for float32 ones; one tab-separated\n"
+            "column per class for multiclass models.  Blank and comment-only lines are skipped.\n"
+            "\n"
+            "  --absent zero|missing  what an absent feature means (default: the source\n"
+            "                         library's: LightGBM, QuickRank zero; XGBoost missing)\n"
+            "  --transform            apply the objective's output function (sigmoid, softmax...)\n"
+            "  --annotate             write `label<TAB>qid<TAB>score` lines (for qs-eval)\n"
+            "  --backend NAME         force a back end: auto, walk, qs (also the QS_BACKEND variable)\n"
+            "  -o, --output FILE      write to FILE, which appears only when complete\n"
+            "  -h, --help             this help\n"
+            "  -V, --version          version; with -v, the back ends compiled in\n"
+            "\n"
+            "exit: 0 ok, 1 bad model or document, 2 usage, 3 unsupported, 4 system error\n");
+}
+
+static void version(int verbose)
+{
+    printf("qs-score %s\n", QS_VERSION_STRING);
+    if (!verbose)
+        return;
+    printf("back ends:\n");
+    printf("  walk   plain tree walk (the internal reference)\n");
+    printf("  qs     scalar QuickScorer with delta-skip; QS-Omega on oblivious blocks;\n"
+           "         8/16/32/64-bit and multi-word leaf masks\n");
+    printf("default: qs\n");
+    printf("build: openmp=%d numa=%d cuda=%d (not used by any back end yet)\n", QS_HAVE_OPENMP,
+           QS_HAVE_NUMA, QS_HAVE_CUDA);
+}
+
+/* Buffered line reader with a hard limit on the line length. */
+typedef struct lines {
+    FILE *f;
+    char *buf;
+    size_t cap, start, end;
+    int eof;
+} lines;
+
+/* Returns 1 with line and len set, 0 at end of input, -1 if a line is too long. */
+static int next_line(lines *L, const char **line, size_t *len)
+{
+    for (;;) {
+        char *nl = L->end > L->start ? memchr(L->buf + L->start, '\n', L->end - L->start) : NULL;
+        if (nl) {
+            *line = L->buf + L->start;
+            *len = (size_t)(nl - (L->buf + L->start));
+            L->start = (size_t)(nl - L->buf) + 1;
+            return 1;
+        }
+        if (L->eof) {
+            if (L->end > L->start) {
+                *line = L->buf + L->start;
+                *len = L->end - L->start;
+                L->start = L->end;
+                return 1;
+            }
+            return 0;
+        }
+        if (L->start > 0) {
+            memmove(L->buf, L->buf + L->start, L->end - L->start);
+            L->end -= L->start;
+            L->start = 0;
+        }
+        if (L->end == L->cap) {
+            if (L->cap >= MAX_LINE)
+                return -1;
+            size_t nc = L->cap * 2;
+            char *q = realloc(L->buf, nc);
+            if (!q)
+                tool_die(EXIT_SYSTEM, "out of memory");
+            L->buf = q;
+            L->cap = nc;
+        }
+        size_t r = fread(L->buf + L->end, 1, L->cap - L->end, L->f);
+        L->end += r;
+        if (r == 0) {
+            if (ferror(L->f))
+                tool_die(EXIT_SYSTEM, "read error: %s", strerror(errno));
+            L->eof = 1;
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    tool_init(argv[0]);
+    static const struct option opts[] = {
+        { "absent", required_argument, 0, 'a' },
+        { "transform", no_argument, 0, 't' },
+        { "annotate", no_argument, 0, 'n' },
+        { "backend", required_argument, 0, 'b' },
+        { "output", required_argument, 0, 'o' },
+        { "help", no_argument, 0, 'h' },
+        { "version", no_argument, 0, 'V' },
+        { "verbose", no_argument, 0, 'v' },
+        { 0, 0, 0, 0 },
+    };
+    qs_absent absent = QS_ABSENT_DEFAULT;
+    int transform = 0, annotate = 0, show_version = 0, verbose = 0;
+    const char *outpath = NULL, *bname = getenv("QS_BACKEND");
+    int c;
+    while ((c = getopt_long(argc, argv, "o:hVv", opts, NULL)) != -1) {
+        switch (c) {
+        case 'a':
+            if (strcmp(optarg, "zero") == 0)
+                absent = QS_ABSENT_ZERO;
+            else if (strcmp(optarg, "missing") == 0)
+                absent = QS_ABSENT_MISSING;
+            else
+                tool_die(EXIT_USAGE, "bad --absent '%s' (expected zero or missing)", optarg);
+            break;
+        case 't': transform = 1; break;
+        case 'n': annotate = 1; break;
+        case 'b': bname = optarg; break;
+        case 'o': outpath = optarg; break;
+        case 'h': usage(stdout); return EXIT_OK;
+        case 'V': show_version = 1; break;
+        case 'v': verbose = 1; break;
+        default: usage(stderr); return EXIT_USAGE;
+        }
+    }
+    if (show_version) {
+        version(verbose);
+        return EXIT_OK;
+    }
+    qs_backend backend = QS_BACKEND_AUTO;
+    if (bname && *bname) {
+        backend = qs_backend_from_name(bname);
+        if (backend == QS_BACKEND_COUNT_)
+            tool_die(EXIT_USAGE, "unknown back end '%s' (see qs-score --version -v)", bname);
+    }
+    if (argc - optind < 1 || argc - optind > 2) {
+        tool_warn(argc - optind < 1 ? "missing MODEL.qsm" : "too many arguments");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *mpath = argv[optind];
+    const char *dpath = optind + 1 < argc ? argv[optind + 1] : "-";
+    const char *dname = strcmp(dpath, "-") == 0 ? "(stdin)" : dpath;
+
+    size_t mlen;
+    char *mbuf = tool_read_all(mpath, &mlen);
+    qs_error err;
+    qs_error_clear(&err);
+    qs_scorer *s = qs_scorer_load((const unsigned char *)mbuf, mlen, &err);
+    free(mbuf);
+    if (!s)
+        tool_die_err(mpath, &err);
+    if (!qs_backend_available(s, backend))
+        tool_die(EXIT_UNSUPPORTED, "back end '%s' cannot score this model", qs_backend_name(backend));
+    const qs_model *m = qs_scorer_model(s);
+    qs_model_info info;
+    qs_model_get_info(m, &info);
+    if (transform && strcmp(info.transform, "unsupported") == 0)
+        tool_die(EXIT_UNSUPPORTED, "%s: the model's output transform cannot be reproduced exactly; "
+                                   "score without --transform", mpath);
+    qs_workspace *w = qs_workspace_new(s, &err);
+    if (!w)
+        tool_die_err(NULL, &err);
+
+    FILE *in = stdin;
+    if (strcmp(dpath, "-") != 0 && !(in = fopen(dpath, "rb")))
+        tool_die(EXIT_SYSTEM, "%s: cannot open: %s", dpath, strerror(errno));
+    tool_out out;
+    tool_out_open(&out, outpath, 0);
+    static char obuf[1 << 16];
+    setvbuf(out.fp, NULL, _IOFBF, 1 << 20);
+
+    lines L = { in, malloc(1 << 20), 1 << 20, 0, 0, 0 };
+    if (!L.buf)
+        tool_die(EXIT_SYSTEM, "out of memory");
+    const int digits = transform && !info.float_accumulate ? 17 : qs_score_digits(s);
+    double *sc = malloc(sizeof(double) * info.num_classes);
+    if (!sc)
+        tool_die(EXIT_SYSTEM, "out of memory");
+    const char *line;
+    size_t len;
+    long ln = 0;
+    int rc;
+    while ((rc = next_line(&L, &line, &len)) == 1) {
+        ln++;
+        qs_letor_line meta;
+        int is_doc;
+        if (qs_letor_parse(s, w, absent, line, len, &meta, &is_doc, &err) != 0) {
+            err.line = ln;
+            tool_die_err(dname, &err);
+        }
+        if (!is_doc)
+            continue;
+        qs_score_doc(s, w, backend, sc);
+        if (transform)
+            qs_transform(s, sc);
+        size_t k = 0;
+        if (annotate) {
+            /* label and qid verbatim; both are bounded by the line limit. */
+            tool_out_write(&out, meta.label, meta.label_len);
+            tool_out_write(&out, "\t", 1);
+            if (meta.qid)
+                tool_out_write(&out, meta.qid, meta.qid_len);
+            tool_out_write(&out, "\t", 1);
+        }
+        for (uint32_t cl = 0; cl < info.num_classes; cl++) {
+            if (k > sizeof obuf - 64) {
+                tool_out_write(&out, obuf, k);
+                k = 0;
+            }
+            int n = snprintf(obuf + k, 64, "%s%.*g", cl ? "\t" : "", digits, sc[cl]);
+            k += (size_t)n;
+        }
+        obuf[k++] = '\n';
+        tool_out_write(&out, obuf, k);
+    }
+    if (rc < 0)
+        tool_die(EXIT_DATA, "%s:%ld: line longer than %zu MiB", dname, ln + 1, MAX_LINE >> 20);
+    if (in != stdin)
+        fclose(in);
+    tool_out_commit(&out);
+    free(L.buf);
+    free(sc);
+    qs_workspace_free(w);
+    qs_scorer_free(s);
+    return EXIT_OK;
+}
