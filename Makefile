@@ -114,7 +114,7 @@ bin-links: $(TOOL_BIN) $(UNIT_BIN)
 
 # ------------------------------------------------------------ targets
 check: all
-	bats tests/
+	./scripts/check.sh
 
 demo: all
 	./scripts/demo.sh

@@ -38,7 +38,11 @@ plain() {
 # compare_scores GOT WANT: every value (every tab-separated column) equal as
 # doubles; prints the first differences and fails otherwise.
 compare_scores() {
-    local n_got n_want
+    local n_got n_want got="$1" want="$2"
+    # Pipes (process substitution) can be read once: keep a copy.
+    if [ ! -f "$got" ]; then cat "$got" > "$BATS_TEST_TMPDIR/cmp.got"; got="$BATS_TEST_TMPDIR/cmp.got"; fi
+    if [ ! -f "$want" ]; then cat "$want" > "$BATS_TEST_TMPDIR/cmp.want"; want="$BATS_TEST_TMPDIR/cmp.want"; fi
+    set -- "$got" "$want"
     n_got=$(wc -l < "$1"); n_want=$(wc -l < "$2")
     if [ "$n_got" != "$n_want" ]; then
         echo "line counts differ: got $n_got, want $n_want"
@@ -52,4 +56,29 @@ compare_scores() {
                   if (bad <= 5) printf "line %d col %d: got %s want %s\n", NR, i, $i, $(i + n)
               } }
         END { if (bad) { printf "%d values differ\n", bad; exit 1 } }'
+}
+
+# Back ends every conformance test runs (QS_BACKEND forces one).
+backends() {
+    if [ -n "${QS_BACKEND:-}" ]; then echo "$QS_BACKEND"; else echo "walk qs"; fi
+}
+
+# conform MODEL DOCS ORACLE [qs-score options...]: convert, compile (cached per
+# file), then score DOCS with every back end and compare with ORACLE bit for bit.
+conform() {
+    local model="$1" docs="$2" oracle="$3"; shift 3
+    [ -f "$model" ] || skip "missing $model"
+    local key qsm
+    key=$(printf '%s' "$model" | cksum | cut -d' ' -f1)
+    qsm="$BATS_FILE_TMPDIR/$key.qsm"
+    if [ ! -f "$qsm" ]; then
+        qs-convert "$model" > "$BATS_FILE_TMPDIR/$key.txt" || { echo "qs-convert failed"; return 1; }
+        qs-compile -o "$qsm" "$BATS_FILE_TMPDIR/$key.txt" || { echo "qs-compile failed"; return 1; }
+    fi
+    local b
+    for b in $(backends); do
+        QS_BACKEND= qs-score --backend "$b" "$@" "$qsm" < "$docs" > "$BATS_TEST_TMPDIR/got.$b" ||
+            { echo "qs-score --backend $b failed"; return 1; }
+        compare_scores "$BATS_TEST_TMPDIR/got.$b" "$oracle" || { echo "back end $b differs"; return 1; }
+    done
 }

@@ -1,0 +1,139 @@
+#!/usr/bin/env bats
+# The pipeline on the bundled fixtures (no shared data needed):
+# qs-convert | qs-compile | qs-score, per back end, and the tools' options.
+
+load test_helper
+
+pipeline() { # pipeline FIXTURE_DIR MODEL_FILE [qs-score options]
+    local dir="$FIX/$1" model="$2"; shift 2
+    qs-convert "$dir/$model" > "$BATS_TEST_TMPDIR/m.txt"
+    qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" "$BATS_TEST_TMPDIR/m.txt"
+    local b
+    for b in $(backends); do
+        qs-score --backend "$b" "$@" "$BATS_TEST_TMPDIR/m.qsm" < "$dir/docs.letor" > "$BATS_TEST_TMPDIR/got.$b"
+    done
+}
+
+@test "lightgbm fixture (zstd model) scores bit for bit on every back end" {
+    pipeline lgb-l8 model.txt.zst
+    for b in $(backends); do compare_scores "$BATS_TEST_TMPDIR/got.$b" "$FIX/lgb-l8/expected.txt"; done
+}
+
+@test "lightgbm multiclass fixture: one tab-separated column per class" {
+    pipeline lgb-multiclass model.txt.zst
+    for b in $(backends); do compare_scores "$BATS_TEST_TMPDIR/got.$b" "$FIX/lgb-multiclass/expected.txt"; done
+    run awk -F'\t' 'NF != 5' "$BATS_TEST_TMPDIR/got.qs"
+    assert_output ""
+}
+
+@test "quickrank oblivious fixture is laid out for QS-Omega and scores exactly" {
+    pipeline qr-oblivious model.xml.zst
+    for b in $(backends); do compare_scores "$BATS_TEST_TMPDIR/got.$b" "$FIX/qr-oblivious/expected.txt"; done
+}
+
+@test "xgboost fixtures: absent = missing by default, --absent zero gives the dense oracle" {
+    pipeline xgb-tiny model.json
+    for b in $(backends); do compare_scores "$BATS_TEST_TMPDIR/got.$b" "$FIX/xgb-tiny/expected.txt"; done
+    pipeline xgb-agaricus model.json.zst
+    for b in $(backends); do compare_scores "$BATS_TEST_TMPDIR/got.$b" "$FIX/xgb-agaricus/expected.txt"; done
+    pipeline xgb-agaricus model.json.zst --absent zero
+    for b in $(backends); do compare_scores "$BATS_TEST_TMPDIR/got.$b" "$FIX/xgb-agaricus/expected.dense.txt"; done
+}
+
+@test "float32 models print 9 significant digits, double models 17" {
+    pipeline xgb-tiny model.json
+    run head -1 "$BATS_TEST_TMPDIR/got.qs"
+    assert_output "1.01585567"
+    pipeline lgb-l8 model.txt.zst
+    run head -1 "$BATS_TEST_TMPDIR/got.qs"
+    assert_output "0.36370218666844439"
+}
+
+@test "--transform applies XGBoost's sigmoid (binary:logistic)" {
+    pipeline xgb-agaricus model.json.zst --transform
+    compare_scores "$BATS_TEST_TMPDIR/got.qs" "$FIX/xgb-agaricus/expected.prob.txt"
+}
+
+@test "--transform softmax rows sum to 1 (lightgbm multiclass)" {
+    pipeline lgb-multiclass model.txt.zst --transform
+    run awk -F'\t' '{ s = 0; for (i = 1; i <= NF; i++) s += $i; if (s < 0.999999 || s > 1.000001) print NR, s }' "$BATS_TEST_TMPDIR/got.qs"
+    assert_output ""
+}
+
+@test "--annotate writes label, qid and score" {
+    pipeline xgb-tiny model.json --annotate
+    run head -2 "$BATS_TEST_TMPDIR/got.qs"
+    assert_line --index 0 "$(printf '0\t1\t1.01585567')"
+    run awk -F'\t' 'NF != 3' "$BATS_TEST_TMPDIR/got.qs"
+    assert_output ""
+}
+
+@test "qs-score reads DOCS from a file argument, stdin, CRLF and no final newline alike" {
+    qs-convert "$FIX/xgb-tiny/model.json" | qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" -
+    head -5 "$FIX/xgb-tiny/docs.letor" > "$BATS_TEST_TMPDIR/d"
+    qs-score "$BATS_TEST_TMPDIR/m.qsm" "$BATS_TEST_TMPDIR/d" > "$BATS_TEST_TMPDIR/a"
+    sed 's/$/\r/' "$BATS_TEST_TMPDIR/d" | head -c -2 | qs-score "$BATS_TEST_TMPDIR/m.qsm" > "$BATS_TEST_TMPDIR/b"
+    cmp "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
+    compare_scores "$BATS_TEST_TMPDIR/a" <(head -5 "$FIX/xgb-tiny/expected.txt")
+}
+
+@test "ids in any order, comments and blank lines: same scores" {
+    qs-convert "$FIX/lgb-l8/model.txt.zst" | qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" -
+    head -20 "$FIX/lgb-l8/docs.letor" > "$BATS_TEST_TMPDIR/d"
+    awk '{ printf "%s %s", $1, $2; for (i = NF; i > 2; i--) printf " %s", $i; print " # reversed"; print "" }' \
+        "$BATS_TEST_TMPDIR/d" > "$BATS_TEST_TMPDIR/r"
+    qs-score "$BATS_TEST_TMPDIR/m.qsm" < "$BATS_TEST_TMPDIR/r" > "$BATS_TEST_TMPDIR/got"
+    compare_scores "$BATS_TEST_TMPDIR/got" <(head -20 "$FIX/lgb-l8/expected.txt")
+}
+
+@test "canonical text round-trips: convert(text) == text" {
+    for f in lgb-l8/model.txt.zst lgb-multiclass/model.txt.zst qr-oblivious/model.xml.zst xgb-agaricus/model.json.zst; do
+        qs-convert "$FIX/$f" > "$BATS_TEST_TMPDIR/a.txt"
+        qs-convert "$BATS_TEST_TMPDIR/a.txt" > "$BATS_TEST_TMPDIR/b.txt"
+        cmp "$BATS_TEST_TMPDIR/a.txt" "$BATS_TEST_TMPDIR/b.txt"
+    done
+}
+
+@test "qs-compile output is deterministic and -o writes only the final file" {
+    qs-convert "$FIX/lgb-l8/model.txt.zst" > "$BATS_TEST_TMPDIR/m.txt"
+    qs-compile -o "$BATS_TEST_TMPDIR/a.qsm" "$BATS_TEST_TMPDIR/m.txt"
+    qs-compile "$BATS_TEST_TMPDIR/m.txt" > "$BATS_TEST_TMPDIR/b.qsm"
+    cmp "$BATS_TEST_TMPDIR/a.qsm" "$BATS_TEST_TMPDIR/b.qsm"
+    run ls "$BATS_TEST_TMPDIR"
+    refute_output --partial ".tmp"
+}
+
+@test "--delta and --tree-block change the layout, not the scores" {
+    qs-convert "$FIX/lgb-l8/model.txt.zst" > "$BATS_TEST_TMPDIR/m.txt"
+    for opt in "--delta 1" "--delta 64" "--tree-block 1" "--tree-block 7 --delta 3"; do
+        qs-compile $opt -o "$BATS_TEST_TMPDIR/m.qsm" "$BATS_TEST_TMPDIR/m.txt"
+        qs-score "$BATS_TEST_TMPDIR/m.qsm" < "$FIX/lgb-l8/docs.letor" > "$BATS_TEST_TMPDIR/got"
+        compare_scores "$BATS_TEST_TMPDIR/got" "$FIX/lgb-l8/expected.txt"
+    done
+}
+
+@test "qs-score --version -v lists the back ends; unknown back end is a usage error" {
+    run qs-score --version -v
+    assert_success
+    assert_output --partial "walk"
+    assert_output --partial "qs "
+    run qs-score --backend nosuch /dev/null
+    assert_failure 2
+    assert_output --partial "unknown back end 'nosuch'"
+    run env QS_BACKEND=nosuch qs-score /dev/null
+    assert_failure 2
+}
+
+@test "--help goes to stdout with exit 0 for every tool" {
+    for t in qs-convert qs-compile qs-score qs-eval; do
+        run "$t" --help
+        assert_success
+        assert_output --partial "usage: $t"
+    done
+}
+
+@test "semantics unit tests (boundaries, zeros, NaN, the 1e-35 band, absent, categorical, 200 leaves, oblivious)" {
+    run "$UNIT/test_semantics"
+    assert_success
+    assert_output --regexp "[0-9]+ checks, 0 failures"
+}

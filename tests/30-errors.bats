@@ -1,0 +1,161 @@
+#!/usr/bin/env bats
+# Bad input: a clear `qs-TOOL: where: what` message, a documented exit code,
+# no crash and no partial output file.
+
+load test_helper
+
+setup() {
+    T="$BATS_TEST_TMPDIR"
+    qs-convert "$FIX/xgb-tiny/model.json" > "$T/m.txt"
+    qs-compile -o "$T/m.qsm" "$T/m.txt"
+}
+
+no_leftovers() { # no output file and no temporary file in $T
+    run bash -c "ls '$T' | grep -E '^out|tmp' || true"
+    assert_output ""
+}
+
+@test "qs-convert: unknown format, garbage, truncated models" {
+    printf 'hello world\n' > "$T/x"
+    run qs-convert -o "$T/out" "$T/x"
+    assert_failure 1
+    assert_output --partial "qs-convert: $T/x: unrecognised model format"
+    no_leftovers
+    head -c 1500 "$FIX/xgb-tiny/model.json" > "$T/trunc.json"
+    run qs-convert -o "$T/out" "$T/trunc.json"
+    assert_failure 1
+    assert_output --regexp "^qs-convert: $T/trunc.json"
+    no_leftovers
+    head -c 30000 <(zstd -dc "$FIX/lgb-l8/model.txt.zst") > "$T/trunc.txt"
+    run qs-convert -o "$T/out" "$T/trunc.txt"
+    assert_failure 1
+    assert_output --regexp "^qs-convert: $T/trunc.txt"
+    no_leftovers
+    head -c 3000 <(zstd -dc "$FIX/qr-oblivious/model.xml.zst") > "$T/trunc.xml"
+    run qs-convert -o "$T/out" "$T/trunc.xml"
+    assert_failure 1
+    assert_output --regexp "^qs-convert: $T/trunc.xml:[0-9]+: "
+    no_leftovers
+    head -c 100 /dev/urandom > "$T/bin"
+    run qs-convert --from xgboost "$T/bin"
+    assert_failure
+    assert [ "$status" -lt 5 ]
+}
+
+@test "qs-convert: missing file and bad options" {
+    run qs-convert "$T/nonexistent"
+    assert_failure 4
+    assert_output --partial "cannot open"
+    run qs-convert --from nosuch "$T/m.txt"
+    assert_failure 2
+    run qs-convert a b
+    assert_failure 2
+}
+
+@test "canonical text: each malformed field is refused with its line" {
+    check() { # check SED-EXPR EXPECTED-MESSAGE
+        sed "$1" "$T/m.txt" > "$T/bad.txt"
+        run qs-compile -o "$T/out.qsm" "$T/bad.txt"
+        assert_failure
+        assert_output --partial "$2"
+        [ ! -e "$T/out.qsm" ]
+    }
+    check '1s/.*/qs-ensemble 9/' "version 9 is not supported"
+    check 's/^compare lt/compare xx/' ":4: bad comparison 'xx'"
+    check 's/^features 47/features -1/' "bad feature count '-1'"
+    check 's/^features 47/features 99999999999/' "beyond the limit"
+    check 's/^trees 3/trees 4/' "unexpected end of input"
+    check '/^tree 0/{n;s/ 1 2$/ 1 9/}' "child 9 out of range"
+    check '/^tree 0/{n;s/ 1 2$/ 0 2/}' "reached twice"
+    check '/^tree 0/{n;s/num 40/num 47/}' "feature 47 out of range"
+    check '/^tree 0/{n;s/num 40 [^ ]*/num 40 abc/}' "bad threshold 'abc'"
+    check '/^tree 0/{n;s/num 40 [^ ]*/num 40 0.1/}' "not a float32 value"
+    check 's/^end$/end\nextra/' "text after 'end'"
+    check '/^tree 1 /{n;s/^0 /7 /}' "expected node 0"
+    check '/^tree 0/{n;s/ nan / maybe /}' "bad missing rule"
+}
+
+@test "qs-compile refuses foreign text and binary-looking input" {
+    printf 'garbage\n' > "$T/g"
+    run qs-compile -o "$T/out.qsm" "$T/g"
+    assert_failure 1
+    assert_output --partial "not canonical ensemble text"
+    no_leftovers
+}
+
+@test ".qsm: truncated, bit-flipped, wrong magic, empty: refused" {
+    size=$(stat -c %s "$T/m.qsm")
+    head -c $((size - 1)) "$T/m.qsm" > "$T/t.qsm"
+    run qs-score "$T/t.qsm" < "$FIX/xgb-tiny/docs.letor"
+    assert_failure 1
+    assert_output --partial "truncated"
+    for off in 9 40 100 200 $((size - 3)); do
+        cp "$T/m.qsm" "$T/f.qsm"
+        printf '\x5a' | dd of="$T/f.qsm" bs=1 seek=$off conv=notrunc 2>/dev/null
+        run qs-score "$T/f.qsm" < "$FIX/xgb-tiny/docs.letor"
+        assert_failure
+        assert_output --regexp "qs-score: $T/f.qsm: byte [0-9]+: .*(checksum|version|size)"
+    done
+    printf 'not a model at all, but long enough to have a header of sixty-four bytes.....' > "$T/x.qsm"
+    run qs-score "$T/x.qsm" < /dev/null
+    assert_failure 1
+    assert_output --partial "not a .qsm file"
+    : > "$T/e.qsm"
+    run qs-score "$T/e.qsm" < /dev/null
+    assert_failure 1
+}
+
+@test "qs-score: bad feature lines name the file and line" {
+    printf '1 qid:1 1:0.5\n0 qid:1 abc:1\n' > "$T/d"
+    run qs-score -o "$T/out" "$T/m.qsm" "$T/d"
+    assert_failure 1
+    assert_output "qs-score: $T/d:2: bad feature token 'abc:1' (expected INDEX:VALUE)"
+    no_leftovers
+    run bash -c "printf '1 qid:1 3:0.5x\n' | qs-score '$T/m.qsm'"
+    assert_failure 1
+    assert_output "qs-score: (stdin):1: bad feature value in '3:0.5x' (expected a number)"
+    run bash -c "printf 'x qid:1 3:0.5\n' | qs-score '$T/m.qsm'"
+    assert_failure 1
+    assert_output --partial "(stdin):1: bad label 'x'"
+    run bash -c "printf '1 99999999999:1\n' | qs-score '$T/m.qsm'"
+    assert_failure 1
+    assert_output --partial "out of range"
+    run bash -c "printf '1 qid:1 qid:2 3:1\n' | qs-score '$T/m.qsm'"
+    assert_failure 1
+    assert_output --partial "more than one qid"
+    run bash -c "printf '1 3:1\0 4:2\n' | qs-score '$T/m.qsm'"
+    assert_failure 1
+    run bash -c "head -c 100000 /dev/urandom | qs-score '$T/m.qsm' > /dev/null"
+    assert_failure 1
+}
+
+@test "qs-score: a line of megabytes is fine; ids beyond the model are ignored" {
+    awk 'BEGIN { printf "1 qid:1"; for (i = 1; i <= 300000; i++) printf " %d:0.5", i; print "" }' > "$T/big"
+    run qs-score "$T/m.qsm" "$T/big"
+    assert_success
+    assert_equal "${#lines[@]}" 1
+}
+
+@test "qs-score: a closed pipe is a quiet stop" {
+    for i in $(seq 200); do cat "$FIX/xgb-tiny/docs.letor"; done > "$T/many"
+    run bash -c "qs-score '$T/m.qsm' < '$T/many' | head -1"
+    assert_success
+    assert_output "1.01585567"
+}
+
+@test "qs-score: a full disk is an error, not a silent truncation" {
+    [ -w /dev/full ] || skip "no /dev/full"
+    run bash -c "qs-score '$T/m.qsm' < '$FIX/xgb-tiny/docs.letor' > /dev/full"
+    assert_failure 4
+    assert_output --partial "write error"
+}
+
+@test "qs-score: usage errors" {
+    run qs-score
+    assert_failure 2
+    run qs-score --absent sometimes "$T/m.qsm"
+    assert_failure 2
+    assert_output --partial "bad --absent 'sometimes'"
+    run qs-score "$T/nonexistent.qsm"
+    assert_failure 4
+}
