@@ -489,8 +489,11 @@ int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const 
         const char *colon = memchr(t, ':', n);
         uint64_t id = 0;
         const char *d = t;
-        while (d < t + n && *d >= '0' && *d <= '9' && id <= UINT32_MAX)
-            id = id * 10 + (uint64_t)(*d++ - '0');
+        while (d < t + n && *d >= '0' && *d <= '9') {
+            if (id <= UINT32_MAX) /* saturates: any longer id is out of range */
+                id = id * 10 + (uint64_t)(*d - '0');
+            d++;
+        }
         if (!colon || d != colon || colon == t) {
             show_tok(show, sizeof show, t, n);
             return qs_fail(err, QS_ERR_FORMAT, 0, "bad feature token '%s' (expected INDEX:VALUE)",
