@@ -196,6 +196,146 @@ int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent,
                    const char *line, size_t len, qs_letor_line *out,
                    int *is_doc, qs_error *err);
 
+/* ------------------------------------------------------- ranking metrics
+ * (qs-eval): NDCG@k under every reference convention, ERR@k, MAP, P@k. */
+
+/* The metric computed for every cutoff in the k list. */
+typedef enum qs_metric {
+    QS_METRIC_NDCG = 0,  /* sum gain(rel_r)*disc(r) / the same over the ideal order */
+    QS_METRIC_ERR = 1,   /* RankLib's ERR@k: R = (2^rel-1)/16, sum_r R_r/r * prod_{i<r}(1-R_i) */
+    QS_METRIC_MAP = 2,   /* average precision: rel > 0 is relevant, divided by all relevant docs */
+    QS_METRIC_P = 3      /* precision: relevant docs among the first k */
+} qs_metric;
+
+/* The convention knobs of shared/docs/ndcg.md section 4; each enum's first
+ * value is the default (QuickRank's and RankLib's NDCG). */
+typedef enum { QS_GAIN_EXP2 = 0, QS_GAIN_LINEAR } qs_eval_gain;
+typedef enum {
+    QS_TIES_INPUT = 0,     /* tied scores keep the input order (stable sort) */
+    QS_TIES_REVERSE,       /* reverse input order (numpy argsort()[::-1] on small lists) */
+    QS_TIES_AVERAGE,       /* gain averaged over each tied group (McSherry-Najork) */
+    QS_TIES_PESSIMISTIC,   /* lowest label first inside a tied group */
+    QS_TIES_OPTIMISTIC     /* highest label first */
+} qs_eval_ties;
+typedef enum { QS_NOREL_ZERO = 0, QS_NOREL_ONE, QS_NOREL_SKIP } qs_eval_norel;
+typedef enum { QS_BEYOND_CLAMP = 0, QS_BEYOND_ZERO } qs_eval_beyond;
+typedef enum { QS_DISCOUNT_LOG2 = 0, QS_DISCOUNT_LETOR } qs_eval_discount;
+typedef enum { QS_SCORE_DOUBLE = 0, QS_SCORE_FLOAT } qs_eval_score_type;
+typedef enum { QS_GROUP_BLOCK = 0, QS_GROUP_QID } qs_eval_group;
+
+typedef struct qs_eval_conv {
+    qs_eval_gain gain;
+    qs_eval_ties ties;
+    qs_eval_norel norel;
+    qs_eval_beyond beyond;
+    qs_eval_discount discount;
+    qs_eval_score_type score_type;
+    qs_eval_group group;
+} qs_eval_conv;
+
+/* The defaults: exp2, input, 0, clamp, log2, double, block. */
+void qs_eval_conv_default(qs_eval_conv *c);
+
+/* Set every knob from a preset name (quickrank ranklib lightgbm xgboost
+ * xgboost-minus trec sklearn rankeval letor).  Returns 0, or -1 with err
+ * (QS_ERR_ARG) for an unknown name. */
+int qs_eval_conv_preset(qs_eval_conv *c, const char *name, qs_error *err);
+
+/* Set one knob by its option name without dashes ("gain", "ties", "norel",
+ * "beyond", "discount", "score-type", "group") and value.  Returns 0, or -1
+ * with err (QS_ERR_ARG) naming the accepted values. */
+int qs_eval_conv_set(qs_eval_conv *c, const char *knob, const char *value, qs_error *err);
+
+/* Names of the presets, NULL-terminated (for --help). */
+extern const char *const qs_eval_preset_names[];
+
+/* Metric by name ("ndcg", "err", "map", "p"); -1 when unknown. */
+int qs_metric_from_name(const char *name);
+const char *qs_metric_name(qs_metric m);
+
+/* Largest label that gain exp2 accepts: 2^30-1 is still exact in a double
+ * and far beyond any real grading scale. */
+#define QS_EVAL_MAX_EXP2_LABEL 30
+/* ERR's R=(2^rel-1)/16 is a probability only for labels 0..4. */
+#define QS_EVAL_MAX_ERR_LABEL 4
+
+typedef struct qs_eval_options {
+    qs_metric metric;
+    const unsigned *ks;   /* cutoffs; 0 means the whole list */
+    size_t nk;            /* at least 1 */
+    qs_eval_conv conv;
+} qs_eval_options;
+
+/* One document, as read from a line: the label token verbatim (validated by
+ * qs_eval_add), the qid (NULL or empty: the line had none; such lines form
+ * one query per block, like a qid ""), and the score. */
+typedef struct qs_eval_doc {
+    const char *label;
+    size_t label_len;
+    const char *qid;
+    size_t qid_len;
+    double score;
+} qs_eval_doc;
+
+/* ---- line parsers.  Each takes one line without its '\n' (a trailing CR is
+ * ignored), never reads past len, and on failure fills err with
+ * QS_ERR_FORMAT and a message, leaving err->line to the caller. */
+
+/* LETOR/SVMLight: `label [qid:Q] [anything ...] [# comment]`.  Only the label
+ * (first token) and the qid: token matter; other tokens are not looked at.
+ * Blank and comment-only lines give *is_doc = 0.  doc->score is untouched. */
+int qs_eval_parse_letor(const char *line, size_t len, qs_eval_doc *doc, int *is_doc,
+                        qs_error *err);
+
+/* A score line: tab-separated columns, `column` (1-based) is parsed with
+ * strtod; spaces around a column are ignored.  NaN is refused. */
+int qs_eval_parse_score(const char *line, size_t len, unsigned column, double *score,
+                        qs_error *err);
+
+/* An annotated line from `qs-score --annotate`: label<TAB>qid<TAB>score
+ * [<TAB>score ...]; `column` picks among the scores (1-based). */
+int qs_eval_parse_annotated(const char *line, size_t len, unsigned column, qs_eval_doc *doc,
+                            qs_error *err);
+
+/* ---- the evaluator: documents go in one at a time, in input order. */
+typedef struct qs_eval qs_eval;
+
+/* Checks the options (QS_ERR_ARG for a combination that has no definition,
+ * e.g. --ties=average with ERR or MAP). */
+qs_eval *qs_eval_new(const qs_eval_options *opt, qs_error *err);
+void qs_eval_free(qs_eval *e);
+
+/* Add a document.  Returns 0; 1 when, with block grouping, this document
+ * starts a block whose qid was already seen in an earlier block (the caller
+ * may warn; the block is still a separate query); -1 with err on a bad label
+ * (QS_ERR_FORMAT) or no memory.  With block grouping a query is computed as
+ * soon as its block ends, so memory follows the largest query; with qid
+ * grouping every document is held until qs_eval_finish. */
+int qs_eval_add(qs_eval *e, const qs_eval_doc *doc, qs_error *err);
+
+/* Compute what is left.  Returns 0, or -1 with err (QS_ERR_FORMAT "no
+ * documents" when nothing was added). */
+int qs_eval_finish(qs_eval *e, qs_error *err);
+
+/* Results, valid after qs_eval_finish: queries in input order (block order,
+ * or first appearance with qid grouping); values[i] per cutoff, NAN when the
+ * query is left out of the mean (--norel=skip). */
+size_t qs_eval_num_queries(const qs_eval *e);
+const char *qs_eval_query_qid(const qs_eval *e, size_t q, size_t *len);
+const double *qs_eval_query_values(const qs_eval *e, size_t q);
+size_t qs_eval_query_docs(const qs_eval *e, size_t q);
+/* Arithmetic mean per cutoff over the queries not left out, summed in query
+ * order; NAN where every query was left out. */
+const double *qs_eval_mean(const qs_eval *e);
+
+/* The metric of one query of n >= 1 documents, for every cutoff (out[nk]);
+ * NAN = left out of the mean.  Labels must be valid for the options (see
+ * qs_eval_add); scores are rounded to float32 here for QS_SCORE_FLOAT.
+ * Returns 0, or -1 with err (no memory, bad arguments).  For library users
+ * and tests that have the arrays at hand. */
+int qs_eval_query(const qs_eval_options *opt, const double *labels, const double *scores,
+                  size_t n, double *out, qs_error *err);
+
 /* ------------------------------------------------------- utilities */
 
 /* CRC-32C (Castagnoli) of a buffer, continuing from `crc` (start with 0). */

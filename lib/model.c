@@ -272,6 +272,10 @@ static int model_scan(const qs_model *m, uint32_t *max_leaves, uint32_t *max_dep
                        QS_MAX_FEATURES);
     if (m->cmp != QS_CMP_LE && m->cmp != QS_CMP_LT)
         return qs_fail(err, QS_ERR_FORMAT, 0, "bad comparison");
+    if (!isfinite(m->transform_param))
+        return qs_fail(err, QS_ERR_FORMAT, 0, "transform parameter is not finite");
+    if (!qs_transform_known(m->transform))
+        return qs_fail(err, QS_ERR_FORMAT, 0, "unknown transform '%.16s'", m->transform);
     for (uint32_t c = 0; c < m->num_classes; c++) {
         if (!isfinite(m->base[c]))
             return qs_fail(err, QS_ERR_FORMAT, 0, "base score of class %u is not finite", c);
@@ -303,7 +307,7 @@ static int model_scan(const qs_model *m, uint32_t *max_leaves, uint32_t *max_dep
     uint32_t ml = 0, md = 0;
     int rc = 0;
     for (uint64_t t = 0; t < m->num_trees && rc == 0; t++) {
-        uint32_t l, d;
+        uint32_t l = 0, d = 0;
         rc = check_tree(m, t, &l, &d, stack, stack + maxn, seen, err);
         if (rc == 0) {
             if (l > ml)
@@ -347,6 +351,16 @@ void qs_model_get_info(const qs_model *m, qs_model_info *info)
     for (uint64_t t = 0; t < m->num_trees && obl; t++)
         obl = qs_tree_is_oblivious(m, &m->trees[t], NULL);
     info->oblivious = obl;
+}
+
+int qs_transform_known(const char *name)
+{
+    static const char *const names[] = { "none", "sigmoid", "softmax", "exp",
+                                         "ova-sigmoid", "hinge", "unsupported" };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strncmp(name, names[i], 16) == 0)
+            return 1;
+    return 0;
 }
 
 /* ------------------------------------------------------------- oblivious */
@@ -479,7 +493,22 @@ qs_format qs_detect_format(const char *buf, size_t len)
         return QS_FMT_CANONICAL;
     if (*p == '{')
         return QS_FMT_XGBOOST;
-    if (*p == '<' || *p == '#')
+    if (*p == '#') {
+        /* Canonical text may open with comments; RankLib opens with `##` lines. */
+        size_t k = 0;
+        while (k < n && p[k] == '#') {
+            const char *nl = memchr(p + k, '\n', n - k);
+            if (!nl)
+                return QS_FMT_QUICKRANK;
+            k = (size_t)(nl - p) + 1;
+            while (k < n && (p[k] == ' ' || p[k] == '\t' || p[k] == '\r' || p[k] == '\n'))
+                k++;
+        }
+        if (n - k >= 11 && memcmp(p + k, "qs-ensemble", 11) == 0)
+            return QS_FMT_CANONICAL;
+        return QS_FMT_QUICKRANK;
+    }
+    if (*p == '<')
         return QS_FMT_QUICKRANK;
     if (STARTS("tree\n") || STARTS("tree\r\n") || STARTS("version=") || STARTS("num_class="))
         return QS_FMT_LIGHTGBM;

@@ -149,6 +149,9 @@ void qs_model_walk_score(const qs_model *m, const double *x, double *out);
  * receives its depth (0 for a single leaf). */
 int qs_tree_is_oblivious(const qs_model *m, const qs_tree *t, uint32_t *depth_out);
 
+/* Whether `name` is one of the output transforms qs knows. */
+int qs_transform_known(const char *name);
+
 /* Parse a decimal or hex value token with the model's precision. */
 int qs_parse_number(int float_precision, const char *tok, size_t len, double *out);
 

@@ -330,11 +330,7 @@ static void *r_alloc(rbuf *r, uint64_t count, size_t disk_size, size_t mem_size)
 
 static int read_info(rbuf *r, qs_model *m, qs_error *err)
 {
-    m->source = (qs_source)r_u32(r);
-    m->cmp = (int)r_u32(r);
-    m->float_precision = (int)r_u32(r);
-    m->float_accumulate = (int)r_u32(r);
-    m->absent_missing = (int)r_u32(r);
+    uint32_t src = r_u32(r), cmp = r_u32(r), fp = r_u32(r), fa = r_u32(r), am = r_u32(r);
     m->num_features = r_u32(r);
     uint32_t k = r_u32(r);
     r_u32(r);
@@ -343,9 +339,14 @@ static int read_info(rbuf *r, qs_model *m, qs_error *err)
     r_str(r, m->objective, 64);
     if (r->bad)
         return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section is truncated");
-    if (m->source > QS_SRC_QUICKRANK || m->cmp > 1 || m->float_precision > 1 ||
-        m->float_accumulate > 1 || m->absent_missing > 1)
+    if (src > QS_SRC_QUICKRANK || cmp > 1 || fp > 1 || fa > 1 || am > 1 ||
+        !qs_transform_known(m->transform))
         return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section holds invalid values");
+    m->source = (qs_source)src;
+    m->cmp = (int)cmp;
+    m->float_precision = (int)fp;
+    m->float_accumulate = (int)fa;
+    m->absent_missing = (int)am;
     if (qs_model_set_classes(m, k, err))
         return -1;
     for (uint32_t c = 0; c < k; c++)
@@ -550,6 +551,14 @@ int qsm_read(const unsigned char *buf, size_t len, qs_model **mp, qs_layout **lp
             }
             have[want] = 1;
             size_t rn = (size_t)rawsz;
+            /* Believe the recorded size only once the stored bytes agree
+             * with it, so a small crafted file cannot demand a huge buffer. */
+            if ((flags & SEC_ZSTD) ? ZSTD_getFrameContentSize(buf + off, (size_t)stored) != rawsz
+                                   : stored != rawsz) {
+                qs_fail_at(err, QS_ERR_FORMAT, (long long)off,
+                           "section %u does not match its recorded size", s);
+                goto fail;
+            }
             raw = malloc(rn ? rn : 1);
             if (!raw) {
                 qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");

@@ -388,7 +388,7 @@ void qs_transform(const qs_scorer *s, double *y)
     const int f = m->float_accumulate; /* XGBoost computes its transforms in float32 */
     if (strcmp(m->transform, "sigmoid") == 0 || strcmp(m->transform, "ova-sigmoid") == 0) {
         for (uint32_t c = 0; c < k; c++)
-            y[c] = f ? (double)(1.0f / (1.0f + expf(-(float)y[c])))
+            y[c] = f ? (double)(1.0f / (1.0f + expf(-(float)a * (float)y[c])))
                      : 1.0 / (1.0 + exp(-a * y[c]));
     } else if (strcmp(m->transform, "exp") == 0) {
         for (uint32_t c = 0; c < k; c++)

@@ -326,8 +326,9 @@ static int read_cats(reader *r, int i, qs_model *m, qs_node *n_out_off)
         while (s < e) {
             uint64_t v = 0;
             const char *d = s;
-            while (s < e && *s >= '0' && *s <= '9' && v <= (uint64_t)QS_MAX_CAT_WORDS * 32)
-                v = v * 10 + (uint64_t)(*s++ - '0');
+            for (; s < e && *s >= '0' && *s <= '9'; s++)
+                if (v <= (uint64_t)QS_MAX_CAT_WORDS * 32) /* saturate: still too large */
+                    v = v * 10 + (uint64_t)(*s - '0');
             if (s == d || (s < e && *s != ','))
                 return bad_tok(r, i, "category list");
             if (v >= (uint64_t)QS_MAX_CAT_WORDS * 32)
@@ -538,6 +539,8 @@ qs_model *qs_model_from_text(const char *buf, size_t len, qs_error *err)
     if (!m)
         return NULL;
     reader r = { buf, buf + len, 0, { 0 }, { 0 }, 0, err };
+    if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
+        r.p += 3; /* a UTF-8 byte order mark, as editors add */
     if (read_body(&r, m) != 0 || qs_model_validate(m, err) != 0) {
         if (err->code == QS_OK)
             qs_fail(err, QS_ERR_FORMAT, r.line, "malformed ensemble text");

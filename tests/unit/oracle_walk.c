@@ -114,7 +114,7 @@ int main(int argc, char **argv)
         char *p = oline;
         for (uint32_t c = 0; c < m->num_classes; c++) {
             char *e;
-            double want = strtod(p, &e);
+            double want = m->float_accumulate ? (double)strtof(p, &e) : strtod(p, &e);
             p = e;
             if (want != sc[c] && !(isnan(want) && isnan(sc[c]))) {
                 if (bad < 5)

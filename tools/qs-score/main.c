@@ -188,7 +188,7 @@ int main(int argc, char **argv)
     lines L = { in, malloc(1 << 20), 1 << 20, 0, 0, 0 };
     if (!L.buf)
         tool_die(EXIT_SYSTEM, "out of memory");
-    const int digits = transform && !info.float_accumulate ? 17 : qs_score_digits(s);
+    const int digits = qs_score_digits(s);
     double *sc = malloc(sizeof(double) * info.num_classes);
     if (!sc)
         tool_die(EXIT_SYSTEM, "out of memory");

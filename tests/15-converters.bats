@@ -1,0 +1,97 @@
+#!/usr/bin/env bats
+# Converter fixtures made for the edge cases the shared oracles do not cover:
+# XGBoost categorical splits, base_score links, UBJSON, multiclass; QuickRank
+# and RankLib boundaries; and models that must be refused.  (Provenance and the
+# reasoning behind each expected value: tests/fixtures/{xgboost,quickrank}/README.md.)
+
+load test_helper
+
+X="$BATS_TEST_DIRNAME/fixtures/xgboost"
+Q="$BATS_TEST_DIRNAME/fixtures/quickrank"
+
+score_fixture() { # score_fixture MODEL DOCS WANT [qs-score options]
+    local model="$1" docs="$2" want="$3"; shift 3
+    qs-convert "$model" | qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" -
+    tr ' ' '\t' < "$want" > "$BATS_TEST_TMPDIR/want"
+    local b
+    for b in $(backends); do
+        qs-score --backend "$b" "$@" "$BATS_TEST_TMPDIR/m.qsm" < "$docs" > "$BATS_TEST_TMPDIR/got"
+        compare_scores "$BATS_TEST_TMPDIR/got" "$BATS_TEST_TMPDIR/want"
+    done
+}
+
+@test "xgboost categorical splits (hand-reasoned): members go right, invalid left" {
+    score_fixture "$X/categorical.json" "$X/categorical.docs.txt" "$X/categorical.pred.missing.txt"
+    score_fixture "$X/categorical.json" "$X/categorical.docs.txt" "$X/categorical.pred.dense.txt" --absent zero
+}
+
+@test "xgboost categorical model trained by XGBoost 1.7.4, JSON and UBJSON" {
+    score_fixture "$X/real-cat.json" "$X/real-cat.docs.txt" "$X/real-cat.pred.txt"
+    score_fixture "$X/real-cat.ubj" "$X/real-cat.docs.txt" "$X/real-cat.pred.txt"
+}
+
+@test "xgboost base_score through the inverse link: logistic 0.3, poisson 2.5" {
+    score_fixture "$X/real-logistic-b03.json" "$X/real-logistic-b03.docs.txt" "$X/real-logistic-b03.pred.txt"
+    score_fixture "$X/real-poisson-b25.json" "$X/real-poisson-b25.docs.txt" "$X/real-poisson-b25.pred.txt"
+}
+
+@test "xgboost multi:softprob (UBJSON): one column per class" {
+    score_fixture "$X/real-softprob.ubj" "$X/real-softprob.docs.txt" "$X/real-softprob.pred.txt"
+}
+
+@test "xgboost dart with dropout weights is refused" {
+    run qs-convert "$X/real-dart-rate.json"
+    assert_failure 3
+    assert_output --partial "dart"
+}
+
+@test "quickrank hand-made model: float32 <=, NaN goes right, absent is 0" {
+    score_fixture "$Q/tiny.xml" "$Q/tiny.letor" "$Q/tiny.scores"
+}
+
+@test "ranklib: exact float32 products converted; inexact ones refused" {
+    score_fixture "$Q/ranklib_exact.txt" "$Q/ranklib.letor" "$Q/ranklib_exact.scores"
+    run qs-convert "$Q/ranklib_inexact.txt"
+    assert_failure 3
+    run qs-convert "$Q/bad_random_forest.txt"
+    assert_failure 3
+}
+
+@test "quickrank malformed models: clear errors with line numbers" {
+    run qs-convert "$Q/bad_one_child.xml"
+    assert_failure 1
+    assert_output --partial "bad_one_child.xml:5: "
+    run qs-convert "$Q/bad_two_left.xml"
+    assert_failure 1
+    assert_output --partial ":8: "
+    run qs-convert "$Q/bad_threshold.xml"
+    assert_failure 1
+    assert_output --partial "tree 12: bad threshold 'abc'"
+    run qs-convert "$Q/bad_leaf_with_feature.xml"
+    assert_failure 1
+    run qs-convert "$Q/bad_truncated.xml"
+    assert_failure 1
+    run qs-convert --from quickrank "$Q/bad_garbage.bin"
+    assert_failure 1
+    run qs-convert "$Q/bad_entity_bomb.xml"
+    assert_failure 3
+    run qs-convert "$Q/bad_double_rounding.xml"
+    assert_failure 3
+}
+
+@test "quickrank: 200,000 nested splits are refused without recursion" {
+    run qs-convert "$Q/bad_deep_200k.xml.zst"
+    assert_failure 1
+    assert_output --partial "neither <output> nor <feature>"
+}
+
+@test "xgboost: deep JSON nesting and wrong array lengths are refused" {
+    awk 'BEGIN { printf "{\"zz\":"; for (i = 0; i < 100000; i++) printf "["; for (i = 0; i < 100000; i++) printf "]"; print "}" }' > "$BATS_TEST_TMPDIR/deep.json"
+    run qs-convert --from xgboost "$BATS_TEST_TMPDIR/deep.json"
+    assert_failure 1
+    assert_output --partial "nesting deeper than"
+    sed 's/"left_children":\[1,/"left_children":[1,1,/' "$FIX/xgb-tiny/model.json" > "$BATS_TEST_TMPDIR/len.json"
+    run qs-convert "$BATS_TEST_TMPDIR/len.json"
+    assert_failure 1
+    assert_output --partial "left_children"
+}
