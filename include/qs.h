@@ -100,7 +100,8 @@ typedef struct qs_model_info {
     uint32_t max_leaves;     /* of the largest tree */
     uint32_t max_depth;      /* edges from the root, deepest leaf */
     int float_precision;     /* 1: values parsed as float32, 0: as double */
-    int float_accumulate;    /* 1: scores summed in float32, 0: in double */
+    int float_accumulate;    /* 0: scores summed in double; 1: in float32 (XGBoost);
+                                2: float32 via double steps (RankLib) */
     int absent_is_missing;   /* source default for absent features */
     int oblivious;           /* 1: every tree is oblivious */
     const char *transform;   /* "none", "sigmoid", "softmax", "exp", ... */

@@ -54,14 +54,9 @@
  *    returns 0 for it), so NaN is compared as 0.0: QS_MISS_NONE;
  *  - Ensemble.create() reads a split's children by position (feature,
  *    threshold, left, right) and ignores pos=; we require that order.
- * The canonical model cannot express `(float)((double)s + w*o)` in general:
- * its float32 accumulation is s + (float)v in float arithmetic, and rounding
- * w*o to float first can give a different sum whenever w*o is not a
- * float32 value (often: with weight 0.1f, almost every w*o needs 48 bits).  When w*o IS a float32 value for every leaf, the double step is
- * exact enough to be harmless (double has >= 2*24+2 bits, so rounding a
- * float+float sum through double equals rounding it once), and the model is
- * expressed exactly: float32 accumulation, tree weight 1, leaf value w*o.
- * Otherwise the model is refused (QS_ERR_UNSUPPORTED), never approximated.
+ * The canonical model expresses this exactly: tree weight = the float
+ * weight, leaf = the float output, accumulation QS_ACC_FLOAT_DOUBLE
+ * (acc = (float)((double)acc + weight * output)).
  * (RankLib 2.2 and older multiplied float by float and summed in float; for
  * the models accepted here that gives the same sums, but those versions did
  * not read NaN as 0.)  A RankLib random forest (several <ensemble>
@@ -338,9 +333,10 @@ static void start_tree(qr_ctx *c, const XML_Char **atts)
                  c->tree_no, quote(q, sizeof q, w, strlen(w)));
             return;
         }
-        /* RankLib's weight multiplies each output (see the leaf); the tree
-         * itself gets weight 1 so the float32 accumulation is allowed. */
+        /* The tree weight is RankLib's float weight; the sum is Java's
+         * `float += double` (QS_ACC_FLOAT_DOUBLE). */
         c->rl_weight = f;
+        weight = (double)f;
     } else {
         if (text_f64(c, &weight) != 0) {
             fail_bad_text(c, "weight");
@@ -633,16 +629,9 @@ static void end_output(qr_ctx *c, uint32_t node)
                  c->tree_no, quote(q, sizeof q, c->text, c->tlen));
             return;
         }
-        /* exact: two 24-bit significands fit in double's 53 bits */
-        v = (double)o * (double)c->rl_weight;
-        if ((double)(float)v != v) {
-            fail(c, QS_ERR_UNSUPPORTED, cur_line(c),
-                 "tree %llu: ranklib sums weight*output as `float += double`; here "
-                 "%.9g*%.9g is not a float32 value, and the canonical model can only "
-                 "express that sum exactly when it is: refused", c->tree_no,
-                 (double)c->rl_weight, (double)o);
-            return;
-        }
+        /* The leaf keeps the float output; the scorer forms weight * output
+         * in double (exact: two 24-bit significands fit in 53 bits). */
+        v = (double)o;
     } else {
         if (text_f64(c, &v) != 0) {
             fail_bad_text(c, "output");
@@ -938,7 +927,7 @@ qs_model *qs_convert_quickrank(const char *buf, size_t len, qs_error *err)
     qs_model *m = c.m;
     m->cmp = QS_CMP_LE;
     m->float_precision = 1;
-    m->float_accumulate = c.ranklib;
+    m->float_accumulate = c.ranklib ? QS_ACC_FLOAT_DOUBLE : QS_ACC_DOUBLE;
     m->absent_missing = 0;
     m->num_features = c.max_feature + 1;   /* ids are kept 1-based */
     snprintf(m->objective, sizeof m->objective, "%s", c.ranklib ? "ranklib" : c.type);

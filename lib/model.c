@@ -192,7 +192,9 @@ static int check_tree(const qs_model *m, uint64_t ti, uint32_t *leaves_out,
                        tl, t->class_id, m->num_classes);
     if (!isfinite(t->weight))
         return qs_fail(err, QS_ERR_FORMAT, 0, "tree %llu: weight is not finite", tl);
-    if (m->float_accumulate && t->weight != 1.0)
+    if (m->float_accumulate == QS_ACC_FLOAT_DOUBLE && !is_float_exact(t->weight))
+        return qs_fail(err, QS_ERR_FORMAT, 0, "tree %llu: weight is not a float32 value", tl);
+    if (m->float_accumulate == QS_ACC_FLOAT && t->weight != 1.0)
         return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
                        "tree %llu: per-tree weights are not supported with float32 accumulation", tl);
     memset(seen, 0, n);
@@ -272,6 +274,8 @@ static int model_scan(const qs_model *m, uint32_t *max_leaves, uint32_t *max_dep
                        QS_MAX_FEATURES);
     if (m->cmp != QS_CMP_LE && m->cmp != QS_CMP_LT)
         return qs_fail(err, QS_ERR_FORMAT, 0, "bad comparison");
+    if (m->float_accumulate < QS_ACC_DOUBLE || m->float_accumulate > QS_ACC_FLOAT_DOUBLE)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "bad accumulation mode");
     if (!isfinite(m->transform_param))
         return qs_fail(err, QS_ERR_FORMAT, 0, "transform parameter is not finite");
     if (!qs_transform_known(m->transform))
@@ -435,7 +439,11 @@ void qs_model_walk_score(const qs_model *m, const double *x, double *out)
         for (uint64_t t = 0; t < m->num_trees; t++) {
             const qs_tree *tr = &m->trees[t];
             uint32_t leaf = qs_tree_walk(m, tr, x);
-            a[tr->class_id] = a[tr->class_id] + (float)m->nodes[tr->node_off + leaf].value;
+            double c = tr->weight * m->nodes[tr->node_off + leaf].value;
+            if (m->float_accumulate == QS_ACC_FLOAT_DOUBLE)
+                a[tr->class_id] = (float)((double)a[tr->class_id] + c);
+            else
+                a[tr->class_id] = a[tr->class_id] + (float)c;
         }
         for (uint32_t c = 0; c < m->num_classes; c++)
             out[c] = a[c];

@@ -23,6 +23,14 @@
 
 enum qs_cmp { QS_CMP_LE = 0, QS_CMP_LT = 1 };   /* goes left iff x <= t / x < t */
 
+/* Accumulation of the per-tree contributions c = weight * leaf, in tree order
+ * from the base margin. */
+enum qs_accum {
+    QS_ACC_DOUBLE = 0,      /* acc += c in double (LightGBM, QuickRank) */
+    QS_ACC_FLOAT = 1,       /* acc = acc + (float)c in float32 (XGBoost; weight 1) */
+    QS_ACC_FLOAT_DOUBLE = 2 /* acc = (float)((double)acc + c): Java's `float += double` (RankLib) */
+};
+
 /* What a numerical node does with special values (LightGBM's missing types;
  * XGBoost and QuickRank use QS_MISS_NAN). */
 enum qs_miss {
@@ -65,7 +73,7 @@ struct qs_model {
     qs_source source;
     int cmp;                /* enum qs_cmp */
     int float_precision;    /* values and thresholds are float32 */
-    int float_accumulate;   /* sum in float32 (XGBoost) instead of double */
+    int float_accumulate;   /* enum qs_accum: how scores are summed */
     int absent_missing;     /* absent sparse feature = missing (XGBoost) */
     uint32_t num_features;
     uint32_t num_classes;

@@ -339,7 +339,7 @@ static int read_info(rbuf *r, qs_model *m, qs_error *err)
     r_str(r, m->objective, 64);
     if (r->bad)
         return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section is truncated");
-    if (src > QS_SRC_QUICKRANK || cmp > 1 || fp > 1 || fa > 1 || am > 1 ||
+    if (src > QS_SRC_QUICKRANK || cmp > 1 || fp > 1 || fa > QS_ACC_FLOAT_DOUBLE || am > 1 ||
         !qs_transform_known(m->transform))
         return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section holds invalid values");
     m->source = (qs_source)src;
@@ -482,13 +482,16 @@ int qsm_read(const unsigned char *buf, size_t len, qs_model **mp, qs_layout **lp
     *lp = NULL;
     if (len < QSM_HEADER_SIZE || memcmp(buf, QSM_MAGIC, 8) != 0)
         return qs_fail_at(err, QS_ERR_FORMAT, 0, "not a .qsm file (bad magic number)");
-    if (get_u32_at(buf + 60) != qs_crc32c(0, buf, 60))
-        return qs_fail_at(err, QS_ERR_FORMAT, 60, "header checksum mismatch (corrupt file)");
+    /* The version comes before the checksum: a later major version may lay
+     * out its header differently, and should read as "unsupported", not
+     * "corrupt". */
     unsigned major = buf[8] | buf[9] << 8;
     if (major != QSM_VERSION_MAJOR)
         return qs_fail_at(err, QS_ERR_UNSUPPORTED, 8,
                           ".qsm version %u is not supported (this build reads %u.x)", major,
                           QSM_VERSION_MAJOR);
+    if (get_u32_at(buf + 60) != qs_crc32c(0, buf, 60))
+        return qs_fail_at(err, QS_ERR_FORMAT, 60, "header checksum mismatch (corrupt file)");
     uint32_t hsize = get_u32_at(buf + 16), nsec = get_u32_at(buf + 20);
     uint64_t fsize = get_u64_at(buf + 24);
     if (hsize != QSM_HEADER_SIZE)

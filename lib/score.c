@@ -225,10 +225,11 @@ static inline void accumulate(const qs_scorer *s, uint64_t t, uint32_t leaf, qs_
     const qs_layout *L = s->L;
     double c = L->leaves[L->leaf_off[t] + leaf];
     uint32_t cls = s->m->trees[t].class_id;
-    if (s->m->float_accumulate)
-        w->accf[cls] = w->accf[cls] + (float)c;
-    else
-        w->acc[cls] += c;
+    switch (s->m->float_accumulate) {
+    case QS_ACC_DOUBLE: w->acc[cls] += c; break;
+    case QS_ACC_FLOAT: w->accf[cls] = w->accf[cls] + (float)c; break;
+    default: w->accf[cls] = (float)((double)w->accf[cls] + c); break;
+    }
 }
 
 /* One QS block with T-bit leaf vectors.  The last leaf's bit is OR-ed in
@@ -385,7 +386,7 @@ void qs_transform(const qs_scorer *s, double *y)
     const qs_model *m = s->m;
     const uint32_t k = m->num_classes;
     const double a = m->transform_param;
-    const int f = m->float_accumulate; /* XGBoost computes its transforms in float32 */
+    const int f = m->float_accumulate == QS_ACC_FLOAT; /* XGBoost computes its transforms in float32 */
     if (strcmp(m->transform, "sigmoid") == 0 || strcmp(m->transform, "ova-sigmoid") == 0) {
         for (uint32_t c = 0; c < k; c++)
             y[c] = f ? (double)(1.0f / (1.0f + expf(-(float)a * (float)y[c])))

@@ -79,13 +79,15 @@ int qs_model_to_text(const qs_model *m, char **out, size_t *out_len, qs_error *e
     size_t k = 0;
     for (size_t i = 0; i < sizeof m->objective && m->objective[i]; i++) {
         unsigned char c = (unsigned char)m->objective[i];
-        obj[k++] = (c < 0x21 || c > 0x7e) ? '_' : (char)c;
+        obj[k++] = (c < 0x21 || c > 0x7e || c == '#') ? '_' : (char)c; /* '#' opens a comment */
     }
     obj[k] = '\0';
     sb_printf(&b, "objective %s\n", k ? obj : "-");
     sb_printf(&b, "compare %s\n", m->cmp == QS_CMP_LE ? "le" : "lt");
     sb_printf(&b, "precision %s\n", m->float_precision ? "float" : "double");
-    sb_printf(&b, "accumulate %s\n", m->float_accumulate ? "float" : "double");
+    sb_printf(&b, "accumulate %s\n", m->float_accumulate == QS_ACC_FLOAT ? "float"
+                                      : m->float_accumulate == QS_ACC_FLOAT_DOUBLE ? "float-double"
+                                                                                   : "double");
     sb_printf(&b, "absent %s\n", m->absent_missing ? "missing" : "zero");
     sb_printf(&b, "features %u\n", m->num_features);
     sb_printf(&b, "classes %u\n", m->num_classes);
@@ -404,8 +406,11 @@ static int read_body(reader *r, qs_model *m)
     m->cmp = v ? QS_CMP_LT : QS_CMP_LE;
     if (header(r, "precision", 2) || get_choice(r, 1, "double", "float", &m->float_precision, "precision"))
         return -1;
-    if (header(r, "accumulate", 2) ||
-        get_choice(r, 1, "double", "float", &m->float_accumulate, "accumulation"))
+    if (header(r, "accumulate", 2))
+        return -1;
+    if (tok_is(r, 1, "float-double"))
+        m->float_accumulate = QS_ACC_FLOAT_DOUBLE;
+    else if (get_choice(r, 1, "double", "float", &m->float_accumulate, "accumulation"))
         return -1;
     if (header(r, "absent", 2) || get_choice(r, 1, "zero", "missing", &m->absent_missing, "absent rule"))
         return -1;
