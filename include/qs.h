@@ -137,8 +137,11 @@ const qs_model *qs_scorer_model(const qs_scorer *s);
 typedef enum qs_backend {
     QS_BACKEND_AUTO = 0,
     QS_BACKEND_WALK = 1,   /* plain tree walk: the internal reference */
-    QS_BACKEND_QS = 2,     /* scalar QuickScorer (with Δ-skip), QS-Ω on oblivious blocks */
-    QS_BACKEND_COUNT_ = 3
+    QS_BACKEND_QS = 2,     /* scalar QuickScorer (BWQS, Δ-skip), QS-Ω on oblivious blocks */
+    QS_BACKEND_STRUCT = 3, /* baseline: naive pointer walk over node structs (STRUCT+) */
+    QS_BACKEND_VPRED = 4,  /* baseline: branch-free, unrolled by depth, documents interleaved */
+    QS_BACKEND_OBLIVIOUS = 5, /* baseline: oblivious trees as index computations */
+    QS_BACKEND_COUNT_ = 6
 } qs_backend;
 
 const char *qs_backend_name(qs_backend b);
@@ -153,8 +156,24 @@ typedef enum qs_absent {
     QS_ABSENT_MISSING = 2
 } qs_absent;
 
+/* Blocking (BWQS): trees are scored in blocks of τ trees, documents in
+ * batches of δ, so a block's QuickScorer data stays in cache while a batch
+ * goes through it.  The .qsm stores τ, δ and Δ (0 = default); this rebuilds
+ * the layout with other values (QS_KEEP keeps the current one).  Not
+ * thread-safe: call before creating workspaces. */
+#define QS_KEEP 0xFFFFFFFFu
+int qs_scorer_relayout(qs_scorer *s, uint32_t tree_block, uint32_t doc_block, uint32_t delta,
+                       qs_error *err);
+/* The values in force (tree_block 0: one block per homogeneous run of trees). */
+void qs_scorer_get_blocks(const qs_scorer *s, uint32_t *tree_block, uint32_t *doc_block,
+                          uint32_t *delta, uint32_t *nblocks);
+
+/* A workspace holds δ document slots (qs_workspace_slots); the qs_doc_*
+ * functions and qs_letor_parse fill the selected slot (slot 0 at first). */
 qs_workspace *qs_workspace_new(const qs_scorer *s, qs_error *err);
 void qs_workspace_free(qs_workspace *w);
+uint32_t qs_workspace_slots(const qs_workspace *w);
+void qs_workspace_select(qs_workspace *w, uint32_t slot);
 
 /* A parsed document: a dense vector of num_features values (absent features
  * already filled), held in the workspace.  Use qs_doc_* to fill it. */
@@ -167,6 +186,10 @@ void qs_doc_set(qs_workspace *w, uint32_t id, double value);
 /* Score the document in the workspace: writes num_classes raw scores (the
  * margin; double or float32 values widened to double) into out[]. */
 int qs_score_doc(const qs_scorer *s, qs_workspace *w, qs_backend b, double *out);
+/* Score slots 0 .. n-1 (n <= qs_workspace_slots) together: out[d *
+ * num_classes + c].  Returns -1 when n is too large or the back end cannot
+ * score this model. */
+int qs_score_batch(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n, double *out);
 
 /* Apply the model's output transform (sigmoid, softmax, exp ...) in place. */
 void qs_transform(const qs_scorer *s, double *scores);

@@ -326,6 +326,8 @@ int qs_layout_check(const qs_layout *L, const qs_model *m, qs_error *err)
 #define BAD(...) return qs_fail(err, QS_ERR_FORMAT, 0, "layout: " __VA_ARGS__)
     if (L->delta == 0 || L->delta > QS_MAX_DELTA)
         BAD("delta %u out of range", L->delta);
+    if (L->doc_block > QS_MAX_DOC_BLOCK)
+        BAD("document block %u out of range", L->doc_block);
     if (L->ntrees != m->num_trees)
         BAD("%llu trees, model has %llu", (unsigned long long)L->ntrees,
             (unsigned long long)m->num_trees);

@@ -42,6 +42,7 @@ typedef struct qs_block {
 typedef struct qs_layout {
     uint32_t delta;            /* Δ of the Δ-skip scan */
     uint32_t tree_block;       /* τ the layout was built with (0 = whole model) */
+    uint32_t doc_block;        /* δ: documents scored per pass (0 = default) */
     uint32_t nblocks;
     qs_block *blocks;
     uint32_t ngroups;
@@ -67,6 +68,8 @@ int qs_layout_check(const qs_layout *L, const qs_model *m, qs_error *err);
 void qs_layout_free(qs_layout *L);
 
 #define QS_DEFAULT_DELTA 4u
+#define QS_DEFAULT_DOC_BLOCK 64u
+#define QS_MAX_DOC_BLOCK 4096u
 #define QS_MAX_DELTA 64u
 /* Ω trees deeper than this are laid out as plain QS trees. */
 #define QS_OMEGA_MAX_DEPTH 16u

@@ -140,7 +140,7 @@ static void write_layout(wbuf *b, const qs_layout *L)
     w_u32(b, L->nblocks);
     w_u32(b, L->ngroups);
     w_u32(b, L->ncat);
-    w_u32(b, 0);
+    w_u32(b, L->doc_block);
     w_u64(b, L->nentries);
     w_u64(b, L->ntrees);
     w_u64(b, L->nleafvals);
@@ -411,7 +411,7 @@ static int read_layout(rbuf *r, qs_layout *L, const qs_model *m, qs_error *err)
     L->nblocks = r_u32(r);
     L->ngroups = r_u32(r);
     L->ncat = r_u32(r);
-    r_u32(r);
+    L->doc_block = r_u32(r);
     L->nentries = r_u64(r);
     L->ntrees = r_u64(r);
     L->nleafvals = r_u64(r);

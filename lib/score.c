@@ -1,32 +1,109 @@
 /* score.c: loading a .qsm into a scorer, per-thread workspaces, documents,
  * and the back ends: the reference walk, scalar QuickScorer (Δ-skip) with
  * 8/16/32/64-bit and multi-word masks, and QS-Ω for oblivious blocks. */
+#include "baselines.h"
 #include "layout.h"
 #include "qsm.h"
 
+#include <stdio.h>
 #include <string.h>
 
 struct qs_scorer {
     qs_model *m;
     qs_layout *L;
+    qs_baselines *base;       /* STRUCT+/VPRED/OBLIVIOUS data, built on first use */
     uint64_t max_block_trees; /* largest block, for the workspace's vectors */
     uint32_t max_words;       /* widest multi-word block */
+    uint32_t doc_block;       /* δ: documents scored together */
 };
 
-struct qs_workspace {
-    const qs_scorer *s;
-    double *x;                /* dense document, num_features values */
+/* One document slot: a dense vector and what was set since its reset. */
+typedef struct qs_slot {
+    double *x;                /* num_features values */
     uint32_t *touched;        /* ids set since the last reset */
     uint32_t ntouched, cap_touched;
     int all_dirty;            /* x must be refilled entirely */
-    double fill;              /* the absent value x was last filled with */
     int filled;
-    void *vec;                /* leaf bitvectors of one block */
-    double *acc;
+    double fill;              /* the absent value x was last filled with */
+} qs_slot;
+
+struct qs_workspace {
+    const qs_scorer *s;
+    uint32_t nslots, cur;
+    qs_slot *slot;
+    const double **xs;        /* slot vectors, for the batch back ends */
+    void *vec;                /* leaf bitvectors of one block, one document */
+    double *acc;              /* nslots * num_classes */
     float *accf;
 };
 
 /* ------------------------------------------------------------ loading */
+
+static void scorer_sizes(qs_scorer *s)
+{
+    s->max_block_trees = 0;
+    s->max_words = 0;
+    for (uint32_t b = 0; b < s->L->nblocks; b++) {
+        const qs_block *B = &s->L->blocks[b];
+        uint64_t n = B->tree_end - B->tree_begin;
+        if (n > s->max_block_trees)
+            s->max_block_trees = n;
+        if (B->kind == QS_BLOCK_QS && B->width == 0 && B->words > s->max_words)
+            s->max_words = B->words;
+    }
+    s->doc_block = s->L->doc_block ? s->L->doc_block : QS_DEFAULT_DOC_BLOCK;
+}
+
+/* Size in bytes of this machine's level-`level` data cache (sysfs), or 0. */
+static uint64_t cache_size(int level)
+{
+    char path[96], b[32];
+    for (int i = 0; i < 8; i++) {
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            break;
+        int lev = fgets(b, sizeof b, f) ? atoi(b) : 0;
+        fclose(f);
+        if (lev != level)
+            continue;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        if ((f = fopen(path, "r"))) {
+            int instr = fgets(b, sizeof b, f) && strncmp(b, "Instruction", 11) == 0;
+            fclose(f);
+            if (instr)
+                continue;
+        }
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if (!(f = fopen(path, "r")))
+            continue;
+        char *e;
+        uint64_t v = fgets(b, sizeof b, f) ? strtoull(b, &e, 10) : 0;
+        fclose(f);
+        if (v && (*e == 'K' || *e == 'k'))
+            v <<= 10;
+        else if (v && (*e == 'M' || *e == 'm'))
+            v <<= 20;
+        return v;
+    }
+    return 0;
+}
+
+/* τ when the .qsm stores none: blocks whose QuickScorer data (entries and
+ * leaves) fill about half of the L2 cache, measured best on the bench
+ * workloads; 0 (one block) when the whole model fits. */
+static uint32_t auto_tree_block(const qs_layout *L)
+{
+    uint64_t l2 = cache_size(2);
+    if (l2 == 0)
+        l2 = (uint64_t)1 << 20;
+    uint64_t bytes = L->nentries * (8 + 4 + 8) + L->nleafvals * 8;
+    if (L->ntrees == 0 || bytes <= l2)
+        return 0;
+    uint64_t per_tree = bytes / L->ntrees + 1;
+    uint64_t tau = (l2 / 2) / per_tree;
+    return (uint32_t)(tau < 1 ? 1 : tau > UINT32_MAX - 1 ? UINT32_MAX - 1 : tau);
+}
 
 qs_scorer *qs_scorer_load(const unsigned char *buf, size_t len, qs_error *err)
 {
@@ -39,15 +116,49 @@ qs_scorer *qs_scorer_load(const unsigned char *buf, size_t len, qs_error *err)
         free(s);
         return NULL;
     }
-    for (uint32_t b = 0; b < s->L->nblocks; b++) {
-        const qs_block *B = &s->L->blocks[b];
-        uint64_t n = B->tree_end - B->tree_begin;
-        if (n > s->max_block_trees)
-            s->max_block_trees = n;
-        if (B->kind == QS_BLOCK_QS && B->width == 0 && B->words > s->max_words)
-            s->max_words = B->words;
+    if (s->L->tree_block == 0) {
+        uint32_t tau = auto_tree_block(s->L);
+        if (tau && qs_scorer_relayout(s, tau, QS_KEEP, QS_KEEP, err) != 0) {
+            qs_scorer_free(s);
+            return NULL;
+        }
     }
+    scorer_sizes(s);
     return s;
+}
+
+int qs_scorer_relayout(qs_scorer *s, uint32_t tree_block, uint32_t doc_block, uint32_t delta,
+                       qs_error *err)
+{
+    if (doc_block != QS_KEEP && doc_block > QS_MAX_DOC_BLOCK)
+        return qs_fail(err, QS_ERR_ARG, 0, "document block %u is out of range (1..%u)", doc_block,
+                       QS_MAX_DOC_BLOCK);
+    if (tree_block != QS_KEEP || delta != QS_KEEP) {
+        qs_layout *L = qs_layout_build(s->m, delta == QS_KEEP ? s->L->delta : delta,
+                                       tree_block == QS_KEEP ? s->L->tree_block : tree_block, err);
+        if (!L)
+            return -1;
+        L->doc_block = s->L->doc_block;
+        qs_layout_free(s->L);
+        s->L = L;
+    }
+    if (doc_block != QS_KEEP && doc_block != 0)
+        s->L->doc_block = doc_block;
+    scorer_sizes(s);
+    return 0;
+}
+
+void qs_scorer_get_blocks(const qs_scorer *s, uint32_t *tree_block, uint32_t *doc_block,
+                          uint32_t *delta, uint32_t *nblocks)
+{
+    if (tree_block)
+        *tree_block = s->L->tree_block;
+    if (doc_block)
+        *doc_block = s->doc_block;
+    if (delta)
+        *delta = s->L->delta;
+    if (nblocks)
+        *nblocks = s->L->nblocks;
 }
 
 void qs_scorer_free(qs_scorer *s)
@@ -56,6 +167,7 @@ void qs_scorer_free(qs_scorer *s)
         return;
     qs_model_free(s->m);
     qs_layout_free(s->L);
+    qs_baselines_free(s->base);
     free(s);
 }
 
@@ -65,7 +177,8 @@ int qs_score_digits(const qs_scorer *s) { return s->m->float_accumulate ? 9 : 17
 
 /* ------------------------------------------------------------ back ends */
 
-static const char *const backend_names[QS_BACKEND_COUNT_] = { "auto", "walk", "qs" };
+static const char *const backend_names[QS_BACKEND_COUNT_] = { "auto", "walk", "qs", "struct",
+                                                               "vpred", "oblivious" };
 
 const char *qs_backend_name(qs_backend b)
 {
@@ -80,10 +193,32 @@ qs_backend qs_backend_from_name(const char *name)
     return QS_BACKEND_COUNT_;
 }
 
+/* The baselines' structures are built once, on first use (the scorer is
+ * otherwise immutable; call qs_backend_available before sharing a scorer
+ * between threads). */
+static const qs_baselines *baselines(const qs_scorer *s)
+{
+    qs_scorer *ms = (qs_scorer *)s;
+    if (!ms->base)
+        ms->base = qs_baselines_build(s->m, NULL);
+    return ms->base;
+}
+
 int qs_backend_available(const qs_scorer *s, qs_backend b)
 {
-    (void)s;
-    return (unsigned)b < QS_BACKEND_COUNT_;
+    switch (b) {
+    case QS_BACKEND_AUTO:
+    case QS_BACKEND_WALK:
+    case QS_BACKEND_QS:
+        return 1;
+    case QS_BACKEND_STRUCT:
+    case QS_BACKEND_VPRED:
+        return baselines(s) != NULL;
+    case QS_BACKEND_OBLIVIOUS:
+        return baselines(s) != NULL && qs_baselines_has_oblivious(baselines(s));
+    default:
+        return 0;
+    }
 }
 
 /* ------------------------------------------------------------ workspace */
@@ -96,15 +231,24 @@ qs_workspace *qs_workspace_new(const qs_scorer *s, qs_error *err)
     w->s = s;
     const qs_model *m = s->m;
     uint64_t per_tree = s->max_words ? (uint64_t)s->max_words * 8 : 8;
-    w->x = malloc(sizeof(double) * (m->num_features ? m->num_features : 1));
-    w->cap_touched = 256;
-    w->touched = malloc(sizeof(uint32_t) * w->cap_touched);
+    w->nslots = s->doc_block;
+    w->slot = calloc(w->nslots, sizeof *w->slot);
+    w->xs = calloc(w->nslots, sizeof *w->xs);
     w->vec = malloc((size_t)((s->max_block_trees ? s->max_block_trees : 1) * per_tree));
-    w->acc = malloc(sizeof(double) * m->num_classes);
-    w->accf = malloc(sizeof(float) * m->num_classes);
-    if (!w->x || !w->touched || !w->vec || !w->acc || !w->accf)
+    w->acc = malloc(sizeof(double) * m->num_classes * w->nslots);
+    w->accf = malloc(sizeof(float) * m->num_classes * w->nslots);
+    if (!w->slot || !w->xs || !w->vec || !w->acc || !w->accf)
         goto nomem;
-    w->all_dirty = 1;
+    for (uint32_t i = 0; i < w->nslots; i++) {
+        qs_slot *sl = &w->slot[i];
+        sl->x = malloc(sizeof(double) * (m->num_features ? m->num_features : 1));
+        sl->cap_touched = 256;
+        sl->touched = malloc(sizeof(uint32_t) * sl->cap_touched);
+        if (!sl->x || !sl->touched)
+            goto nomem;
+        sl->all_dirty = 1;
+        w->xs[i] = sl->x;
+    }
     return w;
 nomem:
     qs_workspace_free(w);
@@ -116,56 +260,69 @@ void qs_workspace_free(qs_workspace *w)
 {
     if (!w)
         return;
-    free(w->x);
-    free(w->touched);
+    for (uint32_t i = 0; w->slot && i < w->nslots; i++) {
+        free(w->slot[i].x);
+        free(w->slot[i].touched);
+    }
+    free(w->slot);
+    free(w->xs);
     free(w->vec);
     free(w->acc);
     free(w->accf);
     free(w);
 }
 
+uint32_t qs_workspace_slots(const qs_workspace *w) { return w->nslots; }
+
+void qs_workspace_select(qs_workspace *w, uint32_t slot)
+{
+    w->cur = slot < w->nslots ? slot : w->nslots - 1;
+}
+
 void qs_doc_reset(qs_workspace *w, qs_absent absent)
 {
     const qs_model *m = w->s->m;
+    qs_slot *sl = &w->slot[w->cur];
     int missing = absent == QS_ABSENT_MISSING || (absent == QS_ABSENT_DEFAULT && m->absent_missing);
     double fill = missing ? NAN : 0.0;
     /* Refill only what the last document touched, unless the fill changed. */
-    if (w->all_dirty || !w->filled || (isnan(fill) != isnan(w->fill))) {
+    if (sl->all_dirty || !sl->filled || (isnan(fill) != isnan(sl->fill))) {
         for (uint32_t f = 0; f < m->num_features; f++)
-            w->x[f] = fill;
+            sl->x[f] = fill;
     } else {
-        for (uint32_t i = 0; i < w->ntouched; i++)
-            w->x[w->touched[i]] = fill;
+        for (uint32_t i = 0; i < sl->ntouched; i++)
+            sl->x[sl->touched[i]] = fill;
     }
-    w->fill = fill;
-    w->filled = 1;
-    w->all_dirty = 0;
-    w->ntouched = 0;
+    sl->fill = fill;
+    sl->filled = 1;
+    sl->all_dirty = 0;
+    sl->ntouched = 0;
 }
 
 void qs_doc_set(qs_workspace *w, uint32_t id, double value)
 {
+    qs_slot *sl = &w->slot[w->cur];
     if (id >= w->s->m->num_features)
         return;
-    w->x[id] = value;
-    if (w->all_dirty)
+    sl->x[id] = value;
+    if (sl->all_dirty)
         return;
-    if (w->ntouched == w->cap_touched) {
+    if (sl->ntouched == sl->cap_touched) {
         /* Past this many ids a full refill is as cheap as the list. */
-        if (w->cap_touched >= w->s->m->num_features) {
-            w->all_dirty = 1;
+        if (sl->cap_touched >= w->s->m->num_features) {
+            sl->all_dirty = 1;
             return;
         }
-        uint32_t nc = w->cap_touched * 2;
-        uint32_t *q = realloc(w->touched, sizeof *q * nc);
+        uint32_t nc = sl->cap_touched * 2;
+        uint32_t *q = realloc(sl->touched, sizeof *q * nc);
         if (!q) {
-            w->all_dirty = 1;
+            sl->all_dirty = 1;
             return;
         }
-        w->touched = q;
-        w->cap_touched = nc;
+        sl->touched = q;
+        sl->cap_touched = nc;
     }
-    w->touched[w->ntouched++] = id;
+    sl->touched[sl->ntouched++] = id;
 }
 
 /* ------------------------------------------------------------ QS */
@@ -220,49 +377,51 @@ static inline void group_range(const qs_layout *L, const qs_group *g, double x, 
     *e = scan_end(L->thr, g->begin, g->end, x, lt, L->delta);
 }
 
-static inline void accumulate(const qs_scorer *s, uint64_t t, uint32_t leaf, qs_workspace *w)
+static inline void accumulate(const qs_scorer *s, uint64_t t, uint32_t leaf, double *acc,
+                              float *accf)
 {
     const qs_layout *L = s->L;
     double c = L->leaves[L->leaf_off[t] + leaf];
     uint32_t cls = s->m->trees[t].class_id;
     switch (s->m->float_accumulate) {
-    case QS_ACC_DOUBLE: w->acc[cls] += c; break;
-    case QS_ACC_FLOAT: w->accf[cls] = w->accf[cls] + (float)c; break;
-    default: w->accf[cls] = (float)((double)w->accf[cls] + c); break;
+    case QS_ACC_DOUBLE: acc[cls] += c; break;
+    case QS_ACC_FLOAT: accf[cls] = accf[cls] + (float)c; break;
+    default: accf[cls] = (float)((double)accf[cls] + c); break;
     }
 }
 
-/* One QS block with T-bit leaf vectors.  The last leaf's bit is OR-ed in
- * before taking the lowest set bit: for a valid layout the exit leaf's bit is
- * always set and no higher than that, so it changes nothing, and a corrupt
- * layout can never index past the tree's leaves. */
+/* One QS block with T-bit leaf vectors, for one document.  The last leaf's
+ * bit is OR-ed in before taking the lowest set bit: for a valid layout the
+ * exit leaf's bit is always set and no higher than that, so it changes
+ * nothing, and a corrupt layout can never index past the tree's leaves. */
 #define DEFINE_QS_NARROW(NAME, T, CTZ)                                                    \
-    static void NAME(const qs_scorer *s, const qs_block *B, qs_workspace *w)             \
+    static void NAME(const qs_scorer *s, const qs_block *B, void *vec, const double *x,  \
+                     double *acc, float *accf)                                           \
     {                                                                                     \
         const qs_layout *L = s->L;                                                        \
         const qs_model *m = s->m;                                                         \
         const int lt = m->cmp == QS_CMP_LT;                                               \
-        T *v = w->vec;                                                                    \
+        T *v = vec;                                                                       \
         const uint32_t nt = (uint32_t)(B->tree_end - B->tree_begin);                      \
         for (uint32_t i = 0; i < nt; i++)                                                 \
             v[i] = (T)~(T)0;                                                              \
         for (uint32_t g = B->group_begin; g < B->group_end; g++) {                        \
             const qs_group *G = &L->groups[g];                                            \
             uint32_t b, e;                                                                \
-            group_range(L, G, w->x[G->feature], lt, &b, &e);                              \
+            group_range(L, G, x[G->feature], lt, &b, &e);                                 \
             for (; b < e; b++)                                                            \
                 v[L->etree[b]] &= (T)L->emask[b];                                         \
         }                                                                                 \
         for (uint32_t c = B->cat_begin; c < B->cat_end; c++) {                            \
             const qs_catnode *C = &L->cats[c];                                            \
             const qs_node *n = &m->nodes[C->node];                                        \
-            if (!qs_node_goes_left(m, n, w->x[n->feature]))                               \
+            if (!qs_node_goes_left(m, n, x[n->feature]))                                  \
                 v[C->tree] &= (T)C->mask;                                                 \
         }                                                                                 \
         for (uint32_t i = 0; i < nt; i++) {                                               \
             uint64_t t = B->tree_begin + i;                                               \
             T vv = (T)(v[i] | (T)((T)1 << (L->nleaves[t] - 1)));                          \
-            accumulate(s, t, (uint32_t)CTZ(vv), w);                                       \
+            accumulate(s, t, (uint32_t)CTZ(vv), acc, accf);                               \
         }                                                                                 \
     }
 
@@ -287,19 +446,20 @@ static inline void clear_range(uint64_t *v, uint32_t lo, uint32_t hi)
     v[b] &= ~him;
 }
 
-static void qs_block_wide(const qs_scorer *s, const qs_block *B, qs_workspace *w)
+static void qs_block_wide(const qs_scorer *s, const qs_block *B, void *vec, const double *x,
+                          double *acc, float *accf)
 {
     const qs_layout *L = s->L;
     const qs_model *m = s->m;
     const int lt = m->cmp == QS_CMP_LT;
     const uint32_t W = B->words, nt = (uint32_t)(B->tree_end - B->tree_begin);
-    uint64_t *v = w->vec;
+    uint64_t *v = vec;
     for (uint64_t i = 0; i < (uint64_t)nt * W; i++)
         v[i] = ~0ull;
     for (uint32_t g = B->group_begin; g < B->group_end; g++) {
         const qs_group *G = &L->groups[g];
         uint32_t b, e;
-        group_range(L, G, w->x[G->feature], lt, &b, &e);
+        group_range(L, G, x[G->feature], lt, &b, &e);
         for (; b < e; b++)
             clear_range(v + (uint64_t)L->etree[b] * W, (uint32_t)(L->emask[b] >> 32),
                         (uint32_t)L->emask[b]);
@@ -307,7 +467,7 @@ static void qs_block_wide(const qs_scorer *s, const qs_block *B, qs_workspace *w
     for (uint32_t c = B->cat_begin; c < B->cat_end; c++) {
         const qs_catnode *C = &L->cats[c];
         const qs_node *n = &m->nodes[C->node];
-        if (!qs_node_goes_left(m, n, w->x[n->feature]))
+        if (!qs_node_goes_left(m, n, x[n->feature]))
             clear_range(v + (uint64_t)C->tree * W, (uint32_t)(C->mask >> 32), (uint32_t)C->mask);
     }
     for (uint32_t i = 0; i < nt; i++) {
@@ -321,62 +481,113 @@ static void qs_block_wide(const qs_scorer *s, const qs_block *B, qs_workspace *w
                     leaf = cand;
                 break;
             }
-        accumulate(s, t, leaf, w);
+        accumulate(s, t, leaf, acc, accf);
     }
 }
 
 /* QS-Ω: an oblivious tree's exit leaf is the OR of one bit per level whose
  * test is false, so each entry ORs its level's bit. */
-static void qs_block_omega(const qs_scorer *s, const qs_block *B, qs_workspace *w)
+static void qs_block_omega(const qs_scorer *s, const qs_block *B, void *vec, const double *x,
+                           double *acc, float *accf)
 {
     const qs_layout *L = s->L;
     const int lt = s->m->cmp == QS_CMP_LT;
-    uint32_t *v = w->vec;
+    uint32_t *v = vec;
     const uint32_t nt = (uint32_t)(B->tree_end - B->tree_begin);
     memset(v, 0, sizeof *v * nt);
     for (uint32_t g = B->group_begin; g < B->group_end; g++) {
         const qs_group *G = &L->groups[g];
         uint32_t b, e;
-        group_range(L, G, w->x[G->feature], lt, &b, &e);
+        group_range(L, G, x[G->feature], lt, &b, &e);
         for (; b < e; b++)
             v[L->etree[b]] |= (uint32_t)L->emask[b];
     }
     for (uint32_t i = 0; i < nt; i++) {
         uint64_t t = B->tree_begin + i;
-        accumulate(s, t, v[i] & (L->nleaves[t] - 1), w);
+        accumulate(s, t, v[i] & (L->nleaves[t] - 1), acc, accf);
+    }
+}
+
+typedef void (*block_fn)(const qs_scorer *, const qs_block *, void *, const double *, double *,
+                         float *);
+
+static block_fn block_kernel(const qs_block *B)
+{
+    if (B->kind == QS_BLOCK_OMEGA)
+        return qs_block_omega;
+    switch (B->width) {
+    case 8: return qs_block8;
+    case 16: return qs_block16;
+    case 32: return qs_block32;
+    case 64: return qs_block64;
+    default: return qs_block_wide;
+    }
+}
+
+/* BWQS: for each block of trees (kept in cache), every document of the
+ * batch; blocks in tree order, so each document's sum keeps the source's
+ * order. */
+static void qs_score_slots(const qs_scorer *s, qs_workspace *w, uint32_t n, double *out)
+{
+    const qs_model *m = s->m;
+    const uint32_t K = m->num_classes;
+    for (uint32_t d = 0; d < n; d++)
+        for (uint32_t c = 0; c < K; c++) {
+            w->acc[d * K + c] = m->base[c];
+            w->accf[d * K + c] = (float)m->base[c];
+        }
+    for (uint32_t k = 0; k < s->L->nblocks; k++) {
+        const qs_block *B = &s->L->blocks[k];
+        block_fn fn = block_kernel(B);
+        for (uint32_t d = 0; d < n; d++)
+            fn(s, B, w->vec, w->xs[d], w->acc + (size_t)d * K, w->accf + (size_t)d * K);
+    }
+    for (uint32_t d = 0; d < n; d++)
+        for (uint32_t c = 0; c < K; c++)
+            out[d * K + c] = m->float_accumulate ? (double)w->accf[d * K + c] : w->acc[d * K + c];
+}
+
+int qs_score_batch(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n, double *out)
+{
+    const qs_model *m = s->m;
+    if (n == 0)
+        return 0;
+    if (n > w->nslots)
+        return -1;
+    switch (b) {
+    case QS_BACKEND_WALK:
+        for (uint32_t d = 0; d < n; d++)
+            qs_model_walk_score(m, w->xs[d], out + (size_t)d * m->num_classes);
+        return 0;
+    case QS_BACKEND_AUTO:
+    case QS_BACKEND_QS:
+        qs_score_slots(s, w, n, out);
+        return 0;
+    case QS_BACKEND_STRUCT:
+    case QS_BACKEND_VPRED:
+    case QS_BACKEND_OBLIVIOUS:
+        if (!qs_backend_available(s, b))
+            return -1;
+        if (b == QS_BACKEND_STRUCT)
+            qs_struct_score(baselines(s), w->xs, n, out);
+        else if (b == QS_BACKEND_VPRED)
+            qs_vpred_score(baselines(s), w->xs, n, out);
+        else
+            qs_oblivious_score(baselines(s), w->xs, n, out);
+        return 0;
+    default:
+        return -1;
     }
 }
 
 int qs_score_doc(const qs_scorer *s, qs_workspace *w, qs_backend b, double *out)
 {
-    const qs_model *m = s->m;
-    if (b == QS_BACKEND_WALK) {
-        qs_model_walk_score(m, w->x, out);
-        return 0;
-    }
-    if (b != QS_BACKEND_AUTO && b != QS_BACKEND_QS)
-        return -1;
-    for (uint32_t c = 0; c < m->num_classes; c++) {
-        w->acc[c] = m->base[c];
-        w->accf[c] = (float)m->base[c];
-    }
-    /* Blocks in tree order, so the sum keeps the source's order. */
-    for (uint32_t k = 0; k < s->L->nblocks; k++) {
-        const qs_block *B = &s->L->blocks[k];
-        if (B->kind == QS_BLOCK_OMEGA)
-            qs_block_omega(s, B, w);
-        else
-            switch (B->width) {
-            case 8: qs_block8(s, B, w); break;
-            case 16: qs_block16(s, B, w); break;
-            case 32: qs_block32(s, B, w); break;
-            case 64: qs_block64(s, B, w); break;
-            default: qs_block_wide(s, B, w); break;
-            }
-    }
-    for (uint32_t c = 0; c < m->num_classes; c++)
-        out[c] = m->float_accumulate ? (double)w->accf[c] : w->acc[c];
-    return 0;
+    /* The current slot alone: swap it into position 0 of the batch. */
+    const double *save = w->xs[0];
+    w->xs[0] = w->slot[w->cur].x;
+    int rc = qs_score_batch(s, w, b, 1, out);
+    w->xs[0] = save;
+    return rc;
 }
 
 /* ------------------------------------------------------------ transforms */

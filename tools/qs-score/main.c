@@ -25,7 +25,12 @@ static void usage(FILE *f)
             "                         library's: LightGBM, QuickRank zero; XGBoost missing)\n"
             "  --transform            apply the objective's output function (sigmoid, softmax...)\n"
             "  --annotate             write `label<TAB>qid<TAB>score` lines (for qs-eval)\n"
-            "  --backend NAME         force a back end: auto, walk, qs (also the QS_BACKEND variable)\n"
+            "  --backend NAME         force a back end: auto, walk, qs, struct, vpred,\n"
+            "                         oblivious (also the QS_BACKEND variable)\n"
+            "  --tree-block N         trees per block (τ; 0: as large as possible)\n"
+            "  --doc-block N          documents scored together (δ, 1..4096)\n"
+            "  --delta N              threshold-scan skip distance (Δ, 1..64)\n"
+            "                         (default for all three: what the .qsm stores)\n"
             "  -o, --output FILE      write to FILE, which appears only when complete\n"
             "  -h, --help             this help\n"
             "  -V, --version          version; with -v, the back ends compiled in\n"
@@ -40,11 +45,20 @@ static void version(int verbose)
         return;
     printf("back ends:\n");
     printf("  walk   plain tree walk (the internal reference)\n");
-    printf("  qs     scalar QuickScorer with delta-skip; QS-Omega on oblivious blocks;\n"
-           "         8/16/32/64-bit and multi-word leaf masks\n");
+    printf("  qs     scalar QuickScorer, blockwise (BWQS), delta-skip; QS-Omega on\n"
+           "         oblivious blocks; 8/16/32/64-bit and multi-word leaf masks\n");
+    printf("  struct baseline: naive pointer walk over node structs (STRUCT+)\n");
+    printf("  vpred  baseline: branch-free walk unrolled by depth, documents interleaved\n");
+    printf("  oblivious  baseline for oblivious models: leaf index bit by bit\n");
     printf("default: qs\n");
     printf("build: openmp=%d numa=%d cuda=%d (not used by any back end yet)\n", QS_HAVE_OPENMP,
            QS_HAVE_NUMA, QS_HAVE_CUDA);
+}
+
+/* "%.17g" / "%.9g" with an optional leading tab; returns the length. */
+static int format_score(char *dst, double v, int digits, int tab)
+{
+    return snprintf(dst, 64, "%s%.*g", tab ? "\t" : "", digits, v);
 }
 
 /* Buffered line reader with a hard limit on the line length. */
@@ -100,6 +114,37 @@ static int next_line(lines *L, const char **line, size_t *len)
     }
 }
 
+static uint32_t parse_u32(const char *s, const char *what, uint32_t lo, uint32_t hi)
+{
+    char *e;
+    errno = 0;
+    unsigned long v = strtoul(s, &e, 10);
+    if (!*s || *e || errno || s[0] == '-' || v < lo || v > hi)
+        tool_die(EXIT_USAGE, "bad %s '%s' (expected %u..%u)", what, s, lo, hi);
+    return (uint32_t)v;
+}
+
+/* What --annotate needs of a document until its batch is written. */
+typedef struct meta_copy {
+    char *label, *qid;
+    size_t label_len, qid_len, cap_label, cap_qid;
+    int has_qid;
+} meta_copy;
+
+static void keep(char **dst, size_t *cap, size_t *len, const char *src, size_t n)
+{
+    if (n > *cap) {
+        char *q = realloc(*dst, n);
+        if (!q)
+            tool_die(EXIT_SYSTEM, "out of memory");
+        *dst = q;
+        *cap = n;
+    }
+    if (n)
+        memcpy(*dst, src, n);
+    *len = n;
+}
+
 int main(int argc, char **argv)
 {
     tool_init(argv[0]);
@@ -108,6 +153,9 @@ int main(int argc, char **argv)
         { "transform", no_argument, 0, 't' },
         { "annotate", no_argument, 0, 'n' },
         { "backend", required_argument, 0, 'b' },
+        { "tree-block", required_argument, 0, 'T' },
+        { "doc-block", required_argument, 0, 'D' },
+        { "delta", required_argument, 0, 'd' },
         { "output", required_argument, 0, 'o' },
         { "help", no_argument, 0, 'h' },
         { "version", no_argument, 0, 'V' },
@@ -117,6 +165,7 @@ int main(int argc, char **argv)
     qs_absent absent = QS_ABSENT_DEFAULT;
     int transform = 0, annotate = 0, show_version = 0, verbose = 0;
     const char *outpath = NULL, *bname = getenv("QS_BACKEND");
+    uint32_t tree_block = QS_KEEP, doc_block = QS_KEEP, delta = QS_KEEP;
     int c;
     while ((c = getopt_long(argc, argv, "o:hVv", opts, NULL)) != -1) {
         switch (c) {
@@ -131,6 +180,9 @@ int main(int argc, char **argv)
         case 't': transform = 1; break;
         case 'n': annotate = 1; break;
         case 'b': bname = optarg; break;
+        case 'T': tree_block = parse_u32(optarg, "--tree-block", 0, UINT32_MAX - 1); break;
+        case 'D': doc_block = parse_u32(optarg, "--doc-block", 1, 4096); break;
+        case 'd': delta = parse_u32(optarg, "--delta", 1, 64); break;
         case 'o': outpath = optarg; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': show_version = 1; break;
@@ -165,6 +217,9 @@ int main(int argc, char **argv)
     free(mbuf);
     if (!s)
         tool_die_err(mpath, &err);
+    if ((tree_block != QS_KEEP || doc_block != QS_KEEP || delta != QS_KEEP) &&
+        qs_scorer_relayout(s, tree_block, doc_block, delta, &err) != 0)
+        tool_die_err(NULL, &err);
     if (!qs_backend_available(s, backend))
         tool_die(EXIT_UNSUPPORTED, "back end '%s' cannot score this model", qs_backend_name(backend));
     const qs_model *m = qs_scorer_model(s);
@@ -189,45 +244,69 @@ int main(int argc, char **argv)
     if (!L.buf)
         tool_die(EXIT_SYSTEM, "out of memory");
     const int digits = qs_score_digits(s);
-    double *sc = malloc(sizeof(double) * info.num_classes);
-    if (!sc)
+    const uint32_t nslots = qs_workspace_slots(w);
+    double *batch = malloc(sizeof(double) * info.num_classes * nslots);
+    meta_copy *meta = calloc(nslots, sizeof *meta);
+    if (!batch || !meta)
         tool_die(EXIT_SYSTEM, "out of memory");
     const char *line;
     size_t len;
     long ln = 0;
+    uint32_t n = 0;
     int rc;
-    while ((rc = next_line(&L, &line, &len)) == 1) {
-        ln++;
-        qs_letor_line meta;
-        int is_doc;
-        if (qs_letor_parse(s, w, absent, line, len, &meta, &is_doc, &err) != 0) {
-            err.line = ln;
-            tool_die_err(dname, &err);
-        }
-        if (!is_doc)
-            continue;
-        qs_score_doc(s, w, backend, sc);
-        if (transform)
-            qs_transform(s, sc);
-        size_t k = 0;
-        if (annotate) {
-            /* label and qid verbatim; both are bounded by the line limit. */
-            tool_out_write(&out, meta.label, meta.label_len);
-            tool_out_write(&out, "\t", 1);
-            if (meta.qid)
-                tool_out_write(&out, meta.qid, meta.qid_len);
-            tool_out_write(&out, "\t", 1);
-        }
-        for (uint32_t cl = 0; cl < info.num_classes; cl++) {
-            if (k > sizeof obuf - 64) {
-                tool_out_write(&out, obuf, k);
-                k = 0;
+    for (;;) {
+        rc = next_line(&L, &line, &len);
+        if (rc == 1) {
+            ln++;
+            qs_letor_line lm;
+            int is_doc;
+            qs_workspace_select(w, n);
+            if (qs_letor_parse(s, w, absent, line, len, &lm, &is_doc, &err) != 0) {
+                err.line = ln;
+                tool_die_err(dname, &err);
             }
-            int n = snprintf(obuf + k, 64, "%s%.*g", cl ? "\t" : "", digits, sc[cl]);
-            k += (size_t)n;
+            if (!is_doc)
+                continue;
+            if (annotate) {
+                /* The line buffer moves as more lines are read: keep copies. */
+                keep(&meta[n].label, &meta[n].cap_label, &meta[n].label_len, lm.label, lm.label_len);
+                meta[n].has_qid = lm.qid != NULL;
+                keep(&meta[n].qid, &meta[n].cap_qid, &meta[n].qid_len, lm.qid ? lm.qid : "",
+                     lm.qid_len);
+            }
+            if (++n < nslots)
+                continue;
         }
-        obuf[k++] = '\n';
-        tool_out_write(&out, obuf, k);
+        if (n > 0) {
+            if (qs_score_batch(s, w, backend, n, batch) != 0)
+                tool_die(EXIT_UNSUPPORTED, "back end '%s' cannot score this model",
+                         qs_backend_name(backend));
+            for (uint32_t d = 0; d < n; d++) {
+                double *sc = batch + (size_t)d * info.num_classes;
+                if (transform)
+                    qs_transform(s, sc);
+                size_t k = 0;
+                if (annotate) {
+                    tool_out_write(&out, meta[d].label, meta[d].label_len);
+                    tool_out_write(&out, "\t", 1);
+                    if (meta[d].has_qid)
+                        tool_out_write(&out, meta[d].qid, meta[d].qid_len);
+                    tool_out_write(&out, "\t", 1);
+                }
+                for (uint32_t cl = 0; cl < info.num_classes; cl++) {
+                    if (k > sizeof obuf - 64) {
+                        tool_out_write(&out, obuf, k);
+                        k = 0;
+                    }
+                    k += (size_t)format_score(obuf + k, sc[cl], digits, cl > 0);
+                }
+                obuf[k++] = '\n';
+                tool_out_write(&out, obuf, k);
+            }
+            n = 0;
+        }
+        if (rc != 1)
+            break;
     }
     if (rc < 0)
         tool_die(EXIT_DATA, "%s:%ld: line longer than %zu MiB", dname, ln + 1, MAX_LINE >> 20);
@@ -235,7 +314,12 @@ int main(int argc, char **argv)
         fclose(in);
     tool_out_commit(&out);
     free(L.buf);
-    free(sc);
+    for (uint32_t d = 0; d < nslots; d++) {
+        free(meta[d].label);
+        free(meta[d].qid);
+    }
+    free(meta);
+    free(batch);
     qs_workspace_free(w);
     qs_scorer_free(s);
     return EXIT_OK;
