@@ -113,8 +113,12 @@ void qs_model_get_info(const qs_model *m, qs_model_info *info);
 
 typedef struct qs_compile_options {
     uint32_t delta;        /* Δ of the Δ-skip threshold scan; 0 = default */
-    uint32_t tree_block;   /* trees per block (τ); 0 = default (whole model) */
+    uint32_t tree_block;   /* trees per block (τ); 0 = decided at load from the L2 size */
+    uint32_t doc_block;    /* documents per batch (δ); 0 = default */
+    const uint8_t *reverse; /* per tree: nonzero = lay out reversed (NULL: none) */
 } qs_compile_options;
+
+
 
 /* Build the binary .qsm image of a model in memory (format/qsm.md).
  * *out is allocated (free() it). */
@@ -190,6 +194,13 @@ int qs_score_doc(const qs_scorer *s, qs_workspace *w, qs_backend b, double *out)
  * num_classes + c].  Returns -1 when n is too large or the back end cannot
  * score this model. */
 int qs_score_batch(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n, double *out);
+
+/* Tree reversal: for each tree, add to false_nodes[t] / true_nodes[t] how
+ * many of its internal nodes send the workspace's selected document right
+ * (false) or left (true).  A tree with more false than true nodes over a
+ * sample scans fewer entries reversed (qs_compile_options.reverse). */
+void qs_count_node_outcomes(const qs_scorer *s, const qs_workspace *w, uint64_t *false_nodes,
+                            uint64_t *true_nodes);
 
 /* Apply the model's output transform (sigmoid, softmax, exp ...) in place. */
 void qs_transform(const qs_scorer *s, double *scores);

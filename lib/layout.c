@@ -16,6 +16,7 @@ void qs_layout_free(qs_layout *L)
     free(L->cats);
     free(L->leaf_off);
     free(L->nleaves);
+    free(L->treeflags);
     free(L->leaves);
     free(L);
 }
@@ -51,7 +52,19 @@ static int scratch_reserve(tree_scratch *s, uint32_t n)
     return (s->order && s->cnt && s->first && s->stack) ? 0 : -1;
 }
 
-static void tree_ranges(const qs_node *nd, uint32_t n, tree_scratch *s)
+/* A reversed tree is laid out as its mirror image (children swapped), so
+ * its leaves are numbered right to left and a node's mask covers the leaves
+ * of its original right subtree. */
+static inline uint32_t first_child(const qs_node *x, int mirror)
+{
+    return (uint32_t)(mirror ? x->right : x->left);
+}
+static inline uint32_t second_child(const qs_node *x, int mirror)
+{
+    return (uint32_t)(mirror ? x->left : x->right);
+}
+
+static void tree_ranges(const qs_node *nd, uint32_t n, tree_scratch *s, int mirror)
 {
     uint32_t sp = 0, k = 0;
     s->stack[sp++] = 0;
@@ -59,8 +72,8 @@ static void tree_ranges(const qs_node *nd, uint32_t n, tree_scratch *s)
         uint32_t i = s->stack[--sp];
         s->order[k++] = i;
         if (nd[i].kind != QS_NODE_LEAF) {
-            s->stack[sp++] = (uint32_t)nd[i].right; /* left is visited first */
-            s->stack[sp++] = (uint32_t)nd[i].left;
+            s->stack[sp++] = second_child(&nd[i], mirror); /* the first is visited first */
+            s->stack[sp++] = first_child(&nd[i], mirror);
         }
     }
     for (uint32_t j = n; j-- > 0;) {
@@ -71,20 +84,23 @@ static void tree_ranges(const qs_node *nd, uint32_t n, tree_scratch *s)
     for (uint32_t j = 0; j < n; j++) {
         uint32_t i = s->order[j];
         if (nd[i].kind != QS_NODE_LEAF) {
-            s->first[nd[i].left] = s->first[i];
-            s->first[nd[i].right] = s->first[i] + s->cnt[nd[i].left];
+            uint32_t a = first_child(&nd[i], mirror), b = second_child(&nd[i], mirror);
+            s->first[a] = s->first[i];
+            s->first[b] = s->first[i] + s->cnt[a];
         }
     }
 }
 
 typedef struct rec {
-    uint32_t feature, rule;
+    uint32_t feature, rule;    /* rule includes QS_GROUP_DESC for reversed trees */
     double thr;
     uint32_t tree;
-    uint32_t special_right;
+    uint32_t special_false;    /* the special value makes this node false */
     uint64_t mask;
 } rec;
 
+/* Groups by (feature, rule, direction); ascending thresholds, or descending
+ * in the groups of reversed trees. */
 static int rec_cmp(const void *a, const void *b)
 {
     const rec *x = a, *y = b;
@@ -93,7 +109,7 @@ static int rec_cmp(const void *a, const void *b)
     if (x->rule != y->rule)
         return x->rule < y->rule ? -1 : 1;
     if (x->thr != y->thr)
-        return x->thr < y->thr ? -1 : 1;
+        return ((x->thr < y->thr) ^ ((x->rule & QS_GROUP_DESC) != 0)) ? -1 : 1;
     if (x->tree != y->tree)
         return x->tree < y->tree ? -1 : 1;
     return (x->mask > y->mask) - (x->mask < y->mask);
@@ -124,7 +140,8 @@ static uint64_t narrow_mask(uint32_t lo, uint32_t hi)
         }                                                                           \
     } while (0)
 
-qs_layout *qs_layout_build(const qs_model *m, uint32_t delta, uint32_t tree_block, qs_error *err)
+qs_layout *qs_layout_build(const qs_model *m, uint32_t delta, uint32_t tree_block,
+                           const uint8_t *reverse, qs_error *err)
 {
     if (delta == 0)
         delta = QS_DEFAULT_DELTA;
@@ -144,7 +161,8 @@ qs_layout *qs_layout_build(const qs_model *m, uint32_t delta, uint32_t tree_bloc
     L->ntrees = m->num_trees;
     L->leaf_off = calloc(m->num_trees + 1, sizeof *L->leaf_off);
     L->nleaves = calloc(m->num_trees + 1, sizeof *L->nleaves);
-    if (!L->leaf_off || !L->nleaves)
+    L->treeflags = calloc(m->num_trees + 1, sizeof *L->treeflags);
+    if (!L->leaf_off || !L->nleaves || !L->treeflags)
         goto nomem;
 
     /* Classify trees and count leaves. */
@@ -235,22 +253,29 @@ qs_layout *qs_layout_build(const qs_model *m, uint32_t delta, uint32_t tree_bloc
                     lv[i] = tr->weight * nd[cur[i]].value;
                 continue;
             }
-            tree_ranges(nd, tr->num_nodes, &s);
+            const int rev = reverse && reverse[u];
+            L->treeflags[u] = rev ? QS_TREE_REVERSED : 0;
+            tree_ranges(nd, tr->num_nodes, &s, rev);
             for (uint32_t i = 0; i < tr->num_nodes; i++) {
                 const qs_node *x = &nd[i];
                 if (x->kind == QS_NODE_LEAF) {
                     lv[s.first[i]] = tr->weight * x->value;
                     continue;
                 }
-                uint32_t lo = s.first[x->left], hi = lo + s.cnt[x->left];
+                uint32_t fc = first_child(x, rev);
+                uint32_t lo = s.first[fc], hi = lo + s.cnt[fc];
                 uint64_t mask = B->width ? narrow_mask(lo, hi) : ((uint64_t)lo << 32 | hi);
                 if (x->kind == QS_NODE_CAT) {
                     GROW(L->cats, L->ncat, capcat, (uint64_t)L->ncat + 1);
-                    L->cats[L->ncat++] = (qs_catnode){ lt, (uint32_t)(tr->node_off + i), mask };
+                    L->cats[L->ncat++] = (qs_catnode){ lt | (rev ? QS_CAT_REVERSED : 0),
+                                                       (uint32_t)(tr->node_off + i), mask };
                     continue;
                 }
+                /* A node is "false" when its test sends the document away from
+                 * the first child: right in a plain tree, left in a reversed one. */
                 GROW(recs, nrec, caprec, nrec + 1);
-                recs[nrec++] = (rec){ x->feature, rule_of(x), x->value, lt, !x->default_left, mask };
+                recs[nrec++] = (rec){ x->feature, rule_of(x) | (rev ? QS_GROUP_DESC : 0), x->value,
+                                      lt, rev ? x->default_left : !x->default_left, mask };
             }
         }
         B->cat_end = L->ncat;
@@ -263,9 +288,9 @@ qs_layout *qs_layout_build(const qs_model *m, uint32_t delta, uint32_t tree_bloc
             while (j < nrec && recs[j].feature == recs[i].feature && recs[j].rule == recs[i].rule)
                 j++;
             uint64_t nsp = 0;
-            if (recs[i].rule != QS_RULE_PLAIN)
+            if ((recs[i].rule & QS_RULE_MASK) != QS_RULE_PLAIN)
                 for (uint64_t k = i; k < j; k++)
-                    nsp += recs[k].special_right;
+                    nsp += recs[k].special_false;
             if (L->nentries + (j - i) + nsp > UINT32_MAX) {
                 qs_fail(err, QS_ERR_LIMIT, 0, "model too large for one layout");
                 goto fail;
@@ -287,9 +312,9 @@ qs_layout *qs_layout_build(const qs_model *m, uint32_t delta, uint32_t tree_bloc
                 L->emask[L->nentries++] = recs[k].mask;
             }
             g->end = g->sp_begin = (uint32_t)L->nentries;
-            if (recs[i].rule != QS_RULE_PLAIN)
+            if ((recs[i].rule & QS_RULE_MASK) != QS_RULE_PLAIN)
                 for (uint64_t k = i; k < j; k++)
-                    if (recs[k].special_right) {
+                    if (recs[k].special_false) {
                         L->thr[L->nentries] = 0.0;
                         L->etree[L->nentries] = recs[k].tree;
                         L->emask[L->nentries++] = recs[k].mask;
@@ -362,6 +387,9 @@ int qs_layout_check(const qs_layout *L, const qs_model *m, qs_error *err)
         uint64_t cap = B->kind == QS_BLOCK_OMEGA ? (1ull << QS_OMEGA_MAX_DEPTH)
                        : B->width ? B->width : (uint64_t)B->words * 64;
         for (uint64_t t = B->tree_begin; t < B->tree_end; t++) {
+            if (L->treeflags[t] & ~QS_TREE_REVERSED ||
+                (B->kind == QS_BLOCK_OMEGA && L->treeflags[t]))
+                BAD("tree %llu: bad flags", (unsigned long long)t);
             if (L->nleaves[t] > cap)
                 BAD("tree %llu has more leaves than its block holds", (unsigned long long)t);
             if (B->kind == QS_BLOCK_OMEGA && (L->nleaves[t] & (L->nleaves[t] - 1)))
@@ -379,16 +407,23 @@ int qs_layout_check(const qs_layout *L, const qs_model *m, qs_error *err)
             BAD("block %u: categorical node in an oblivious block", b);
         for (uint32_t g = B->group_begin; g < B->group_end; g++) {
             const qs_group *G = &L->groups[g];
-            if (G->feature >= m->num_features || G->rule > QS_RULE_NAN)
+            if (G->feature >= m->num_features || (G->rule & QS_RULE_MASK) > QS_RULE_NAN ||
+                (G->rule & ~(QS_RULE_MASK | QS_GROUP_DESC)) ||
+                (B->kind == QS_BLOCK_OMEGA && (G->rule & QS_GROUP_DESC)))
                 BAD("group %u: bad feature or rule", g);
+            const int desc = (G->rule & QS_GROUP_DESC) != 0;
             if (G->begin > G->end || G->end != G->sp_begin || G->sp_begin > G->sp_end ||
                 G->sp_end > L->nentries)
                 BAD("group %u: bad entry range", g);
             for (uint64_t e = G->begin; e < G->sp_end; e++) {
                 if (L->etree[e] >= ntr)
                     BAD("entry %llu: tree out of range", (unsigned long long)e);
-                if (e < G->end && (isnan(L->thr[e]) || (e > G->begin && L->thr[e] < L->thr[e - 1])))
+                if (e < G->end && (isnan(L->thr[e]) ||
+                                   (e > G->begin && (desc ? L->thr[e] > L->thr[e - 1]
+                                                          : L->thr[e] < L->thr[e - 1]))))
                     BAD("entry %llu: thresholds not sorted", (unsigned long long)e);
+                if (((L->treeflags[B->tree_begin + L->etree[e]] & QS_TREE_REVERSED) != 0) != desc)
+                    BAD("entry %llu: direction differs from its tree's", (unsigned long long)e);
                 if (B->kind == QS_BLOCK_QS && B->width == 0) {
                     uint32_t lo = (uint32_t)(L->emask[e] >> 32), hi = (uint32_t)L->emask[e];
                     if (lo >= hi || hi > L->nleaves[B->tree_begin + L->etree[e]])
@@ -398,11 +433,14 @@ int qs_layout_check(const qs_layout *L, const qs_model *m, qs_error *err)
         }
         for (uint32_t c = B->cat_begin; c < B->cat_end; c++) {
             const qs_catnode *C = &L->cats[c];
-            if (C->tree >= ntr || C->node >= m->num_nodes || m->nodes[C->node].kind != QS_NODE_CAT)
+            uint32_t ct = C->tree & ~QS_CAT_REVERSED;
+            if (ct >= ntr || C->node >= m->num_nodes || m->nodes[C->node].kind != QS_NODE_CAT ||
+                ((L->treeflags[B->tree_begin + ct] & QS_TREE_REVERSED) != 0) !=
+                    ((C->tree & QS_CAT_REVERSED) != 0))
                 BAD("categorical entry %u is bad", c);
             if (B->width == 0) {
                 uint32_t lo = (uint32_t)(C->mask >> 32), hi = (uint32_t)C->mask;
-                if (lo >= hi || hi > L->nleaves[B->tree_begin + C->tree])
+                if (lo >= hi || hi > L->nleaves[B->tree_begin + ct])
                     BAD("categorical entry %u: bad leaf range", c);
             }
         }

@@ -15,10 +15,19 @@ enum qs_group_rule {
     QS_RULE_ZERO = 1,   /* NaN -> 0.0; |x| <= band -> special list; else scan */
     QS_RULE_NAN = 2     /* NaN -> special list; else scan */
 };
+#define QS_RULE_MASK 0xFFu
+/* Set in qs_group.rule for the groups of reversed trees: thresholds are
+ * sorted descending and a node is false when the value goes left
+ * (x <= t, or x < t), so the scan runs while t >= x (or t > x). */
+#define QS_GROUP_DESC 0x100u
+/* Set in qs_catnode.tree for a node of a reversed tree (false = goes left). */
+#define QS_CAT_REVERSED 0x80000000u
+/* qs_layout.treeflags */
+#define QS_TREE_REVERSED 0x1u
 
 typedef struct qs_group {
     uint32_t feature;
-    uint32_t rule;
+    uint32_t rule;             /* enum qs_group_rule, | QS_GROUP_DESC */
     uint32_t begin, end;       /* sorted entries [begin, end) */
     uint32_t sp_begin, sp_end; /* special-value entries: nodes that go right */
 } qs_group;
@@ -57,12 +66,16 @@ typedef struct qs_layout {
     uint64_t ntrees;
     uint64_t *leaf_off;        /* into leaves[] */
     uint32_t *nleaves;         /* leaves of a QS tree; 2^depth of an Ω tree */
+    uint8_t *treeflags;        /* QS_TREE_REVERSED: laid out mirrored (tree reversal) */
     uint64_t nleafvals;
     double *leaves;            /* contribution = weight * leaf value, leaf order */
 } qs_layout;
 
 /* Build the layout of a validated model. */
-qs_layout *qs_layout_build(const qs_model *m, uint32_t delta, uint32_t tree_block, qs_error *err);
+/* reverse: per tree, nonzero to lay the tree out reversed (NULL: none);
+ * ignored for oblivious trees. */
+qs_layout *qs_layout_build(const qs_model *m, uint32_t delta, uint32_t tree_block,
+                           const uint8_t *reverse, qs_error *err);
 /* Structural check of a layout read from a file, against its model. */
 int qs_layout_check(const qs_layout *L, const qs_model *m, qs_error *err);
 void qs_layout_free(qs_layout *L);

@@ -179,6 +179,8 @@ static void write_layout(wbuf *b, const qs_layout *L)
     }
     for (uint64_t t = 0; t < L->ntrees; t++)
         w_u32(b, L->nleaves[t]);
+    for (uint64_t t = 0; t < L->ntrees; t++)
+        w_u8(b, L->treeflags[t]);
     for (uint64_t i = 0; i < L->nleafvals; i++)
         w_f64(b, L->leaves[i]);
 }
@@ -250,7 +252,10 @@ int qs_compile(const qs_model *m, const qs_compile_options *opt, unsigned char *
 {
     if (qs_model_validate(m, err) != 0)
         return -1;
-    qs_layout *L = qs_layout_build(m, opt ? opt->delta : 0, opt ? opt->tree_block : 0, err);
+    qs_layout *L = qs_layout_build(m, opt ? opt->delta : 0, opt ? opt->tree_block : 0,
+                                   opt ? opt->reverse : NULL, err);
+    if (L && opt)
+        L->doc_block = opt->doc_block;
     if (!L)
         return -1;
     int rc = qsm_write(m, L, out, out_len, err);
@@ -466,6 +471,9 @@ static int read_layout(rbuf *r, qs_layout *L, const qs_model *m, qs_error *err)
         L->leaf_off[t] = off;
         off += L->nleaves[t];
     }
+    L->treeflags = r_alloc(r, L->ntrees, 1, sizeof *L->treeflags);
+    for (uint64_t t = 0; t < L->ntrees && !r->bad; t++)
+        L->treeflags[t] = r_u8(r);
     L->leaves = r_alloc(r, L->nleafvals, 8, sizeof *L->leaves);
     for (uint64_t i = 0; i < L->nleafvals && !r->bad; i++)
         L->leaves[i] = r_f64(r);

@@ -135,7 +135,8 @@ int qs_scorer_relayout(qs_scorer *s, uint32_t tree_block, uint32_t doc_block, ui
                        QS_MAX_DOC_BLOCK);
     if (tree_block != QS_KEEP || delta != QS_KEEP) {
         qs_layout *L = qs_layout_build(s->m, delta == QS_KEEP ? s->L->delta : delta,
-                                       tree_block == QS_KEEP ? s->L->tree_block : tree_block, err);
+                                       tree_block == QS_KEEP ? s->L->tree_block : tree_block,
+                                       s->L->treeflags, err);
         if (!L)
             return -1;
         L->doc_block = s->L->doc_block;
@@ -347,11 +348,30 @@ static inline uint32_t scan_end(const double *thr, uint32_t i, uint32_t end, dou
     return i;
 }
 
+/* The same for the descending groups of reversed trees: false nodes are
+ * those that send x left (x <= t: t >= x; x < t: t > x). */
+static inline uint32_t scan_end_desc(const double *thr, uint32_t i, uint32_t end, double x,
+                                     int lt, uint32_t delta)
+{
+    if (lt) {
+        while (i + delta <= end && thr[i + delta - 1] > x)
+            i += delta;
+        while (i < end && thr[i] > x)
+            i++;
+    } else {
+        while (i + delta <= end && thr[i + delta - 1] >= x)
+            i += delta;
+        while (i < end && thr[i] >= x)
+            i++;
+    }
+    return i;
+}
+
 /* For group g and value x, the entry range whose masks apply. */
 static inline void group_range(const qs_layout *L, const qs_group *g, double x, int lt,
                                uint32_t *b, uint32_t *e)
 {
-    switch (g->rule) {
+    switch (g->rule & QS_RULE_MASK) {
     case QS_RULE_NAN:
         if (isnan(x)) {
             *b = g->sp_begin;
@@ -374,7 +394,8 @@ static inline void group_range(const qs_layout *L, const qs_group *g, double x, 
         break;
     }
     *b = g->begin;
-    *e = scan_end(L->thr, g->begin, g->end, x, lt, L->delta);
+    *e = (g->rule & QS_GROUP_DESC) ? scan_end_desc(L->thr, g->begin, g->end, x, lt, L->delta)
+                                   : scan_end(L->thr, g->begin, g->end, x, lt, L->delta);
 }
 
 static inline void accumulate(const qs_scorer *s, uint64_t t, uint32_t leaf, double *acc,
@@ -415,8 +436,8 @@ static inline void accumulate(const qs_scorer *s, uint64_t t, uint32_t leaf, dou
         for (uint32_t c = B->cat_begin; c < B->cat_end; c++) {                            \
             const qs_catnode *C = &L->cats[c];                                            \
             const qs_node *n = &m->nodes[C->node];                                        \
-            if (!qs_node_goes_left(m, n, x[n->feature]))                                  \
-                v[C->tree] &= (T)C->mask;                                                 \
+            if (qs_node_goes_left(m, n, x[n->feature]) == !!(C->tree & QS_CAT_REVERSED))  \
+                v[C->tree & ~QS_CAT_REVERSED] &= (T)C->mask;                              \
         }                                                                                 \
         for (uint32_t i = 0; i < nt; i++) {                                               \
             uint64_t t = B->tree_begin + i;                                               \
@@ -467,8 +488,9 @@ static void qs_block_wide(const qs_scorer *s, const qs_block *B, void *vec, cons
     for (uint32_t c = B->cat_begin; c < B->cat_end; c++) {
         const qs_catnode *C = &L->cats[c];
         const qs_node *n = &m->nodes[C->node];
-        if (!qs_node_goes_left(m, n, x[n->feature]))
-            clear_range(v + (uint64_t)C->tree * W, (uint32_t)(C->mask >> 32), (uint32_t)C->mask);
+        if (qs_node_goes_left(m, n, x[n->feature]) == !!(C->tree & QS_CAT_REVERSED))
+            clear_range(v + (uint64_t)(C->tree & ~QS_CAT_REVERSED) * W, (uint32_t)(C->mask >> 32),
+                        (uint32_t)C->mask);
     }
     for (uint32_t i = 0; i < nt; i++) {
         uint64_t t = B->tree_begin + i;
@@ -588,6 +610,25 @@ int qs_score_doc(const qs_scorer *s, qs_workspace *w, qs_backend b, double *out)
     int rc = qs_score_batch(s, w, b, 1, out);
     w->xs[0] = save;
     return rc;
+}
+
+void qs_count_node_outcomes(const qs_scorer *s, const qs_workspace *w, uint64_t *false_nodes,
+                            uint64_t *true_nodes)
+{
+    const qs_model *m = s->m;
+    const double *x = w->slot[w->cur].x;
+    for (uint64_t t = 0; t < m->num_trees; t++) {
+        const qs_tree *tr = &m->trees[t];
+        for (uint32_t i = 0; i < tr->num_nodes; i++) {
+            const qs_node *n = &m->nodes[tr->node_off + i];
+            if (n->kind == QS_NODE_LEAF)
+                continue;
+            if (qs_node_goes_left(m, n, x[n->feature]))
+                true_nodes[t]++;
+            else
+                false_nodes[t]++;
+        }
+    }
 }
 
 /* ------------------------------------------------------------ transforms */

@@ -4,67 +4,62 @@
 
 load test_helper
 
-pipeline() { # pipeline FIXTURE_DIR MODEL_FILE [qs-score options]
-    local dir="$FIX/$1" model="$2"; shift 2
+pipeline() { # pipeline FIXTURE_DIR MODEL_FILE WANT [qs-score options]: every back end and layout
+    local dir="$FIX/$1" model="$2" want="$FIX/$1/$3"; shift 3
     qs-convert "$dir/$model" > "$BATS_TEST_TMPDIR/m.txt"
     qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" "$BATS_TEST_TMPDIR/m.txt"
-    local b
-    for b in $(backends); do
-        qs-score --backend "$b" "$@" "$BATS_TEST_TMPDIR/m.qsm" < "$dir/docs.letor" > "$BATS_TEST_TMPDIR/got.$b"
-    done
+    qs-compile --reverse-all --tree-block 9 --doc-block 3 -o "$BATS_TEST_TMPDIR/r.qsm" "$BATS_TEST_TMPDIR/m.txt"
+    score_all "$BATS_TEST_TMPDIR/m.qsm" "$dir/docs.letor" "$want" "$@"
+    QS_BACKEND=qs score_all "$BATS_TEST_TMPDIR/r.qsm" "$dir/docs.letor" "$want" "$@"
+    cp "$BATS_TEST_TMPDIR/got.qs" "$BATS_TEST_TMPDIR/out"
 }
 
 @test "lightgbm fixture (zstd model) scores bit for bit on every back end" {
-    pipeline lgb-l8 model.txt.zst
-    for b in $(backends); do compare_scores "$BATS_TEST_TMPDIR/got.$b" "$FIX/lgb-l8/expected.txt"; done
+    pipeline lgb-l8 model.txt.zst expected.txt
 }
 
 @test "lightgbm multiclass fixture: one tab-separated column per class" {
-    pipeline lgb-multiclass model.txt.zst
-    for b in $(backends); do compare_scores "$BATS_TEST_TMPDIR/got.$b" "$FIX/lgb-multiclass/expected.txt"; done
-    run awk -F'\t' 'NF != 5' "$BATS_TEST_TMPDIR/got.qs"
+    pipeline lgb-multiclass model.txt.zst expected.txt
+    run awk -F'\t' 'NF != 5' "$BATS_TEST_TMPDIR/out"
     assert_output ""
 }
 
 @test "quickrank oblivious fixture is laid out for QS-Omega and scores exactly" {
-    pipeline qr-oblivious model.xml.zst
-    for b in $(backends); do compare_scores "$BATS_TEST_TMPDIR/got.$b" "$FIX/qr-oblivious/expected.txt"; done
+    pipeline qr-oblivious model.xml.zst expected.txt
 }
 
 @test "xgboost fixtures: absent = missing by default, --absent zero gives the dense oracle" {
-    pipeline xgb-tiny model.json
-    for b in $(backends); do compare_scores "$BATS_TEST_TMPDIR/got.$b" "$FIX/xgb-tiny/expected.txt"; done
-    pipeline xgb-agaricus model.json.zst
-    for b in $(backends); do compare_scores "$BATS_TEST_TMPDIR/got.$b" "$FIX/xgb-agaricus/expected.txt"; done
-    pipeline xgb-agaricus model.json.zst --absent zero
-    for b in $(backends); do compare_scores "$BATS_TEST_TMPDIR/got.$b" "$FIX/xgb-agaricus/expected.dense.txt"; done
+    pipeline xgb-tiny model.json expected.txt
+    pipeline xgb-agaricus model.json.zst expected.txt
+    pipeline xgb-agaricus model.json.zst expected.dense.txt --absent zero
 }
 
 @test "float32 models print 9 significant digits, double models 17" {
-    pipeline xgb-tiny model.json
-    run head -1 "$BATS_TEST_TMPDIR/got.qs"
+    pipeline xgb-tiny model.json expected.txt
+    run head -1 "$BATS_TEST_TMPDIR/out"
     assert_output "1.01585567"
-    pipeline lgb-l8 model.txt.zst
-    run head -1 "$BATS_TEST_TMPDIR/got.qs"
+    pipeline lgb-l8 model.txt.zst expected.txt
+    run head -1 "$BATS_TEST_TMPDIR/out"
     assert_output "0.36370218666844439"
 }
 
 @test "--transform applies XGBoost's sigmoid (binary:logistic)" {
-    pipeline xgb-agaricus model.json.zst --transform
-    compare_scores "$BATS_TEST_TMPDIR/got.qs" "$FIX/xgb-agaricus/expected.prob.txt"
+    pipeline xgb-agaricus model.json.zst expected.prob.txt --transform
 }
 
 @test "--transform softmax rows sum to 1 (lightgbm multiclass)" {
-    pipeline lgb-multiclass model.txt.zst --transform
-    run awk -F'\t' '{ s = 0; for (i = 1; i <= NF; i++) s += $i; if (s < 0.999999 || s > 1.000001) print NR, s }' "$BATS_TEST_TMPDIR/got.qs"
+    qs-convert "$FIX/lgb-multiclass/model.txt.zst" | qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" -
+    qs-score --transform "$BATS_TEST_TMPDIR/m.qsm" < "$FIX/lgb-multiclass/docs.letor" > "$BATS_TEST_TMPDIR/out"
+    run awk -F'\t' '{ s = 0; for (i = 1; i <= NF; i++) s += $i; if (s < 0.999999 || s > 1.000001) print NR, s }' "$BATS_TEST_TMPDIR/out"
     assert_output ""
 }
 
 @test "--annotate writes label, qid and score" {
-    pipeline xgb-tiny model.json --annotate
-    run head -2 "$BATS_TEST_TMPDIR/got.qs"
+    qs-convert "$FIX/xgb-tiny/model.json" | qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" -
+    qs-score --annotate "$BATS_TEST_TMPDIR/m.qsm" < "$FIX/xgb-tiny/docs.letor" > "$BATS_TEST_TMPDIR/out"
+    run head -2 "$BATS_TEST_TMPDIR/out"
     assert_line --index 0 "$(printf '0\t1\t1.01585567')"
-    run awk -F'\t' 'NF != 3' "$BATS_TEST_TMPDIR/got.qs"
+    run awk -F'\t' 'NF != 3' "$BATS_TEST_TMPDIR/out"
     assert_output ""
 }
 

@@ -9,15 +9,14 @@ load test_helper
 X="$BATS_TEST_DIRNAME/fixtures/xgboost"
 Q="$BATS_TEST_DIRNAME/fixtures/quickrank"
 
-score_fixture() { # score_fixture MODEL DOCS WANT [qs-score options]
+score_fixture() { # score_fixture MODEL DOCS WANT [qs-score options]: every back end and layout
     local model="$1" docs="$2" want="$3"; shift 3
-    qs-convert "$model" | qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" -
+    qs-convert "$model" > "$BATS_TEST_TMPDIR/m.txt"
+    qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" "$BATS_TEST_TMPDIR/m.txt"
+    qs-compile --reverse-all --tree-block 2 --doc-block 3 -o "$BATS_TEST_TMPDIR/r.qsm" "$BATS_TEST_TMPDIR/m.txt"
     tr ' ' '\t' < "$want" > "$BATS_TEST_TMPDIR/want"
-    local b
-    for b in $(backends); do
-        qs-score --backend "$b" "$@" "$BATS_TEST_TMPDIR/m.qsm" < "$docs" > "$BATS_TEST_TMPDIR/got"
-        compare_scores "$BATS_TEST_TMPDIR/got" "$BATS_TEST_TMPDIR/want"
-    done
+    score_all "$BATS_TEST_TMPDIR/m.qsm" "$docs" "$BATS_TEST_TMPDIR/want" "$@"
+    QS_BACKEND=qs score_all "$BATS_TEST_TMPDIR/r.qsm" "$docs" "$BATS_TEST_TMPDIR/want" "$@"
 }
 
 @test "xgboost categorical splits (hand-reasoned): members go right, invalid left" {

@@ -339,7 +339,7 @@ static void test_big_tree(void)
     random_tree(m, 70, 12, 1);
     random_tree(m, 7, 12, 0);
     qs_scorer *s = compile_load(m);
-    qs_layout *L = qs_layout_build(m, 0, 0, NULL);
+    qs_layout *L = qs_layout_build(m, 0, 0, NULL, NULL);
     CHECK(L->nblocks >= 1 && L->blocks[0].width == 0 && L->blocks[0].words == 4,
           "200-leaf tree uses 4-word masks");
     qs_layout_free(L);
@@ -384,7 +384,7 @@ static void test_oblivious(void)
     qs_model_info info;
     qs_model_get_info(m, &info);
     CHECK(info.oblivious == 1, "model is detected as oblivious");
-    qs_layout *L = qs_layout_build(m, 0, 0, NULL);
+    qs_layout *L = qs_layout_build(m, 0, 0, NULL, NULL);
     CHECK(L->nblocks == 1 && L->blocks[0].kind == QS_BLOCK_OMEGA, "one QS-Omega block");
     qs_layout_free(L);
     qs_scorer *s = compile_load(m);

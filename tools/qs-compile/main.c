@@ -9,7 +9,8 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: qs-compile [-o OUT.qsm] [--delta N] [--tree-block N] [ENSEMBLE|-]\n"
+            "usage: qs-compile [-o OUT.qsm] [--delta N] [--tree-block N] [--doc-block N]\n"
+            "                  [--reverse-sample DOCS] [-v] [ENSEMBLE|-]\n"
             "\n"
             "Reads canonical ensemble text (from qs-convert; a LightGBM, XGBoost or\n"
             "QuickRank model is converted on the fly) and writes the .qsm model\n"
@@ -21,7 +22,15 @@ static void usage(FILE *f)
             "\n"
             "  -o, --output F    write to F (default: standard output)\n"
             "  --delta N         threshold-scan skip distance stored in the model (1..64, default 4)\n"
-            "  --tree-block N    at most N trees per block (default 0: as large as possible)\n"
+            "  --tree-block N    at most N trees per block (τ; default 0: chosen when the\n"
+            "                    model is loaded, from that machine's L2 cache size)\n"
+            "  --doc-block N     documents scored together (δ, 1..4096; default 64)\n"
+            "  --reverse-sample DOCS\n"
+            "                    tree reversal: score the LETOR documents in DOCS and lay out\n"
+            "                    reversed every tree with more false than true nodes on them\n"
+            "                    (fewer entries to scan; scores stay bit-identical)\n"
+            "  --reverse-all     lay out every tree reversed (for tests and measurements)\n"
+            "  -v, --verbose     say how many trees were reversed\n"
             "  -h, --help        this help\n"
             "  -V, --version     version\n"
             "\n"
@@ -37,6 +46,62 @@ static uint32_t parse_u32(const char *s, const char *what, uint32_t max)
     return (uint32_t)v;
 }
 
+/* Tree reversal: count each tree's false and true nodes over the sample
+ * documents and reverse the trees with more false than true ones. */
+static uint8_t *decide_reversal(const unsigned char *img, size_t ilen, const char *path,
+                                int verbose)
+{
+    qs_error err;
+    qs_error_clear(&err);
+    qs_scorer *s = qs_scorer_load(img, ilen, &err);
+    if (!s)
+        tool_die_err(NULL, &err);
+    qs_workspace *w = qs_workspace_new(s, &err);
+    if (!w)
+        tool_die_err(NULL, &err);
+    qs_model_info info;
+    qs_model_get_info(qs_scorer_model(s), &info);
+    uint64_t nt = info.num_trees;
+    uint64_t *fals = calloc(nt ? nt : 1, sizeof *fals), *tru = calloc(nt ? nt : 1, sizeof *tru);
+    uint8_t *rev = calloc(nt ? nt : 1, 1);
+    if (!fals || !tru || !rev)
+        tool_die(EXIT_SYSTEM, "out of memory");
+    size_t len;
+    char *buf = tool_read_all(path, &len);
+    const char *name = strcmp(path, "-") == 0 ? "(stdin)" : path;
+    long ln = 0, docs = 0;
+    for (size_t i = 0; i < len;) {
+        const char *e = memchr(buf + i, '\n', len - i);
+        size_t n = e ? (size_t)(e - (buf + i)) : len - i;
+        ln++;
+        qs_letor_line meta;
+        int is_doc;
+        if (qs_letor_parse(s, w, QS_ABSENT_DEFAULT, buf + i, n, &meta, &is_doc, &err) != 0) {
+            err.line = ln;
+            tool_die_err(name, &err);
+        }
+        if (is_doc) {
+            qs_count_node_outcomes(s, w, fals, tru);
+            docs++;
+        }
+        i += n + 1;
+    }
+    if (docs == 0)
+        tool_die(EXIT_DATA, "%s: no documents in the reversal sample", name);
+    uint64_t nrev = 0;
+    for (uint64_t t = 0; t < nt; t++)
+        nrev += rev[t] = fals[t] > tru[t];
+    if (verbose)
+        tool_warn("reversed %llu of %llu trees (sample of %ld documents)",
+                  (unsigned long long)nrev, (unsigned long long)nt, docs);
+    free(buf);
+    free(fals);
+    free(tru);
+    qs_workspace_free(w);
+    qs_scorer_free(s);
+    return rev;
+}
+
 int main(int argc, char **argv)
 {
     tool_init(argv[0]);
@@ -44,14 +109,20 @@ int main(int argc, char **argv)
         { "output", required_argument, 0, 'o' },
         { "delta", required_argument, 0, 'd' },
         { "tree-block", required_argument, 0, 't' },
+        { "doc-block", required_argument, 0, 'b' },
+        { "reverse-sample", required_argument, 0, 'r' },
+        { "verbose", no_argument, 0, 'v' },
+        { "reverse-all", no_argument, 0, 'R' },
         { "help", no_argument, 0, 'h' },
         { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 },
     };
     const char *outpath = NULL;
-    qs_compile_options opt = { 0, 0 };
+    qs_compile_options opt = { 0, 0, 0, NULL };
+    const char *sample = NULL;
+    int verbose = 0, reverse_all = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:hVv", opts, NULL)) != -1) {
         switch (c) {
         case 'o': outpath = optarg; break;
         case 'd':
@@ -59,7 +130,15 @@ int main(int argc, char **argv)
             if (opt.delta == 0)
                 tool_die(EXIT_USAGE, "bad delta '0' (expected 1..64)");
             break;
-        case 't': opt.tree_block = parse_u32(optarg, "tree block", UINT32_MAX); break;
+        case 't': opt.tree_block = parse_u32(optarg, "tree block", UINT32_MAX - 1); break;
+        case 'b':
+            opt.doc_block = parse_u32(optarg, "document block", 4096);
+            if (opt.doc_block == 0)
+                tool_die(EXIT_USAGE, "bad document block '0' (expected 1..4096)");
+            break;
+        case 'r': sample = optarg; break;
+        case 'v': verbose = 1; break;
+        case 'R': reverse_all = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': printf("qs-compile %s\n", QS_VERSION_STRING); return EXIT_OK;
         default: usage(stderr); return EXIT_USAGE;
@@ -90,6 +169,26 @@ int main(int argc, char **argv)
     size_t ilen;
     if (qs_compile(m, &opt, &img, &ilen, &err) != 0)
         tool_die_err(name, &err);
+    uint8_t *rev = NULL;
+    if (sample && reverse_all)
+        tool_die(EXIT_USAGE, "--reverse-sample and --reverse-all exclude each other");
+    if (reverse_all) {
+        qs_model_info info;
+        qs_model_get_info(m, &info);
+        rev = malloc(info.num_trees ? info.num_trees : 1);
+        if (!rev)
+            tool_die(EXIT_SYSTEM, "out of memory");
+        memset(rev, 1, info.num_trees);
+    }
+    if (sample)
+        rev = decide_reversal(img, ilen, sample, verbose);
+    if (rev) {
+        free(img);
+        opt.reverse = rev;
+        if (qs_compile(m, &opt, &img, &ilen, &err) != 0)
+            tool_die_err(name, &err);
+    }
+    free(rev);
     qs_model_free(m);
     tool_out_write(&out, img, ilen);
     free(img);
