@@ -21,7 +21,7 @@ static void usage(FILE *f)
             "rename); binary output is refused on a terminal.\n"
             "\n"
             "  -o, --output F    write to F (default: standard output)\n"
-            "  --delta N         threshold-scan skip distance stored in the model (1..64, default 4)\n"
+            "  --delta N         threshold-scan skip distance stored in the model (1..64, default 8)\n"
             "  --tree-block N    at most N trees per block (τ; default 0: chosen when the\n"
             "                    model is loaded, from that machine's L2 cache size)\n"
             "  --doc-block N     documents scored together (δ, 1..4096; default 64)\n"
