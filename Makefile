@@ -109,12 +109,13 @@ bin-links: $(TOOL_BIN) $(UNIT_BIN)
 	@mkdir -p bin
 	@for t in $(TOOLS); do ln -sf ../$(BUILD)/bin/$$t bin/$$t; done
 	@ln -sfn ../$(BUILD)/tests bin/unit
+	@ln -sfn ../$(BUILD)/fuzz bin/fuzz
 
 -include $(LIB_OBJ:.o=.d) $(TOOL_COMMON_OBJ:.o=.d) $(TOOLS:%=$(BUILD)/tools/%/main.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
 
 # ------------------------------------------------------------ targets
 check: all
-	./scripts/check.sh
+	SANITIZE='$(SANITIZE)' ./scripts/check.sh
 
 demo: all
 	./scripts/demo.sh

@@ -279,7 +279,8 @@ qs_layout *qs_layout_build(const qs_model *m, uint32_t delta, uint32_t tree_bloc
             }
         }
         B->cat_end = L->ncat;
-        qsort(recs, (size_t)nrec, sizeof *recs, rec_cmp);
+        if (nrec)
+            qsort(recs, (size_t)nrec, sizeof *recs, rec_cmp);
 
         /* Emit groups: sorted scan entries, then the special-value list. */
         B->group_begin = L->ngroups;

@@ -3,6 +3,12 @@
 # ("N passed, N failed, N skipped"); exit non-zero if any test failed.
 set -u
 cd "$(dirname "$0")/.."
+if [ -n "${SANITIZE:-}" ]; then
+    # A sanitizer report must fail its test: give it an exit code no tool uses.
+    export ASAN_OPTIONS="exitcode=86:detect_leaks=1:abort_on_error=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+    echo "# sanitizers: $SANITIZE"
+fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 bats --tap "$@" tests/ | tee "$log"

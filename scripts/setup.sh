@@ -4,7 +4,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-want="gcc make libc6-dev libzstd-dev zstd libexpat1-dev bats bats-support bats-assert"
+want="gcc make libc6-dev libzstd-dev zstd libexpat1-dev bats bats-support bats-assert time"
 missing=""
 for p in $want; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
@@ -22,6 +22,11 @@ fi
 
 case "${1:-}" in
 demo) make -s demo ;;
-test) make -s check ;;
+test)
+    # The whole suite, then once more built with ASan and UBSan.
+    make -s check
+    make -s check SANITIZE=address,undefined
+    make -s >/dev/null  # leave bin/ pointing at the normal build
+    ;;
 *) echo "usage: scripts/setup.sh demo|test" >&2; exit 2 ;;
 esac
