@@ -411,6 +411,13 @@ static inline void accumulate(const qs_scorer *s, uint64_t t, uint32_t leaf, dou
     }
 }
 
+/* One class summed in double (LightGBM, QuickRank rankers): the common case
+ * gets a loop without the per-tree class and mode lookups. */
+static inline int single_double(const qs_scorer *s)
+{
+    return s->m->num_classes == 1 && s->m->float_accumulate == QS_ACC_DOUBLE;
+}
+
 /* One QS block with T-bit leaf vectors, for one document.  The last leaf's
  * bit is OR-ed in before taking the lowest set bit: for a valid layout the
  * exit leaf's bit is always set and no higher than that, so it changes
@@ -439,10 +446,20 @@ static inline void accumulate(const qs_scorer *s, uint64_t t, uint32_t leaf, dou
             if (qs_node_goes_left(m, n, x[n->feature]) == !!(C->tree & QS_CAT_REVERSED))  \
                 v[C->tree & ~QS_CAT_REVERSED] &= (T)C->mask;                              \
         }                                                                                 \
+        const uint32_t *nl = L->nleaves + B->tree_begin;                                 \
+        const uint64_t *off = L->leaf_off + B->tree_begin;                                \
+        if (single_double(s)) {                                                           \
+            double a = acc[0];                                                            \
+            for (uint32_t i = 0; i < nt; i++) {                                           \
+                T vv = (T)(v[i] | (T)((T)1 << (nl[i] - 1)));                              \
+                a += L->leaves[off[i] + (uint32_t)CTZ(vv)];                               \
+            }                                                                             \
+            acc[0] = a;                                                                   \
+            return;                                                                       \
+        }                                                                                 \
         for (uint32_t i = 0; i < nt; i++) {                                               \
-            uint64_t t = B->tree_begin + i;                                               \
-            T vv = (T)(v[i] | (T)((T)1 << (L->nleaves[t] - 1)));                          \
-            accumulate(s, t, (uint32_t)CTZ(vv), acc, accf);                               \
+            T vv = (T)(v[i] | (T)((T)1 << (nl[i] - 1)));                                  \
+            accumulate(s, B->tree_begin + i, (uint32_t)CTZ(vv), acc, accf);               \
         }                                                                                 \
     }
 
@@ -524,10 +541,17 @@ static void qs_block_omega(const qs_scorer *s, const qs_block *B, void *vec, con
         for (; b < e; b++)
             v[L->etree[b]] |= (uint32_t)L->emask[b];
     }
-    for (uint32_t i = 0; i < nt; i++) {
-        uint64_t t = B->tree_begin + i;
-        accumulate(s, t, v[i] & (L->nleaves[t] - 1), acc, accf);
+    const uint32_t *nl = L->nleaves + B->tree_begin;
+    const uint64_t *off = L->leaf_off + B->tree_begin;
+    if (single_double(s)) {
+        double a = acc[0];
+        for (uint32_t i = 0; i < nt; i++)
+            a += L->leaves[off[i] + (v[i] & (nl[i] - 1))];
+        acc[0] = a;
+        return;
     }
+    for (uint32_t i = 0; i < nt; i++)
+        accumulate(s, B->tree_begin + i, v[i] & (nl[i] - 1), acc, accf);
 }
 
 typedef void (*block_fn)(const qs_scorer *, const qs_block *, void *, const double *, double *,
