@@ -97,7 +97,11 @@ static uint32_t auto_tree_block(const qs_layout *L)
     uint64_t l2 = cache_size(2);
     if (l2 == 0)
         l2 = (uint64_t)1 << 20;
-    uint64_t bytes = L->nentries * (8 + 4 + 8) + L->nleafvals * 8;
+    /* Scan entries only: special-value lists are read for NaN inputs alone. */
+    uint64_t scan = 0;
+    for (uint32_t g = 0; g < L->ngroups; g++)
+        scan += L->groups[g].end - L->groups[g].begin;
+    uint64_t bytes = scan * (8 + 4 + 8) + L->nleafvals * 8;
     if (L->ntrees == 0 || bytes <= l2)
         return 0;
     uint64_t per_tree = bytes / L->ntrees + 1;
@@ -368,7 +372,7 @@ static inline uint32_t scan_end_desc(const double *thr, uint32_t i, uint32_t end
 }
 
 /* For group g and value x, the entry range whose masks apply. */
-static inline void group_range(const qs_layout *L, const qs_group *g, double x, int lt,
+static inline __attribute__((always_inline)) void group_range(const qs_layout *L, const qs_group *g, double x, int lt,
                                uint32_t *b, uint32_t *e)
 {
     switch (g->rule & QS_RULE_MASK) {
