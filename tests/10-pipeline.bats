@@ -132,3 +132,9 @@ pipeline() { # pipeline FIXTURE_DIR MODEL_FILE WANT [qs-score options]: every ba
     assert_success
     assert_output --regexp "[0-9]+ checks, 0 failures"
 }
+
+@test "baseline back ends (STRUCT+, VPRED, OBLIVIOUS) equal the reference walk bit for bit" {
+    run "$UNIT/test_baselines" "$QS_ROOT"
+    assert_success
+    assert_output --regexp "[0-9]+ checks, 0 failures"
+}
