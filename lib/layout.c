@@ -253,7 +253,8 @@ qs_layout *qs_layout_build(const qs_model *m, uint32_t delta, uint32_t tree_bloc
                     lv[i] = tr->weight * nd[cur[i]].value;
                 continue;
             }
-            const int rev = reverse && reverse[u];
+            /* A lone leaf has nothing to reverse, and may share an Ω block. */
+            const int rev = reverse && reverse[u] && !ti[u].single;
             L->treeflags[u] = rev ? QS_TREE_REVERSED : 0;
             tree_ranges(nd, tr->num_nodes, &s, rev);
             for (uint32_t i = 0; i < tr->num_nodes; i++) {

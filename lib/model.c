@@ -3,6 +3,7 @@
 #include "model.h"
 
 #include <errno.h>
+#include <float.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -534,11 +535,15 @@ static int parse_fast(int float_precision, const char *p, size_t n, double *out)
 
 int qs_parse_number(int float_precision, const char *tok, size_t len, double *out)
 {
-    if (len && parse_fast(float_precision, tok, len, out))
-        return 0;
     char buf[128];
     if (len == 0 || len >= sizeof buf)
         return -1;
+#if FLT_EVAL_METHOD == 0
+    /* Only where float and double operations round to their own precision
+     * (SSE, AArch64): x87 extended precision would round twice. */
+    if (parse_fast(float_precision, tok, len, out))
+        return 0;
+#endif
     memcpy(buf, tok, len);
     buf[len] = '\0';
     char *end;

@@ -2,6 +2,7 @@
  * ensemble text (or any model qs-convert reads). */
 #include "tool.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,12 +38,13 @@ static void usage(FILE *f)
             "exit: 0 ok, 1 malformed input, 2 usage, 3 unsupported model, 4 system error\n");
 }
 
-static uint32_t parse_u32(const char *s, const char *what, uint32_t max)
+static uint32_t parse_u32(const char *s, const char *what, uint32_t min, uint32_t max)
 {
     char *e;
+    errno = 0;
     unsigned long v = strtoul(s, &e, 10);
-    if (!*s || *e || v > max || s[0] == '-')
-        tool_die(EXIT_USAGE, "bad %s '%s' (expected 0..%u)", what, s, max);
+    if (!*s || *e || errno || v < min || v > max || s[0] == '-')
+        tool_die(EXIT_USAGE, "bad %s '%s' (expected %u..%u)", what, s, min, max);
     return (uint32_t)v;
 }
 
@@ -92,7 +94,8 @@ static uint8_t *decide_reversal(const unsigned char *img, size_t ilen, const cha
     for (uint64_t t = 0; t < nt; t++)
         nrev += rev[t] = fals[t] > tru[t];
     if (verbose)
-        tool_warn("reversed %llu of %llu trees (sample of %ld documents)",
+        tool_warn("reversal chosen for %llu of %llu trees (sample of %ld documents; "
+                  "oblivious and one-leaf trees are never reversed)",
                   (unsigned long long)nrev, (unsigned long long)nt, docs);
     free(buf);
     free(fals);
@@ -126,15 +129,11 @@ int main(int argc, char **argv)
         switch (c) {
         case 'o': outpath = optarg; break;
         case 'd':
-            opt.delta = parse_u32(optarg, "delta", 64);
-            if (opt.delta == 0)
-                tool_die(EXIT_USAGE, "bad delta '0' (expected 1..64)");
+            opt.delta = parse_u32(optarg, "delta", 1, 64);
             break;
-        case 't': opt.tree_block = parse_u32(optarg, "tree block", UINT32_MAX - 1); break;
+        case 't': opt.tree_block = parse_u32(optarg, "tree block", 0, UINT32_MAX - 1); break;
         case 'b':
-            opt.doc_block = parse_u32(optarg, "document block", 4096);
-            if (opt.doc_block == 0)
-                tool_die(EXIT_USAGE, "bad document block '0' (expected 1..4096)");
+            opt.doc_block = parse_u32(optarg, "document block", 1, 4096);
             break;
         case 'r': sample = optarg; break;
         case 'v': verbose = 1; break;
@@ -179,6 +178,9 @@ int main(int argc, char **argv)
         if (!rev)
             tool_die(EXIT_SYSTEM, "out of memory");
         memset(rev, 1, info.num_trees);
+        if (verbose)
+            tool_warn("reversal chosen for every tree (oblivious and one-leaf trees are never "
+                      "reversed)");
     }
     if (sample)
         rev = decide_reversal(img, ilen, sample, verbose);
