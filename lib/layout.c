@@ -452,3 +452,51 @@ int qs_layout_check(const qs_layout *L, const qs_model *m, qs_error *err)
     return 0;
 #undef BAD
 }
+
+/* Whether two layouts are identical, field by field. */
+static int same_layout(const qs_layout *a, const qs_layout *b)
+{
+#define SAME(f) (a->f == b->f)
+#define SAMEARR(p, n) ((n) == 0 || memcmp(a->p, b->p, (size_t)(n) * sizeof *a->p) == 0)
+    if (!(SAME(delta) && SAME(tree_block) && SAME(nblocks) && SAME(ngroups) && SAME(nentries) &&
+          SAME(ncat) && SAME(ntrees) && SAME(nleafvals)))
+        return 0;
+    for (uint32_t i = 0; i < a->nblocks; i++) {
+        const qs_block *x = &a->blocks[i], *y = &b->blocks[i];
+        if (x->kind != y->kind || x->width != y->width || x->words != y->words ||
+            x->tree_begin != y->tree_begin || x->tree_end != y->tree_end ||
+            x->group_begin != y->group_begin || x->group_end != y->group_end ||
+            x->cat_begin != y->cat_begin || x->cat_end != y->cat_end)
+            return 0;
+    }
+    for (uint32_t i = 0; i < a->ngroups; i++) {
+        const qs_group *x = &a->groups[i], *y = &b->groups[i];
+        if (x->feature != y->feature || x->rule != y->rule || x->begin != y->begin ||
+            x->end != y->end || x->sp_begin != y->sp_begin || x->sp_end != y->sp_end)
+            return 0;
+    }
+    for (uint32_t i = 0; i < a->ncat; i++)
+        if (a->cats[i].tree != b->cats[i].tree || a->cats[i].node != b->cats[i].node ||
+            a->cats[i].mask != b->cats[i].mask)
+            return 0;
+    /* Thresholds compare as bits: -0.0 and 0.0 must not pass for each other. */
+    return SAMEARR(thr, a->nentries) && SAMEARR(etree, a->nentries) &&
+           SAMEARR(emask, a->nentries) && SAMEARR(nleaves, a->ntrees) &&
+           SAMEARR(treeflags, a->ntrees) && SAMEARR(leaves, a->nleafvals);
+#undef SAME
+#undef SAMEARR
+}
+
+int qs_layout_verify(const qs_layout *L, const qs_model *m, qs_error *err)
+{
+    qs_layout *R = qs_layout_build(m, L->delta, L->tree_block, L->treeflags, err);
+    if (!R)
+        return -1;
+    int same = same_layout(L, R);
+    qs_layout_free(R);
+    if (!same)
+        return qs_fail(err, QS_ERR_FORMAT, 0,
+                       "layout: the QuickScorer data does not match the trees (a corrupt or "
+                       "forged file; recompile it)");
+    return 0;
+}

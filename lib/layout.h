@@ -78,6 +78,10 @@ qs_layout *qs_layout_build(const qs_model *m, uint32_t delta, uint32_t tree_bloc
                            const uint8_t *reverse, qs_error *err);
 /* Structural check of a layout read from a file, against its model. */
 int qs_layout_check(const qs_layout *L, const qs_model *m, qs_error *err);
+/* Rebuild the layout from the model (same Δ, τ and reversal flags) and
+ * compare: a file whose QuickScorer data disagrees with its trees is
+ * refused, so every back end scores a loaded model alike. */
+int qs_layout_verify(const qs_layout *L, const qs_model *m, qs_error *err);
 void qs_layout_free(qs_layout *L);
 
 #define QS_DEFAULT_DELTA 8u /* measured best (8..16 tie) on MQ2008 1000-5000 trees here */

@@ -323,6 +323,7 @@ static int read_cats(reader *r, int i, qs_model *m, qs_node *n_out_off)
     uint32_t *w = words;
     size_t cap = sizeof words / sizeof *words;
     uint32_t nw = 0;
+    int rc = -1;
     memset(words, 0, sizeof words);
     if (!(r->len[i] == 1 && *s == '-')) {
         while (s < e) {
@@ -331,17 +332,23 @@ static int read_cats(reader *r, int i, qs_model *m, qs_node *n_out_off)
             for (; s < e && *s >= '0' && *s <= '9'; s++)
                 if (v <= (uint64_t)QS_MAX_CAT_WORDS * 32) /* saturate: still too large */
                     v = v * 10 + (uint64_t)(*s - '0');
-            if (s == d || (s < e && *s != ','))
-                return bad_tok(r, i, "category list");
-            if (v >= (uint64_t)QS_MAX_CAT_WORDS * 32)
-                return qs_fail(r->err, QS_ERR_LIMIT, r->line, "category %llu beyond the limit %u",
-                               (unsigned long long)v, QS_MAX_CAT_WORDS * 32 - 1);
+            if (s == d || (s < e && *s != ',')) {
+                bad_tok(r, i, "category list");
+                goto out;
+            }
+            if (v >= (uint64_t)QS_MAX_CAT_WORDS * 32) {
+                qs_fail(r->err, QS_ERR_LIMIT, r->line, "category %llu beyond the limit %u",
+                        (unsigned long long)v, QS_MAX_CAT_WORDS * 32 - 1);
+                goto out;
+            }
             uint32_t wi = (uint32_t)(v / 32);
             if (wi >= cap) {
                 size_t nc = (size_t)QS_MAX_CAT_WORDS;
                 uint32_t *big = calloc(nc, sizeof *big);
-                if (!big)
-                    return qs_fail(r->err, QS_ERR_NOMEM, r->line, "out of memory");
+                if (!big) {
+                    qs_fail(r->err, QS_ERR_NOMEM, r->line, "out of memory");
+                    goto out;
+                }
                 memcpy(big, w, cap * sizeof *w);
                 if (w != words)
                     free(w);
@@ -353,20 +360,24 @@ static int read_cats(reader *r, int i, qs_model *m, qs_node *n_out_off)
                 nw = wi + 1;
             if (s < e)
                 s++;
-            if (s == e && e[-1] == ',')
-                return bad_tok(r, i, "category list");
+            if (s == e && e[-1] == ',') {
+                bad_tok(r, i, "category list");
+                goto out;
+            }
         }
     }
     int64_t off = qs_model_add_cat_words(m, w, nw, r->err);
-    if (w != words)
-        free(w);
     if (off < 0) {
         r->err->line = r->line;
-        return -1;
+        goto out;
     }
     n_out_off->cat_off = (uint32_t)off;
     n_out_off->cat_nwords = nw;
-    return 0;
+    rc = 0;
+out:
+    if (w != words)
+        free(w);
+    return rc;
 }
 
 static int read_body(reader *r, qs_model *m)
