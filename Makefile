@@ -68,8 +68,10 @@ UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 STATIC_LIB := $(BUILD)/libqs.a
 
+include fuzz/fuzz.mk
+
 .PHONY: all check check-unit demo install uninstall clean help features
-all: features $(TOOL_BIN) $(UNIT_BIN) bin-links
+all: features $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN) bin-links
 
 features:
 	@echo "qs build: CC=$(CC) zstd=$(HAVE_ZSTD) openmp=$(HAVE_OPENMP) numa=$(HAVE_NUMA) cuda=$(HAVE_CUDA)$(if $(filter 1,$(HAVE_CUDA)), (nvcc found; no CUDA back end yet))$(if $(SANITIZE), sanitize=$(SANITIZE))"
@@ -105,7 +107,7 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(STATIC_LIB)
 
 # bin/ holds links to the current build's tools, for the tests and the demo.
 .PHONY: bin-links
-bin-links: $(TOOL_BIN) $(UNIT_BIN)
+bin-links: $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN)
 	@mkdir -p bin
 	@for t in $(TOOLS); do ln -sf ../$(BUILD)/bin/$$t bin/$$t; done
 	@ln -sfn ../$(BUILD)/tests bin/unit
@@ -134,7 +136,7 @@ uninstall:
 	      $(DESTDIR)$(INCDIR)/qs.h $(DESTDIR)$(PKGDIR)/qs.pc
 
 clean:
-	rm -rf build build-san bin
+	rm -rf build build-san build-fuzz bin
 
 help:
 	@echo "make            build the tools (build/bin/) and link them into bin/"
@@ -142,5 +144,6 @@ help:
 	@echo "make demo       convert, compile and score the bundled example model"
 	@echo "make install    install tools, libqs.a, qs.h and qs.pc (PREFIX=$(PREFIX) DESTDIR=)"
 	@echo "make uninstall  remove what install put there"
+	@echo "make fuzz       build the libFuzzer targets with clang and run each FUZZ_SECONDS (60)"
 	@echo "make clean      remove build outputs"
 	@echo "knobs: CC= CFLAGS= SANITIZE=address,undefined HAVE_OPENMP=0 HAVE_NUMA=0 HAVE_CUDA=0 V=1"

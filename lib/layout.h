@@ -87,6 +87,8 @@ void qs_layout_free(qs_layout *L);
 #define QS_DEFAULT_DELTA 8u /* measured best (8..16 tie) on MQ2008 1000-5000 trees here */
 #define QS_DEFAULT_DOC_BLOCK 64u
 #define QS_MAX_DOC_BLOCK 4096u
+/* Most doubles the document slots of one workspace may hold. */
+#define QS_WORKSPACE_VALUES ((uint64_t)1 << 22)
 #define QS_MAX_DELTA 64u
 /* Ω trees deeper than this are laid out as plain QS trees. */
 #define QS_OMEGA_MAX_DEPTH 16u

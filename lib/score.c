@@ -238,7 +238,13 @@ qs_workspace *qs_workspace_new(const qs_scorer *s, qs_error *err)
     w->s = s;
     const qs_model *m = s->m;
     uint64_t per_tree = s->max_words ? (uint64_t)s->max_words * 8 : 8;
+    /* Document slots are dense vectors: keep slots x features within
+     * QS_WORKSPACE_VALUES doubles (32 MiB), down to one slot for models with
+     * millions of features, so neither can make a workspace huge. */
+    uint64_t nf = m->num_features ? m->num_features : 1;
     w->nslots = s->doc_block;
+    if ((uint64_t)w->nslots * nf > QS_WORKSPACE_VALUES)
+        w->nslots = (uint32_t)(QS_WORKSPACE_VALUES / nf > 0 ? QS_WORKSPACE_VALUES / nf : 1);
     w->slot = calloc(w->nslots, sizeof *w->slot);
     w->xs = calloc(w->nslots, sizeof *w->xs);
     w->vec = malloc((size_t)((s->max_block_trees ? s->max_block_trees : 1) * per_tree));

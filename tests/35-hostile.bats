@@ -108,3 +108,14 @@ refuse() {
     echo "peak RSS: $small KiB for 1,200 documents, $large KiB for 24,000"
     [ "$large" -le $((small + small / 10 + 512)) ]
 }
+
+@test "a model with 2^24 features and a 4096-document block keeps a bounded workspace (fuzz finding F4)" {
+    [ -x /usr/bin/time ] || skip "/usr/bin/time (Debian package time) not installed"
+    qs-compile --doc-block 4096 -o "$T/big.qsm" "$BATS_TEST_DIRNAME/../fuzz/corpus/text/min-F4-huge-workspace.txt"
+    yes '1 1:1' | head -4096 > "$T/d"
+    /usr/bin/time -f '%M' -o "$T/rss" qs-score "$T/big.qsm" "$T/d" > "$T/out"
+    assert_equal "$(wc -l < "$T/out")" 4096
+    rss=$(tail -1 "$T/rss")
+    echo "peak RSS $rss KiB"
+    [ "$rss" -lt 400000 ]
+}

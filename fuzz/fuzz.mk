@@ -1,0 +1,74 @@
+# fuzz/fuzz.mk: fuzzing rules, included by the Makefile after its sources section (uses BUILD, CC, ALL_CFLAGS, ALL_LDFLAGS, LIBS, STATIC_LIB, LIB_SRC, Q).
+#
+#   make                 also builds $(BUILD)/fuzz/replay_<target>: the target's
+#                        LLVMFuzzerTestOneInput behind a plain main() that replays
+#                        files (no libFuzzer; gcc, or the sanitizer build);
+#                        tests/40-fuzz-corpus.bats replays every corpus with them.
+#   make fuzz            builds every target with clang -fsanitize=fuzzer,address,
+#                        undefined in $(FUZZ_BUILD)/ and runs each FUZZ_SECONDS on a
+#                        scratch copy of its corpus (make -j2 fuzz: two at a time)
+#   make fuzz-<target>   one of them: $(FUZZ_TARGETS)
+#   make fuzz-build      only build the libFuzzer binaries
+#
+# Knobs: FUZZ_SECONDS=60  FUZZ_CC=clang  FUZZ_BUILD=build-fuzz
+#        FUZZ_WORK=/tmp/qs-fuzz (scratch: corpus copies, new inputs, crashes)
+#        FUZZ_FLAGS= (extra libFuzzer flags, e.g. -runs=100000)
+
+# Keep the includer's default goal: these rules must not become `make`'s.
+FUZZ_SAVED_GOAL := $(.DEFAULT_GOAL)
+
+FUZZ_TARGETS := lightgbm xgboost quickrank text qsm letor eval
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_WORK    ?= $(or $(TMPDIR),/tmp)/qs-fuzz
+FUZZ_FLAGS   ?=
+
+# ------------------------------------------------------- replay (normal build)
+FUZZ_REPLAY_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
+
+$(BUILD)/fuzz/replay_%: $(BUILD)/fuzz/replay.o $(BUILD)/fuzz/fuzz_%.o $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
+
+-include $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%.d) $(BUILD)/fuzz/replay.d
+
+# ------------------------------------------------------- libFuzzer build
+# Its own directory and flags: every object (lib/*.c too) is instrumented for
+# coverage and built with ASan+UBSan; UBSan aborts at the first report.
+# OpenMP and NUMA stay off: they add nothing to parsing and confuse ASan.
+FUZZ_SAN    := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude -Itools/common \
+               -DQS_HAVE_OPENMP=0 -DQS_HAVE_NUMA=0 -DQS_HAVE_CUDA=0 -DQS_LIBFUZZER=1 $(FUZZ_SAN)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_BIN     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/bin/fuzz_%)
+
+$(FUZZ_BUILD)/.flags: FORCE
+	@mkdir -p $(FUZZ_BUILD)
+	@echo '$(FUZZ_CC) $(FUZZ_CFLAGS)' | cmp -s - $@ || echo '$(FUZZ_CC) $(FUZZ_CFLAGS)' > $@
+
+$(FUZZ_BUILD)/%.o: %.c $(FUZZ_BUILD)/.flags
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC-FUZZ $<")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+
+$(FUZZ_BUILD)/bin/fuzz_%: $(FUZZ_BUILD)/fuzz/fuzz_%.o $(FUZZ_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  LD-FUZZ $@")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $^ $(LIBS)
+
+-include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz/fuzz_%.d)
+
+# ------------------------------------------------------- running
+.PHONY: fuzz fuzz-build $(FUZZ_TARGETS:%=fuzz-%)
+fuzz-build: $(FUZZ_BIN)
+
+fuzz: $(FUZZ_TARGETS:%=fuzz-%)
+	@echo "fuzz: all $(words $(FUZZ_TARGETS)) targets ran $(FUZZ_SECONDS)s each without a finding"
+
+$(FUZZ_TARGETS:%=fuzz-%): fuzz-%: $(FUZZ_BUILD)/bin/fuzz_%
+	$(Q)FUZZ_SECONDS='$(FUZZ_SECONDS)' FUZZ_WORK='$(FUZZ_WORK)' FUZZ_FLAGS='$(FUZZ_FLAGS)' \
+	    ./fuzz/run.sh $* $<
+
+.DEFAULT_GOAL := $(FUZZ_SAVED_GOAL)

@@ -1,0 +1,324 @@
+/* fuzz_common.h: oracles shared by the fuzz targets: error-record checks, the text round trip, compile-and-load, and "every back end agrees with the walk" on fixed documents. */
+#ifndef QS_FUZZ_COMMON_H
+#define QS_FUZZ_COMMON_H
+
+/* The targets look inside the model (node thresholds make the documents that
+ * reach every branch), so they use the library's internal header. */
+#include "../lib/model.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The libFuzzer entry point; the replay driver calls it too. */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A broken invariant is a bug in the library, not in the input: abort, so
+ * libFuzzer keeps the input and the replay driver (and `make check`) fails. */
+#define FUZZ_FAIL(...)                                                     \
+    do {                                                                   \
+        fprintf(stderr, "fuzz: invariant broken (%s:%d): ", __FILE__, __LINE__); \
+        fprintf(stderr, __VA_ARGS__);                                      \
+        fputc('\n', stderr);                                               \
+        abort();                                                           \
+    } while (0)
+
+/* Scoring a model costs workspace slots x features doubles; beyond this the
+ * check is skipped rather than asking for gigabytes a 100-byte input declared
+ * (finding F4 is fixed by the cap in qs_workspace_new; a 2^24-feature vector is still too slow to fill per input while fuzzing). */
+#define FUZZ_MAX_WS_DOUBLES ((uint64_t)1 << 22)
+/* Only the first nodes of a model shape the fixed documents: enough to reach
+ * every branch of a small model, bounded for a large one. */
+#define FUZZ_MAX_DOC_NODES 4096u
+/* 16 + 4 + 1: VPRED's interleaved block, then its remainders by 4 and by 1. */
+#define FUZZ_NDOCS 21u
+
+/* A failing call must leave a usable error record: a status from the enum
+ * and a NUL-terminated, non-empty message. */
+static inline void fuzz_check_err(const qs_error *err, const char *what)
+{
+    if (err->code <= QS_OK || err->code > QS_ERR_ARG)
+        FUZZ_FAIL("%s failed with status %d", what, (int)err->code);
+    if (memchr(err->msg, '\0', sizeof err->msg) == NULL || err->msg[0] == '\0')
+        FUZZ_FAIL("%s failed without a message", what);
+}
+
+/* Equal as the bits of a double, except that any NaN equals any NaN (the
+ * format does not keep a NaN's sign or payload). */
+static inline int fuzz_same(double a, double b)
+{
+    if (isnan(a) || isnan(b))
+        return isnan(a) && isnan(b);
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
+/* Round a value to the model's precision, as a document reader would
+ * (without a float conversion that overflows). */
+static inline double fuzz_round(const qs_model *m, double v)
+{
+    if (!m->float_precision || !isfinite(v))
+        return v;
+    if (v > FLT_MAX)
+        return FLT_MAX;
+    if (v < -FLT_MAX)
+        return -FLT_MAX;
+    return (double)(float)v;
+}
+
+static inline double fuzz_next(const qs_model *m, double v, double dir)
+{
+    if (m->float_precision && fabs(v) <= FLT_MAX)
+        return (double)nextafterf((float)v, (float)dir);
+    return nextafter(v, dir);
+}
+
+/* Fill the selected slot with fixed document d: the absent rule cycles
+ * through default/zero/missing; documents 0-2 set nothing; the others set,
+ * for each internal node, its feature to the threshold, just above or below
+ * it, a category near a bitset edge, or a special value (±0, the zero band,
+ * ±inf, NaN, huge), picked by a hash of (node, d). */
+static inline void fuzz_fill_doc(qs_workspace *w, const qs_model *m, unsigned d)
+{
+    static const double pat[] = { 0.0,   -0.0,   1e-36, -1e-36, 1e-35, 1.0,   -1.0,
+                                  0.5,   -0.5,   -0.99, 2.0,    3.0,   31.0,  32.0,
+                                  33.0,  63.0,   64.0,  4096.0, 1e10,  -1e10, 1e-45,
+                                  -1e-45, 2.5,   1e300 };
+    const size_t npat = sizeof pat / sizeof pat[0];
+    qs_doc_reset(w, (qs_absent)(d % 3));
+    if (d < 3)
+        return;
+    uint64_t nn = m->num_nodes < FUZZ_MAX_DOC_NODES ? m->num_nodes : FUZZ_MAX_DOC_NODES;
+    for (uint64_t i = 0; i < nn; i++) {
+        const qs_node *n = &m->nodes[i];
+        if (n->kind == QS_NODE_LEAF)
+            continue;
+        uint32_t h = (uint32_t)(i * 2654435761u) ^ (d * 0x9E3779B9u);
+        h ^= h >> 15;
+        h *= 0x85EBCA6Bu;
+        h ^= h >> 13;
+        double v;
+        unsigned how = h % 8;
+        if (n->kind == QS_NODE_CAT && how < 5) {
+            /* Categories around the end of the bitset, and negatives. */
+            uint64_t top = (uint64_t)n->cat_nwords * 32;
+            double c = (double)(h / 8 % (top + 3)) - 1.0;
+            v = how == 0 ? c + 0.75 : c;
+        } else if (how == 7 || h % 97 == 0) {
+            v = (h / 8 % 3) == 0 ? NAN : (h / 8 % 3) == 1 ? INFINITY : -INFINITY;
+        } else if (how >= 5) {
+            v = pat[h / 8 % npat];
+        } else {
+            v = n->value;
+            if (how == 1)
+                v = fuzz_next(m, v, INFINITY);
+            else if (how == 2)
+                v = fuzz_next(m, v, -INFINITY);
+        }
+        qs_doc_set(w, n->feature, fuzz_round(m, v));
+    }
+}
+
+/* Score the fixed documents with every back end the scorer reports, one by
+ * one and as a batch, and abort unless each agrees with QS_BACKEND_WALK bit
+ * for bit; then rebuild the layout with small blocks and another Δ and check
+ * the QS back end again.  Leaves the scorer relaid out. */
+static inline void fuzz_check_scorer(qs_scorer *s)
+{
+    const qs_model *m = qs_scorer_model(s);
+    qs_error err;
+    uint32_t tb, db, delta, nb;
+    qs_scorer_get_blocks(s, &tb, &db, &delta, &nb);
+    if ((uint64_t)(m->num_features ? m->num_features : 1) * (db ? db : 1) > FUZZ_MAX_WS_DOUBLES)
+        return;
+    const uint32_t K = m->num_classes;
+    double *ref = malloc(sizeof(double) * K * FUZZ_NDOCS);
+    double *got = malloc(sizeof(double) * K * FUZZ_NDOCS);
+    uint64_t *cnt = calloc(m->num_trees ? 2 * m->num_trees : 1, sizeof *cnt);
+    if (!ref || !got || !cnt)
+        goto done;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            /* Blocks of 2 trees, 5 documents, Δ 3: other scan and block paths. */
+            qs_error_clear(&err);
+            if (qs_scorer_relayout(s, 2, 5, 3, &err) != 0) {
+                fuzz_check_err(&err, "qs_scorer_relayout");
+                if (err.code != QS_ERR_NOMEM)
+                    FUZZ_FAIL("qs_scorer_relayout(2, 5, 3) refused a loaded model: %s", err.msg);
+                goto done;
+            }
+        }
+        qs_error_clear(&err);
+        qs_workspace *w = qs_workspace_new(s, &err);
+        if (!w) {
+            fuzz_check_err(&err, "qs_workspace_new");
+            goto done;
+        }
+        const uint32_t nslots = qs_workspace_slots(w);
+        if (nslots == 0)
+            FUZZ_FAIL("workspace with no slots");
+        for (unsigned d = 0; d < FUZZ_NDOCS; d++) {
+            qs_workspace_select(w, 0);
+            fuzz_fill_doc(w, m, d);
+            if (pass == 0 && qs_score_doc(s, w, QS_BACKEND_WALK, ref + (size_t)d * K) != 0)
+                FUZZ_FAIL("walk back end refused to score");
+            if (pass == 0 && d == FUZZ_NDOCS - 1 && m->num_trees) {
+                qs_count_node_outcomes(s, w, cnt, cnt + m->num_trees);
+                for (uint64_t t = 0; t < m->num_trees; t++)
+                    if (cnt[t] + cnt[m->num_trees + t] >= m->trees[t].num_nodes &&
+                        m->trees[t].num_nodes > 0)
+                        FUZZ_FAIL("tree %llu: %llu node outcomes for %u nodes",
+                                  (unsigned long long)t,
+                                  (unsigned long long)(cnt[t] + cnt[m->num_trees + t]),
+                                  m->trees[t].num_nodes);
+            }
+        }
+        for (int b = 0; b < QS_BACKEND_COUNT_; b++) {
+            if ((pass == 1 && b != QS_BACKEND_QS) || !qs_backend_available(s, (qs_backend)b))
+                continue;
+            for (unsigned d = 0; d < FUZZ_NDOCS; d++) {
+                qs_workspace_select(w, 0);
+                fuzz_fill_doc(w, m, d);
+                if (qs_score_doc(s, w, (qs_backend)b, got) != 0)
+                    FUZZ_FAIL("back end %s is available but refused to score",
+                              qs_backend_name((qs_backend)b));
+                for (uint32_t c = 0; c < K; c++)
+                    if (!fuzz_same(got[c], ref[(size_t)d * K + c]))
+                        FUZZ_FAIL("back end %s, document %u, class %u: %a, walk says %a%s",
+                                  qs_backend_name((qs_backend)b), d, c, got[c],
+                                  ref[(size_t)d * K + c], pass ? " (relaid out 2/5/3)" : "");
+            }
+            /* The same documents side by side in the slots. */
+            uint32_t n = nslots < FUZZ_NDOCS ? nslots : FUZZ_NDOCS;
+            for (uint32_t d = 0; d < n; d++) {
+                qs_workspace_select(w, d);
+                fuzz_fill_doc(w, m, d);
+            }
+            if (qs_score_batch(s, w, (qs_backend)b, n, got) != 0)
+                FUZZ_FAIL("back end %s refused a batch of %u", qs_backend_name((qs_backend)b), n);
+            for (uint32_t d = 0; d < n; d++)
+                for (uint32_t c = 0; c < K; c++)
+                    if (!fuzz_same(got[(size_t)d * K + c], ref[(size_t)d * K + c]))
+                        FUZZ_FAIL("back end %s, batch of %u, document %u, class %u: %a, walk "
+                                  "says %a%s",
+                                  qs_backend_name((qs_backend)b), n, d, c, got[(size_t)d * K + c],
+                                  ref[(size_t)d * K + c], pass ? " (relaid out 2/5/3)" : "");
+        }
+        if (pass == 0) {
+            /* The transforms only need to be safe on any raw score. */
+            memcpy(got, ref, sizeof(double) * K);
+            qs_transform(s, got);
+        }
+        qs_workspace_free(w);
+    }
+done:
+    free(ref);
+    free(got);
+    free(cnt);
+}
+
+/* Compile a validated model (with `opt`), load the image and check the
+ * scorer; abort if either step refuses it, since both must accept every
+ * model that passes qs_model_validate. */
+static inline void fuzz_compile_load_score(const qs_model *m, const qs_compile_options *opt,
+                                           const char *what)
+{
+    qs_error err;
+    qs_error_clear(&err);
+    unsigned char *img = NULL;
+    size_t n = 0;
+    if (qs_compile(m, opt, &img, &n, &err) != 0) {
+        fuzz_check_err(&err, "qs_compile");
+        if (err.code == QS_ERR_NOMEM)
+            return;
+        FUZZ_FAIL("qs_compile (%s) refused a validated model: %s", what, err.msg);
+    }
+    qs_error_clear(&err);
+    qs_scorer *s = qs_scorer_load(img, n, &err);
+    free(img);
+    if (!s) {
+        fuzz_check_err(&err, "qs_scorer_load");
+        if (err.code == QS_ERR_NOMEM)
+            return;
+        FUZZ_FAIL("qs_scorer_load refused what qs_compile (%s) wrote: %s", what, err.msg);
+    }
+    fuzz_check_scorer(s);
+    qs_scorer_free(s);
+}
+
+/* The canonical text of a model must parse back and write the same bytes. */
+static inline void fuzz_text_round_trip(const qs_model *m)
+{
+    qs_error err;
+    qs_error_clear(&err);
+    char *t1 = NULL, *t2 = NULL;
+    size_t n1 = 0, n2 = 0;
+    if (qs_model_to_text(m, &t1, &n1, &err) != 0) {
+        fuzz_check_err(&err, "qs_model_to_text");
+        if (err.code == QS_ERR_NOMEM)
+            return;
+        FUZZ_FAIL("qs_model_to_text refused a valid model: %s", err.msg);
+    }
+    qs_error_clear(&err);
+    qs_model *m2 = qs_model_from_text(t1, n1, &err);
+    if (!m2) {
+        fuzz_check_err(&err, "qs_model_from_text");
+        if (err.code != QS_ERR_NOMEM)
+            FUZZ_FAIL("written text does not parse back: line %ld: %s", err.line, err.msg);
+        free(t1);
+        return;
+    }
+    if (qs_model_to_text(m2, &t2, &n2, &err) != 0) {
+        fuzz_check_err(&err, "qs_model_to_text");
+        if (err.code != QS_ERR_NOMEM)
+            FUZZ_FAIL("qs_model_to_text refused a model it wrote and read: %s", err.msg);
+    } else if (n1 != n2 || memcmp(t1, t2, n1) != 0) {
+        size_t i = 0;
+        while (i < n1 && i < n2 && t1[i] == t2[i])
+            i++;
+        FUZZ_FAIL("text round trip changed the model at byte %zu of %zu/%zu", i, n1, n2);
+    }
+    free(t1);
+    free(t2);
+    qs_model_free(m2);
+}
+
+/* Everything a model from a converter or the text reader must survive:
+ * validation, the text round trip, compiling (default layout, and every
+ * tree reversed in small blocks) and loading, and exact scoring. */
+static inline void fuzz_check_model(const qs_model *m)
+{
+    qs_error err;
+    qs_error_clear(&err);
+    if (qs_model_validate(m, &err) != 0)
+        FUZZ_FAIL("a model the reader returned fails qs_model_validate: %s", err.msg);
+    qs_model_info info;
+    qs_model_get_info(m, &info);
+    if (info.num_classes == 0 || info.transform == NULL)
+        FUZZ_FAIL("qs_model_get_info: no classes or no transform");
+    fuzz_text_round_trip(m);
+    fuzz_compile_load_score(m, NULL, "default layout");
+    uint8_t *rev = malloc(m->num_trees ? (size_t)m->num_trees : 1);
+    if (!rev)
+        return;
+    memset(rev, 1, m->num_trees ? (size_t)m->num_trees : 1);
+    qs_compile_options o = { .delta = 3, .tree_block = 2, .doc_block = 5, .reverse = rev };
+    fuzz_compile_load_score(m, &o, "reversed, blocks 2/5, delta 3");
+    free(rev);
+}
+
+/* A converter's result: NULL with a proper error record, or a model that
+ * passes fuzz_check_model. */
+static inline void fuzz_converted(qs_model *m, const qs_error *err, const char *what)
+{
+    if (!m) {
+        fuzz_check_err(err, what);
+        return;
+    }
+    fuzz_check_model(m);
+    qs_model_free(m);
+}
+
+#endif
