@@ -142,22 +142,6 @@ const char *qs_metric_name(qs_metric m)
 
 /* ------------------------------------------------------------ parsing */
 
-/* A printable, bounded copy of a token for messages: input may be hostile. */
-static const char *show(char *dst, size_t cap, const char *t, size_t n)
-{
-    size_t k = 0, lim = n < cap - 4 ? n : cap - 4;
-    for (size_t i = 0; i < lim; i++) {
-        unsigned char ch = (unsigned char)t[i];
-        dst[k++] = (ch < 0x20 || ch > 0x7e) ? '?' : (char)ch;
-    }
-    if (lim < n) {
-        memcpy(dst + k, "...", 3);
-        k += 3;
-    }
-    dst[k] = '\0';
-    return dst;
-}
-
 /* strtod over a token that is not NUL-terminated.  The whole token must be
  * the number; the longest accepted spelling is bounded so that the copy
  * stays on the stack (no real score or label needs 500 characters). */
@@ -220,7 +204,7 @@ int qs_eval_parse_letor(const char *line, size_t len, qs_eval_doc *doc, int *is_
                 return qs_fail(err, QS_ERR_FORMAT, 0, "empty qid in 'qid:'");
             if (doc->qid)
                 return qs_fail(err, QS_ERR_FORMAT, 0, "more than one qid on the line ('%s')",
-                               show(sh, sizeof sh, t, n));
+                               qs_quote(sh, sizeof sh, t, n));
             doc->qid = t + 4;
             doc->qid_len = n - 4;
         }
@@ -266,10 +250,10 @@ static int score_token(const char *t, size_t n, double *score, qs_error *err)
     char sh[64];
     if (parse_double(t, n, score) != 0)
         return qs_fail(err, QS_ERR_FORMAT, 0, "bad score '%s' (expected a number)",
-                       show(sh, sizeof sh, t, n));
+                       qs_quote(sh, sizeof sh, t, n));
     if (isnan(*score))
         return qs_fail(err, QS_ERR_FORMAT, 0, "bad score '%s' (NaN cannot be ranked)",
-                       show(sh, sizeof sh, t, n));
+                       qs_quote(sh, sizeof sh, t, n));
     return 0;
 }
 
@@ -763,11 +747,11 @@ int qs_eval_add(qs_eval *e, const qs_eval_doc *doc, qs_error *err)
         return qs_fail(err, QS_ERR_ARG, 0, "qs_eval_add after qs_eval_finish");
     if (parse_double(doc->label, doc->label_len, &label) != 0)
         return qs_fail(err, QS_ERR_FORMAT, 0, "bad label '%s' (expected a number)",
-                       show(sh, sizeof sh, doc->label, doc->label_len));
+                       qs_quote(sh, sizeof sh, doc->label, doc->label_len));
     const char *why = label_problem(&e->opt, label);
     if (why)
         return qs_fail(err, QS_ERR_FORMAT, 0, "bad label '%s' (%s)",
-                       show(sh, sizeof sh, doc->label, doc->label_len), why);
+                       qs_quote(sh, sizeof sh, doc->label, doc->label_len), why);
     if (isnan(doc->score))
         return qs_fail(err, QS_ERR_FORMAT, 0, "NaN score cannot be ranked");
     const char *qid = doc->qid ? doc->qid : "";

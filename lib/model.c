@@ -46,6 +46,24 @@ int qs_fail_at(qs_error *err, qs_status code, long long offset, const char *fmt,
     return -1;
 }
 
+/* A printable, bounded copy of a token for messages (input may be hostile):
+ * control and non-ASCII bytes become '?', a long token is cut with "...".
+ * cap must be at least 5.  Returns dst. */
+const char *qs_quote(char *dst, size_t cap, const char *t, size_t n)
+{
+    size_t k = 0, lim = n < cap - 4 ? n : cap - 4;
+    for (size_t i = 0; i < lim; i++) {
+        unsigned char c = (unsigned char)t[i];
+        dst[k++] = (c < 0x20 || c > 0x7e) ? '?' : (char)c;
+    }
+    if (lim < n) {
+        memcpy(dst + k, "...", 3);
+        k += 3;
+    }
+    dst[k] = '\0';
+    return dst;
+}
+
 /* ------------------------------------------------------------ building */
 
 qs_model *qs_model_new(qs_source src, qs_error *err)

@@ -106,6 +106,9 @@ int qs_fail(qs_error *err, qs_status code, long line, const char *fmt, ...)
 int qs_fail_at(qs_error *err, qs_status code, long long offset, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Printable, bounded copy of a token for error messages; returns dst. */
+const char *qs_quote(char *dst, size_t cap, const char *t, size_t n);
+
 /* ---- reference semantics: one node's decision and a whole-tree walk */
 static inline int qs_node_goes_left(const qs_model *m, const qs_node *n, double x)
 {

@@ -717,20 +717,6 @@ int qs_parse_value(const qs_scorer *s, const char *tok, size_t len, double *out)
     return qs_parse_number(s->m->float_precision, tok, len, out);
 }
 
-static void show_tok(char *dst, size_t cap, const char *t, size_t n)
-{
-    size_t k = 0, lim = n < cap - 4 ? n : cap - 4;
-    for (size_t i = 0; i < lim; i++) {
-        unsigned char c = (unsigned char)t[i];
-        dst[k++] = (c < 0x20 || c > 0x7e) ? '?' : (char)c;
-    }
-    if (lim < n) {
-        memcpy(dst + k, "...", 3);
-        k += 3;
-    }
-    dst[k] = '\0';
-}
-
 int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const char *line,
                    size_t len, qs_letor_line *out, int *is_doc, qs_error *err)
 {
@@ -754,7 +740,7 @@ int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const 
         p++;
     double lab;
     if (qs_parse_number(0, t, (size_t)(p - t), &lab) != 0 || isnan(lab)) {
-        show_tok(show, sizeof show, t, (size_t)(p - t));
+        qs_quote(show, sizeof show, t, (size_t)(p - t));
         return qs_fail(err, QS_ERR_FORMAT, 0, "bad label '%s' (expected a number)", show);
     }
     out->label = t;
@@ -784,17 +770,17 @@ int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const 
             d++;
         }
         if (!colon || d != colon || colon == t) {
-            show_tok(show, sizeof show, t, n);
+            qs_quote(show, sizeof show, t, n);
             return qs_fail(err, QS_ERR_FORMAT, 0, "bad feature token '%s' (expected INDEX:VALUE)",
                            show);
         }
         if (id > UINT32_MAX) {
-            show_tok(show, sizeof show, t, n);
+            qs_quote(show, sizeof show, t, n);
             return qs_fail(err, QS_ERR_FORMAT, 0, "feature id in '%s' is out of range", show);
         }
         double v;
         if (qs_parse_value(s, colon + 1, (size_t)(t + n - colon - 1), &v) != 0) {
-            show_tok(show, sizeof show, t, n);
+            qs_quote(show, sizeof show, t, n);
             return qs_fail(err, QS_ERR_FORMAT, 0, "bad feature value in '%s' (expected a number)",
                            show);
         }

@@ -203,18 +203,7 @@ static int tok_is(const reader *r, int i, const char *s)
 
 static const char *tok_show(const reader *r, int i, char *buf, size_t cap)
 {
-    size_t n = r->len[i] < cap - 4 ? r->len[i] : cap - 4;
-    size_t k = 0;
-    for (size_t j = 0; j < n; j++) {
-        unsigned char c = (unsigned char)r->tok[i][j];
-        buf[k++] = (c < 0x20 || c > 0x7e) ? '?' : (char)c;
-    }
-    if (n < r->len[i]) {
-        memcpy(buf + k, "...", 3);
-        k += 3;
-    }
-    buf[k] = '\0';
-    return buf;
+    return qs_quote(buf, cap, r->tok[i], r->len[i]);
 }
 
 static int bad_tok(reader *r, int i, const char *what)
