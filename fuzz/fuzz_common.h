@@ -124,7 +124,7 @@ static inline void fuzz_fill_doc(qs_workspace *w, const qs_model *m, unsigned d)
 /* Score the fixed documents with every back end the scorer reports, one by
  * one and as a batch, and abort unless each agrees with QS_BACKEND_WALK bit
  * for bit; then rebuild the layout with small blocks and another Δ and check
- * the QS back end again.  Leaves the scorer relaid out. */
+ * the back ends that use the layout (QS and vQS) again.  Leaves the scorer relaid out. */
 static inline void fuzz_check_scorer(qs_scorer *s)
 {
     const qs_model *m = qs_scorer_model(s);
@@ -176,7 +176,9 @@ static inline void fuzz_check_scorer(qs_scorer *s)
             }
         }
         for (int b = 0; b < QS_BACKEND_COUNT_; b++) {
-            if ((pass == 1 && b != QS_BACKEND_QS) || !qs_backend_available(s, (qs_backend)b))
+            const int layout_bound = b == QS_BACKEND_QS || b == QS_BACKEND_VQS ||
+                                     b == QS_BACKEND_VQS_AVX2 || b == QS_BACKEND_VQS_AVX512;
+            if ((pass == 1 && !layout_bound) || !qs_backend_available(s, (qs_backend)b))
                 continue;
             for (unsigned d = 0; d < FUZZ_NDOCS; d++) {
                 qs_workspace_select(w, 0);

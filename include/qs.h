@@ -145,13 +145,21 @@ typedef enum qs_backend {
     QS_BACKEND_STRUCT = 3, /* baseline: naive pointer walk over node structs (STRUCT+) */
     QS_BACKEND_VPRED = 4,  /* baseline: branch-free, unrolled by depth, documents interleaved */
     QS_BACKEND_OBLIVIOUS = 5, /* baseline: oblivious trees as index computations */
-    QS_BACKEND_COUNT_ = 6
+    QS_BACKEND_VQS = 6,    /* vQS: QS over 4 (AVX2) or 8 (AVX-512) documents per instruction,
+                              the widest this CPU runs */
+    QS_BACKEND_VQS_AVX2 = 7,   /* vQS forced to AVX2 */
+    QS_BACKEND_VQS_AVX512 = 8, /* vQS forced to AVX-512 */
+    QS_BACKEND_COUNT_ = 9
 } qs_backend;
 
 const char *qs_backend_name(qs_backend b);
 /* Returns QS_BACKEND_COUNT_ when `name` is unknown. */
 qs_backend qs_backend_from_name(const char *name);
-/* Whether back end `b` can score with this scorer's model. */
+/* The back end that `b` runs as on this CPU ("auto" and "vqs" resolve to
+ * "vqs-avx512", "vqs-avx2" or "qs"). */
+const char *qs_backend_resolve(qs_backend b);
+/* Whether back end `b` can score with this scorer's model on this CPU;
+ * with s NULL, whether this CPU and build can run it at all. */
 int qs_backend_available(const qs_scorer *s, qs_backend b);
 
 typedef enum qs_absent {

@@ -4,6 +4,7 @@
 #include "baselines.h"
 #include "layout.h"
 #include "qsm.h"
+#include "vqs.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,7 @@ struct qs_scorer {
     uint64_t max_block_trees; /* largest block, for the workspace's vectors */
     uint32_t max_words;       /* widest multi-word block */
     uint32_t doc_block;       /* δ: documents scored together */
+    qs_vqs_plan plan;         /* AVX-512 byte-plane offsets (only where the CPU has it) */
 };
 
 /* One document slot: a dense vector and what was set since its reset. */
@@ -38,6 +40,17 @@ struct qs_workspace {
 };
 
 /* ------------------------------------------------------------ loading */
+
+/* The AVX-512 kernel's per-entry plan, for the current layout. */
+static int scorer_plan(qs_scorer *s, qs_error *err)
+{
+    qs_vqs_plan_free(&s->plan);
+    if (!(qs_cpu_simd() & QS_SIMD_AVX512))
+        return 0;
+    if (qs_vqs_plan_build(s->L, &s->plan) != 0)
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+    return 0;
+}
 
 static void scorer_sizes(qs_scorer *s)
 {
@@ -130,6 +143,10 @@ qs_scorer *qs_scorer_load(const unsigned char *buf, size_t len, qs_error *err)
         return NULL;
     }
     scorer_sizes(s);
+    if (scorer_plan(s, err) != 0) {
+        qs_scorer_free(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -152,7 +169,7 @@ int qs_scorer_relayout(qs_scorer *s, uint32_t tree_block, uint32_t doc_block, ui
     if (doc_block != QS_KEEP && doc_block != 0)
         s->L->doc_block = doc_block;
     scorer_sizes(s);
-    return 0;
+    return scorer_plan(s, err);
 }
 
 void qs_scorer_get_blocks(const qs_scorer *s, uint32_t *tree_block, uint32_t *doc_block,
@@ -175,6 +192,7 @@ void qs_scorer_free(qs_scorer *s)
     qs_model_free(s->m);
     qs_layout_free(s->L);
     qs_baselines_free(s->base);
+    qs_vqs_plan_free(&s->plan);
     free(s);
 }
 
@@ -184,8 +202,9 @@ int qs_score_digits(const qs_scorer *s) { return s->m->float_accumulate ? 9 : 17
 
 /* ------------------------------------------------------------ back ends */
 
-static const char *const backend_names[QS_BACKEND_COUNT_] = { "auto", "walk", "qs", "struct",
-                                                               "vpred", "oblivious" };
+static const char *const backend_names[QS_BACKEND_COUNT_] = {
+    "auto", "walk", "qs", "struct", "vpred", "oblivious", "vqs", "vqs-avx2", "vqs-avx512"
+};
 
 const char *qs_backend_name(qs_backend b)
 {
@@ -220,11 +239,37 @@ int qs_backend_available(const qs_scorer *s, qs_backend b)
         return 1;
     case QS_BACKEND_STRUCT:
     case QS_BACKEND_VPRED:
-        return baselines(s) != NULL;
+        return !s || baselines(s) != NULL;
     case QS_BACKEND_OBLIVIOUS:
-        return baselines(s) != NULL && qs_baselines_has_oblivious(baselines(s));
+        return !s || (baselines(s) != NULL && qs_baselines_has_oblivious(baselines(s)));
+    case QS_BACKEND_VQS: return qs_cpu_simd() != 0;
+    case QS_BACKEND_VQS_AVX2: return (qs_cpu_simd() & QS_SIMD_AVX2) != 0;
+    case QS_BACKEND_VQS_AVX512: return (qs_cpu_simd() & QS_SIMD_AVX512) != 0;
     default:
         return 0;
+    }
+}
+
+/* The SIMD level back end b runs with (0: scalar). */
+static unsigned simd_level(qs_backend b)
+{
+    unsigned have = qs_cpu_simd();
+    switch (b) {
+    case QS_BACKEND_AUTO:
+    case QS_BACKEND_VQS:
+        return (have & QS_SIMD_AVX512) ? QS_SIMD_AVX512 : (have & QS_SIMD_AVX2) ? QS_SIMD_AVX2 : 0;
+    case QS_BACKEND_VQS_AVX2: return have & QS_SIMD_AVX2;
+    case QS_BACKEND_VQS_AVX512: return have & QS_SIMD_AVX512;
+    default: return 0;
+    }
+}
+
+const char *qs_backend_resolve(qs_backend b)
+{
+    switch (simd_level(b)) {
+    case QS_SIMD_AVX512: return backend_names[QS_BACKEND_VQS_AVX512];
+    case QS_SIMD_AVX2: return backend_names[QS_BACKEND_VQS_AVX2];
+    default: return b == QS_BACKEND_AUTO ? backend_names[QS_BACKEND_QS] : qs_backend_name(b);
     }
 }
 
@@ -237,7 +282,11 @@ qs_workspace *qs_workspace_new(const qs_scorer *s, qs_error *err)
         goto nomem;
     w->s = s;
     const qs_model *m = s->m;
+    /* Leaf vectors of one block: one document's (multi-word trees), or
+     * vQS's several documents' side by side, 64-byte aligned. */
     uint64_t per_tree = s->max_words ? (uint64_t)s->max_words * 8 : 8;
+    if (per_tree < QS_VQS_TREE_BYTES)
+        per_tree = QS_VQS_TREE_BYTES;
     /* Document slots are dense vectors: keep slots x features within
      * QS_WORKSPACE_VALUES doubles (32 MiB), down to one slot for models with
      * millions of features, so neither can make a workspace huge. */
@@ -247,7 +296,7 @@ qs_workspace *qs_workspace_new(const qs_scorer *s, qs_error *err)
         w->nslots = (uint32_t)(QS_WORKSPACE_VALUES / nf > 0 ? QS_WORKSPACE_VALUES / nf : 1);
     w->slot = calloc(w->nslots, sizeof *w->slot);
     w->xs = calloc(w->nslots, sizeof *w->xs);
-    w->vec = malloc((size_t)((s->max_block_trees ? s->max_block_trees : 1) * per_tree));
+    w->vec = aligned_alloc(64, (size_t)((s->max_block_trees ? s->max_block_trees : 1) * per_tree));
     w->acc = malloc(sizeof(double) * m->num_classes * w->nslots);
     w->accf = malloc(sizeof(float) * m->num_classes * w->nslots);
     if (!w->slot || !w->xs || !w->vec || !w->acc || !w->accf)
@@ -585,7 +634,8 @@ static block_fn block_kernel(const qs_block *B)
 /* BWQS: for each block of trees (kept in cache), every document of the
  * batch; blocks in tree order, so each document's sum keeps the source's
  * order. */
-static void qs_score_slots(const qs_scorer *s, qs_workspace *w, uint32_t n, double *out)
+static void qs_score_slots(const qs_scorer *s, qs_workspace *w, uint32_t n, double *out,
+                           unsigned simd)
 {
     const qs_model *m = s->m;
     const uint32_t K = m->num_classes;
@@ -596,6 +646,20 @@ static void qs_score_slots(const qs_scorer *s, qs_workspace *w, uint32_t n, doub
         }
     for (uint32_t k = 0; k < s->L->nblocks; k++) {
         const qs_block *B = &s->L->blocks[k];
+        if (simd && qs_vqs_block_ok(B)) {
+            /* vQS: the batch `lanes` documents at a time; a short last
+             * group repeats its last document in the spare lanes. */
+            const unsigned lanes = qs_vqs_lanes(simd, B);
+            const double *xl[QS_VQS_MAX_LANES];
+            for (uint32_t d = 0; d < n; d += lanes) {
+                unsigned nreal = n - d < lanes ? n - d : lanes;
+                for (unsigned l = 0; l < lanes; l++)
+                    xl[l] = w->xs[d + (l < nreal ? l : nreal - 1)];
+                qs_vqs_block(simd, m, s->L, &s->plan, B, w->vec, xl, nreal, w->acc + (size_t)d * K,
+                             w->accf + (size_t)d * K);
+            }
+            continue;
+        }
         block_fn fn = block_kernel(B);
         for (uint32_t d = 0; d < n; d++)
             fn(s, B, w->vec, w->xs[d], w->acc + (size_t)d * K, w->accf + (size_t)d * K);
@@ -619,7 +683,14 @@ int qs_score_batch(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n
         return 0;
     case QS_BACKEND_AUTO:
     case QS_BACKEND_QS:
-        qs_score_slots(s, w, n, out);
+        qs_score_slots(s, w, n, out, simd_level(b));
+        return 0;
+    case QS_BACKEND_VQS:
+    case QS_BACKEND_VQS_AVX2:
+    case QS_BACKEND_VQS_AVX512:
+        if (!simd_level(b))
+            return -1;
+        qs_score_slots(s, w, n, out, simd_level(b));
         return 0;
     case QS_BACKEND_STRUCT:
     case QS_BACKEND_VPRED:

@@ -10,8 +10,8 @@ pipeline() { # pipeline FIXTURE_DIR MODEL_FILE WANT [qs-score options]: every ba
     qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" "$BATS_TEST_TMPDIR/m.txt"
     qs-compile --reverse-all --tree-block 9 --doc-block 3 -o "$BATS_TEST_TMPDIR/r.qsm" "$BATS_TEST_TMPDIR/m.txt"
     score_all "$BATS_TEST_TMPDIR/m.qsm" "$dir/docs.letor" "$want" "$@"
-    QS_BACKEND=qs score_all "$BATS_TEST_TMPDIR/r.qsm" "$dir/docs.letor" "$want" "$@"
-    cp "$BATS_TEST_TMPDIR/got.qs" "$BATS_TEST_TMPDIR/out"
+    layout_backends "$BATS_TEST_TMPDIR/r.qsm" "$dir/docs.letor" "$want" "$@"
+    cp "$BATS_TEST_TMPDIR/got.${QS_BACKEND:-qs}" "$BATS_TEST_TMPDIR/out"
 }
 
 @test "lightgbm fixture (zstd model) scores bit for bit on every back end" {
@@ -133,8 +133,54 @@ pipeline() { # pipeline FIXTURE_DIR MODEL_FILE WANT [qs-score options]: every ba
     assert_output --regexp "[0-9]+ checks, 0 failures"
 }
 
-@test "baseline back ends (STRUCT+, VPRED, OBLIVIOUS) equal the reference walk bit for bit" {
+@test "baselines (STRUCT+, VPRED, OBLIVIOUS) and QS/vQS on random models equal the reference walk bit for bit" {
     run "$UNIT/test_baselines" "$QS_ROOT"
     assert_success
     assert_output --regexp "[0-9]+ checks, 0 failures"
+}
+
+# vqs_fixtures BACKEND: every fixture through BACKEND, on the compiled layout
+# and on a reversed one with small blocks (δ = 3 leaves part-filled lanes).
+vqs_fixtures() {
+    local b="$1" f
+    for f in "lgb-l8 model.txt.zst expected.txt" "lgb-multiclass model.txt.zst expected.txt" \
+             "qr-oblivious model.xml.zst expected.txt" "xgb-tiny model.json expected.txt" \
+             "xgb-agaricus model.json.zst expected.txt"; do
+        set -- $f
+        QS_BACKEND="$b" pipeline "$@"
+    done
+}
+
+# cpu_lacks BACKEND REASON: when this CPU cannot run BACKEND, check that it
+# is refused (exit 3, named) and skip with REASON.
+cpu_lacks() {
+    if ! qs-score --version -v | grep -q "^  $1 "; then
+        qs-convert "$FIX/lgb-l8/model.txt.zst" | qs-compile -o "$BATS_TEST_TMPDIR/m.qsm"
+        run qs-score --backend "$1" "$BATS_TEST_TMPDIR/m.qsm" < "$FIX/lgb-l8/docs.letor"
+        assert_failure 3
+        assert_output --partial "back end '$1' needs"
+        skip "$2 (checked only that --backend $1 is refused with exit 3)"
+    fi
+}
+
+@test "vQS with AVX-512 (64 documents per instruction) equals the reference on every fixture" {
+    cpu_lacks vqs-avx512 "this CPU lacks AVX-512 F/DQ/CD/VL/BW"
+    vqs_fixtures vqs-avx512
+}
+
+@test "vQS with AVX2 (4 documents per instruction) equals the reference on every fixture" {
+    cpu_lacks vqs-avx2 "this CPU lacks AVX2"
+    vqs_fixtures vqs-avx2
+}
+
+@test "the default back end is the widest vQS this CPU runs, or scalar QS" {
+    run qs-score --version -v
+    assert_success
+    if echo "$output" | grep -q '^  vqs-avx512 '; then
+        assert_output --partial "default: auto = vqs-avx512"
+    elif echo "$output" | grep -q '^  vqs-avx2 '; then
+        assert_output --partial "default: auto = vqs-avx2"
+    else
+        assert_output --partial "default: auto = qs"
+    fi
 }

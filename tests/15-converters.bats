@@ -16,7 +16,7 @@ score_fixture() { # score_fixture MODEL DOCS WANT [qs-score options]: every back
     qs-compile --reverse-all --tree-block 2 --doc-block 3 -o "$BATS_TEST_TMPDIR/r.qsm" "$BATS_TEST_TMPDIR/m.txt"
     tr ' ' '\t' < "$want" > "$BATS_TEST_TMPDIR/want"
     score_all "$BATS_TEST_TMPDIR/m.qsm" "$docs" "$BATS_TEST_TMPDIR/want" "$@"
-    QS_BACKEND=qs score_all "$BATS_TEST_TMPDIR/r.qsm" "$docs" "$BATS_TEST_TMPDIR/want" "$@"
+    layout_backends "$BATS_TEST_TMPDIR/r.qsm" "$docs" "$BATS_TEST_TMPDIR/want" "$@"
 }
 
 @test "xgboost categorical splits (hand-reasoned): members go right, invalid left" {

@@ -286,6 +286,77 @@ static int same_bits(const double *a, const double *b, uint32_t n)
     return memcmp(a, b, sizeof(double) * n) == 0;
 }
 
+/* The QuickScorer back ends (scalar QS and every vQS this CPU runs) on the
+ * same documents through a compiled and loaded scorer, in batches of every
+ * size class; layouts: as compiled, and with random trees reversed in
+ * small tree blocks. */
+static void check_scorer(const qs_model *m, const char *what, const double **xs,
+                         const double *ref, uint32_t ndocs)
+{
+    const uint32_t K = m->num_classes, F = m->num_features;
+    uint8_t *rev = malloc(m->num_trees ? m->num_trees : 1);
+    double *got = malloc(sizeof(double) * K * ndocs);
+    if (!rev || !got)
+        die_oom();
+    for (int layout = 0; layout < 2; layout++) {
+        qs_compile_options opt = { 0 };
+        if (layout == 1) {
+            for (uint64_t t = 0; t < m->num_trees; t++)
+                rev[t] = (uint8_t)rnd_below(2);
+            opt.reverse = rev;
+            opt.tree_block = 1 + rnd_below(9);
+            opt.doc_block = 1 + rnd_below(100);
+            opt.delta = 1 + rnd_below(8);
+        }
+        unsigned char *img;
+        size_t n;
+        qs_error err;
+        if (qs_compile(m, &opt, &img, &n, &err) != 0) {
+            CHECK(0, "%s: compile failed: %s", what, err.msg);
+            break;
+        }
+        qs_scorer *s = qs_scorer_load(img, n, &err);
+        free(img);
+        CHECK(s != NULL, "%s: load failed: %s", what, s ? "" : err.msg);
+        if (!s)
+            break;
+        qs_workspace *w = qs_workspace_new(s, &err);
+        if (!w)
+            die_oom();
+        const uint32_t slots = qs_workspace_slots(w);
+        static const qs_backend bs[] = { QS_BACKEND_QS, QS_BACKEND_VQS, QS_BACKEND_VQS_AVX2,
+                                         QS_BACKEND_VQS_AVX512 };
+        for (size_t k = 0; k < sizeof bs / sizeof bs[0]; k++) {
+            if (!qs_backend_available(s, bs[k]))
+                continue;
+            memset(got, 0, sizeof(double) * K * ndocs);
+            for (uint32_t d = 0; d < ndocs;) {
+                uint32_t nb = rnd_below(3) == 0 ? slots : 1 + rnd_below(slots);
+                if (nb > ndocs - d)
+                    nb = ndocs - d;
+                for (uint32_t j = 0; j < nb; j++) {
+                    qs_workspace_select(w, j);
+                    qs_doc_reset(w, QS_ABSENT_ZERO);
+                    for (uint32_t f = 0; f < F; f++)
+                        qs_doc_set(w, f, xs[d + j][f]);
+                }
+                CHECK(qs_score_batch(s, w, bs[k], nb, got + (size_t)d * K) == 0,
+                      "%s: %s refused a batch of %u", what, qs_backend_name(bs[k]), nb);
+                d += nb;
+            }
+            for (uint32_t d = 0; d < ndocs; d++) {
+                const double *r = ref + (size_t)d * K, *g = got + (size_t)d * K;
+                CHECK(same_bits(r, g, K), "%s: %s (layout %d) differs on document %u: %.17g vs walk %.17g",
+                      what, qs_backend_name(bs[k]), layout, d, g[0], r[0]);
+            }
+        }
+        qs_workspace_free(w);
+        qs_scorer_free(s);
+    }
+    free(rev);
+    free(got);
+}
+
 /* Score ndocs random documents with the walk and every baseline; compare. */
 static void check_model(const qs_model *m, const char *what, uint32_t ndocs)
 {
@@ -360,6 +431,7 @@ static void check_model(const qs_model *m, const char *what, uint32_t ndocs)
                   what, names[which], d, g[0], r[0]);
         }
     }
+    check_scorer(m, what, xs, ref, ndocs);
     free(xv);
     free(xs);
     free(ref);

@@ -25,8 +25,9 @@ static void usage(FILE *f)
             "                         library's: LightGBM, QuickRank zero; XGBoost missing)\n"
             "  --transform            apply the objective's output function (sigmoid, softmax...)\n"
             "  --annotate             write `label<TAB>qid<TAB>score` lines (for qs-eval)\n"
-            "  --backend NAME         force a back end: auto, walk, qs, struct, vpred,\n"
-            "                         oblivious (also the QS_BACKEND variable)\n"
+            "  --backend NAME         force a back end: auto, walk, qs, vqs, vqs-avx2,\n"
+            "                         vqs-avx512, struct, vpred, oblivious (also the\n"
+            "                         QS_BACKEND variable)\n"
             "  --tree-block N         trees per block (τ; 0: as large as possible)\n"
             "  --doc-block N          documents scored together (δ, 1..4096)\n"
             "  --delta N              threshold-scan skip distance (Δ, 1..64)\n"
@@ -50,7 +51,22 @@ static void version(int verbose)
     printf("  struct baseline: naive pointer walk over node structs (STRUCT+)\n");
     printf("  vpred  baseline: branch-free walk unrolled by depth, documents interleaved\n");
     printf("  oblivious  baseline for oblivious models: leaf index bit by bit\n");
-    printf("default: qs\n");
+    /* A SIMD back end this CPU cannot run is listed with the reason, in a
+     * form the test suite's list of back ends skips. */
+    const struct { qs_backend b; const char *what; } simd[] = {
+        { QS_BACKEND_VQS, "vQS: QS over several documents per SIMD instruction, the widest\n"
+                          "         this CPU runs (AVX-512: 8 documents, AVX2: 4)" },
+        { QS_BACKEND_VQS_AVX2, "vQS forced to AVX2 (4 documents per instruction)" },
+        { QS_BACKEND_VQS_AVX512, "vQS forced to AVX-512 (8 documents per instruction)" },
+    };
+    for (size_t i = 0; i < sizeof simd / sizeof simd[0]; i++) {
+        if (qs_backend_available(NULL, simd[i].b))
+            printf("  %-6s %s\n", qs_backend_name(simd[i].b), simd[i].what);
+        else
+            printf("  (%s: not available, this CPU or build lacks it)\n",
+                   qs_backend_name(simd[i].b));
+    }
+    printf("default: auto = %s on this CPU\n", qs_backend_resolve(QS_BACKEND_AUTO));
     printf("build: openmp=%d numa=%d cuda=%d (not used by any back end yet)\n", QS_HAVE_OPENMP,
            QS_HAVE_NUMA, QS_HAVE_CUDA);
 }
@@ -220,6 +236,9 @@ int main(int argc, char **argv)
     if ((tree_block != QS_KEEP || doc_block != QS_KEEP || delta != QS_KEEP) &&
         qs_scorer_relayout(s, tree_block, doc_block, delta, &err) != 0)
         tool_die_err(NULL, &err);
+    if (!qs_backend_available(NULL, backend))
+        tool_die(EXIT_UNSUPPORTED, "back end '%s' needs a CPU feature this machine lacks (see --version -v)",
+                 qs_backend_name(backend));
     if (!qs_backend_available(s, backend))
         tool_die(EXIT_UNSUPPORTED, "back end '%s' cannot score this model", qs_backend_name(backend));
     const qs_model *m = qs_scorer_model(s);

@@ -1,0 +1,71 @@
+/* vqs.h: vQS, QuickScorer over several documents per SIMD instruction
+ * (AVX2: 4 documents, AVX-512: 8 documents, one 64-bit leaf vector per
+ * document lane), picked at run time from CPUID and XGETBV.
+ *
+ * The kernels only change how the false nodes' masks reach the leaf
+ * vectors: an AND (or the OR of QS-Ω) is order-free, so each document's
+ * exit leaves are those of scalar QS, and every document still adds its
+ * trees' contributions in tree order with the same IEEE operations.  The
+ * scores are bit-identical to the scalar back end by construction, and the
+ * test suite checks it on every oracle file. */
+#ifndef QS_VQS_H
+#define QS_VQS_H
+
+#include "layout.h"
+
+enum { QS_SIMD_AVX2 = 1u, QS_SIMD_AVX512 = 2u };
+
+/* The SIMD levels this CPU and operating system support (bit set of the
+ * above; 0 on other architectures or compilers). */
+unsigned qs_cpu_simd(void);
+
+/* Whether the AVX-512 byte-plane kernel takes block B: a QS block whose
+ * planes (trees x width/8 x 64 bytes) 32-bit offsets can address. */
+static inline int qs_vqs_planes_ok(const qs_block *B)
+{
+    return B->kind == QS_BLOCK_QS && B->width != 0 &&
+           (B->tree_end - B->tree_begin) * (uint64_t)B->width * 8u <= 0xFFFFFFFFull;
+}
+
+/* Lanes (documents per call) of a level for block B: AVX-512 scores QS
+ * blocks 64 documents at a time (byte planes) and QS-Ω blocks 8 at a
+ * time; AVX2 4 at a time. */
+#define QS_VQS_MAX_LANES 64u
+static inline unsigned qs_vqs_lanes(unsigned level, const qs_block *B)
+{
+    return level == QS_SIMD_AVX512 ? (qs_vqs_planes_ok(B) ? 64u : 8u) : 4u;
+}
+
+/* What the byte-plane kernel reads per layout entry instead of its tree id
+ * and mask: the byte offsets of the first and the last plane the node's
+ * mask touches (low and high 32 bits of off) and the mask's bytes there
+ * (low and high 8 bits of bytes).  Built from a layout once. */
+typedef struct qs_vqs_plan {
+    uint64_t *off;
+    uint16_t *bytes;
+} qs_vqs_plan;
+
+/* 0, or -1 when out of memory. */
+int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P);
+void qs_vqs_plan_free(qs_vqs_plan *P);
+
+/* Whether a block can go through the SIMD kernels: QS blocks of at most
+ * 64 leaves per tree and QS-Ω blocks (wider trees stay scalar). */
+static inline int qs_vqs_block_ok(const qs_block *B)
+{
+    return B->kind == QS_BLOCK_OMEGA || (B->kind == QS_BLOCK_QS && B->width != 0);
+}
+
+/* Bytes of scratch per tree of a block that qs_vqs_block needs (AVX-512
+ * byte planes: 8 planes x 64 documents; 8 or 4 lanes x 8 bytes else). */
+#define QS_VQS_TREE_BYTES 512u
+
+/* Score qs_vqs_lanes(level, B) documents through block B.  xs[l]: the
+ * lane's dense feature vector (lanes past `nreal` repeat a real document
+ * and are not accumulated); acc / accf: the first document's
+ * accumulators, the next document's `num_classes` values later.  v:
+ * scratch of (trees in B) x QS_VQS_TREE_BYTES bytes, 64-byte aligned. */
+void qs_vqs_block(unsigned level, const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
+                  const qs_block *B, uint64_t *v, const double *const *xs, unsigned nreal, double *acc, float *accf);
+
+#endif
