@@ -634,8 +634,11 @@ static block_fn block_kernel(const qs_block *B)
 /* BWQS: for each block of trees (kept in cache), every document of the
  * batch; blocks in tree order, so each document's sum keeps the source's
  * order. */
+/* simd: the vQS level (0: scalar); forced: use it even for batches too
+ * small to fill half of its lanes (auto scores those scalar: 8 lanes
+ * for one document would cost more than the scalar kernel). */
 static void qs_score_slots(const qs_scorer *s, qs_workspace *w, uint32_t n, double *out,
-                           unsigned simd)
+                           unsigned simd, int forced)
 {
     const qs_model *m = s->m;
     const uint32_t K = m->num_classes;
@@ -646,16 +649,16 @@ static void qs_score_slots(const qs_scorer *s, qs_workspace *w, uint32_t n, doub
         }
     for (uint32_t k = 0; k < s->L->nblocks; k++) {
         const qs_block *B = &s->L->blocks[k];
-        if (simd && qs_vqs_block_ok(B)) {
+        if (simd && qs_vqs_block_ok(B) && (forced || (uint64_t)n * 2 >= qs_vqs_lanes(simd, B, n))) {
             /* vQS: the batch `lanes` documents at a time; a short last
              * group repeats its last document in the spare lanes. */
-            const unsigned lanes = qs_vqs_lanes(simd, B);
+            const unsigned lanes = qs_vqs_lanes(simd, B, n);
             const double *xl[QS_VQS_MAX_LANES];
             for (uint32_t d = 0; d < n; d += lanes) {
                 unsigned nreal = n - d < lanes ? n - d : lanes;
                 for (unsigned l = 0; l < lanes; l++)
                     xl[l] = w->xs[d + (l < nreal ? l : nreal - 1)];
-                qs_vqs_block(simd, m, s->L, &s->plan, B, w->vec, xl, nreal, w->acc + (size_t)d * K,
+                qs_vqs_block(simd, lanes, m, s->L, &s->plan, B, w->vec, xl, nreal, w->acc + (size_t)d * K,
                              w->accf + (size_t)d * K);
             }
             continue;
@@ -683,14 +686,14 @@ int qs_score_batch(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n
         return 0;
     case QS_BACKEND_AUTO:
     case QS_BACKEND_QS:
-        qs_score_slots(s, w, n, out, simd_level(b));
+        qs_score_slots(s, w, n, out, simd_level(b), 0);
         return 0;
     case QS_BACKEND_VQS:
     case QS_BACKEND_VQS_AVX2:
     case QS_BACKEND_VQS_AVX512:
         if (!simd_level(b))
             return -1;
-        qs_score_slots(s, w, n, out, simd_level(b));
+        qs_score_slots(s, w, n, out, simd_level(b), 1);
         return 0;
     case QS_BACKEND_STRUCT:
     case QS_BACKEND_VPRED:

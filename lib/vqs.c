@@ -526,11 +526,11 @@ T256 static void block256(const qs_model *m, const qs_layout *L, const qs_block 
     lanes_leaves(m, L, B, v, 4, nreal, acc, accf);
 }
 
-void qs_vqs_block(unsigned level, const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
-                  const qs_block *B, uint64_t *v, const double *const *xs, unsigned nreal,
-                  double *acc, float *accf)
+void qs_vqs_block(unsigned level, unsigned lanes, const qs_model *m, const qs_layout *L,
+                  const qs_vqs_plan *P, const qs_block *B, uint64_t *v, const double *const *xs,
+                  unsigned nreal, double *acc, float *accf)
 {
-    if (level == QS_SIMD_AVX512 && qs_vqs_planes_ok(B) && P->off)
+    if (level == QS_SIMD_AVX512 && lanes == BP_LANES && qs_vqs_planes_ok(B) && P->off)
         block512bp(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
     else if (level == QS_SIMD_AVX512)
         block512(m, L, B, v, xs, nreal, acc, accf);
@@ -542,11 +542,11 @@ void qs_vqs_block(unsigned level, const qs_model *m, const qs_layout *L, const q
 
 unsigned qs_cpu_simd(void) { return 0; }
 
-void qs_vqs_block(unsigned level, const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
-                  const qs_block *B, uint64_t *v, const double *const *xs, unsigned nreal,
-                  double *acc, float *accf)
+void qs_vqs_block(unsigned level, unsigned lanes, const qs_model *m, const qs_layout *L,
+                  const qs_vqs_plan *P, const qs_block *B, uint64_t *v, const double *const *xs,
+                  unsigned nreal, double *acc, float *accf)
 {
-    (void)level, (void)m, (void)L, (void)P, (void)B, (void)v, (void)xs, (void)nreal, (void)acc, (void)accf;
+    (void)level, (void)lanes, (void)m, (void)L, (void)P, (void)B, (void)v, (void)xs, (void)nreal, (void)acc, (void)accf;
 }
 
 #endif

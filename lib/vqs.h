@@ -27,13 +27,16 @@ static inline int qs_vqs_planes_ok(const qs_block *B)
            (B->tree_end - B->tree_begin) * (uint64_t)B->width * 8u <= 0xFFFFFFFFull;
 }
 
-/* Lanes (documents per call) of a level for block B: AVX-512 scores QS
- * blocks 64 documents at a time (byte planes) and QS-Ω blocks 8 at a
- * time; AVX2 4 at a time. */
+/* Lanes (documents per call) for a batch of n documents through block B:
+ * AVX-512 scores QS blocks 64 documents at a time (byte planes) when the
+ * batch fills at least half of them, else 8 at a time (also QS-Ω blocks);
+ * AVX2 4 at a time. */
 #define QS_VQS_MAX_LANES 64u
-static inline unsigned qs_vqs_lanes(unsigned level, const qs_block *B)
+static inline unsigned qs_vqs_lanes(unsigned level, const qs_block *B, uint32_t n)
 {
-    return level == QS_SIMD_AVX512 ? (qs_vqs_planes_ok(B) ? 64u : 8u) : 4u;
+    if (level != QS_SIMD_AVX512)
+        return 4u;
+    return qs_vqs_planes_ok(B) && n >= 32 ? 64u : 8u;
 }
 
 /* What the byte-plane kernel reads per layout entry instead of its tree id
@@ -60,12 +63,12 @@ static inline int qs_vqs_block_ok(const qs_block *B)
  * byte planes: 8 planes x 64 documents; 8 or 4 lanes x 8 bytes else). */
 #define QS_VQS_TREE_BYTES 512u
 
-/* Score qs_vqs_lanes(level, B) documents through block B.  xs[l]: the
+/* Score `lanes` = qs_vqs_lanes(level, B, batch) documents through block B.  xs[l]: the
  * lane's dense feature vector (lanes past `nreal` repeat a real document
  * and are not accumulated); acc / accf: the first document's
  * accumulators, the next document's `num_classes` values later.  v:
  * scratch of (trees in B) x QS_VQS_TREE_BYTES bytes, 64-byte aligned. */
-void qs_vqs_block(unsigned level, const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
-                  const qs_block *B, uint64_t *v, const double *const *xs, unsigned nreal, double *acc, float *accf);
+void qs_vqs_block(unsigned level, unsigned lanes, const qs_model *m, const qs_layout *L,
+                  const qs_vqs_plan *P, const qs_block *B, uint64_t *v, const double *const *xs, unsigned nreal, double *acc, float *accf);
 
 #endif
