@@ -235,28 +235,29 @@ unsigned qs_cpu_simd(void)
         *p = OP(*p, (__mmask8)(k), *p, _mm512_set1_epi64((long long)emask[i]));                \
     }
 
-/* Every group of the block: the lanes' runs end at e[0..7]; the entries
- * before the nearest end go to every lane still running, and so on, so no
- * entry is compared more than once per lane and most updates are whole
- * vectors. */
-#define GROUPS512(OP)                                                                          \
+/* Every group of the block, LANES documents: the lanes' runs end at e[];
+ * the entries before the nearest end go to every lane still running, then
+ * the next segment to the fewer that remain, and so on, so no entry is
+ * compared per lane and most updates are whole vectors.  APPLY(OP, lanes,
+ * from, to) combines the entries' masks into the lanes' rows. */
+#define GROUPS(LANES, APPLY, OP)                                                               \
     for (uint32_t g = B->group_begin; g < B->group_end; g++) {                                 \
         const qs_group *G = &L->groups[g];                                                     \
-        uint32_t e[8];                                                                         \
-        const unsigned sp = (unsigned)lanes_ends(L, G, xs, 8, lt, e);                                    \
+        uint32_t e[LANES];                                                                     \
+        const unsigned sp = (unsigned)lanes_ends(L, G, xs, LANES, lt, e);                      \
         if (sp)                                                                                \
-            APPLY512(OP, sp, G->sp_begin, G->sp_end)                                           \
+            APPLY(OP, sp, G->sp_begin, G->sp_end);                                             \
         for (uint32_t cur = G->begin;;) {                                                      \
             unsigned k = 0;                                                                    \
             uint32_t next = UINT32_MAX;                                                        \
-            for (unsigned l = 0; l < 8; l++)                                                   \
+            for (unsigned l = 0; l < (LANES); l++)                                             \
                 if (e[l] > cur) {                                                              \
                     k |= 1u << l;                                                              \
                     next = e[l] < next ? e[l] : next;                                          \
                 }                                                                              \
             if (!k)                                                                            \
                 break;                                                                         \
-            APPLY512(OP, k, cur, next)                                                         \
+            APPLY(OP, k, cur, next);                                                           \
             cur = next;                                                                        \
         }                                                                                      \
     }
@@ -273,9 +274,9 @@ T512 static void block512(const qs_model *m, const qs_layout *L, const qs_block 
     for (uint32_t i = 0; i < nt; i++)
         _mm512_store_si512((__m512i *)(v + (size_t)i * 8), init);
     if (omega) {
-        GROUPS512(_mm512_mask_or_epi64)
+        GROUPS(8, APPLY512, _mm512_mask_or_epi64)
     } else {
-        GROUPS512(_mm512_mask_and_epi64)
+        GROUPS(8, APPLY512, _mm512_mask_and_epi64)
         lanes_categorical(m, L, B, v, xs, 8);
     }
     if (m->num_classes != 1) {
@@ -484,28 +485,6 @@ static const int64_t lane_masks4[16][4] __attribute__((aligned(32))) = {
         }                                                                                      \
     } while (0)
 
-#define GROUPS256(OP)                                                                          \
-    for (uint32_t g = B->group_begin; g < B->group_end; g++) {                                 \
-        const qs_group *G = &L->groups[g];                                                     \
-        uint32_t e[4];                                                                         \
-        const unsigned sp = (unsigned)lanes_ends(L, G, xs, 4, lt, e);                                    \
-        if (sp)                                                                                \
-            APPLY256(OP, sp, G->sp_begin, G->sp_end);                                          \
-        for (uint32_t cur = G->begin;;) {                                                      \
-            unsigned k = 0;                                                                    \
-            uint32_t next = UINT32_MAX;                                                        \
-            for (unsigned l = 0; l < 4; l++)                                                   \
-                if (e[l] > cur) {                                                              \
-                    k |= 1u << l;                                                              \
-                    next = e[l] < next ? e[l] : next;                                          \
-                }                                                                              \
-            if (!k)                                                                            \
-                break;                                                                         \
-            APPLY256(OP, k, cur, next);                                                        \
-            cur = next;                                                                        \
-        }                                                                                      \
-    }
-
 T256 static void block256(const qs_model *m, const qs_layout *L, const qs_block *B, uint64_t *v,
                           const double *const *xs, unsigned nreal, double *acc, float *accf)
 {
@@ -518,9 +497,9 @@ T256 static void block256(const qs_model *m, const qs_layout *L, const qs_block 
     for (uint32_t i = 0; i < nt; i++)
         _mm256_store_si256((__m256i *)(v + (size_t)i * 4), init);
     if (omega) {
-        GROUPS256(OP256_OR)
+        GROUPS(4, APPLY256, OP256_OR)
     } else {
-        GROUPS256(OP256_AND)
+        GROUPS(4, APPLY256, OP256_AND)
         lanes_categorical(m, L, B, v, xs, 4);
     }
     lanes_leaves(m, L, B, v, 4, nreal, acc, accf);
