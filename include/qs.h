@@ -145,8 +145,8 @@ typedef enum qs_backend {
     QS_BACKEND_STRUCT = 3, /* baseline: naive pointer walk over node structs (STRUCT+) */
     QS_BACKEND_VPRED = 4,  /* baseline: branch-free, unrolled by depth, documents interleaved */
     QS_BACKEND_OBLIVIOUS = 5, /* baseline: oblivious trees as index computations */
-    QS_BACKEND_VQS = 6,    /* vQS: QS over 4 (AVX2) or 8 (AVX-512) documents per instruction,
-                              the widest this CPU runs */
+    QS_BACKEND_VQS = 6,    /* vQS: QS over several documents per instruction (AVX-512: 64,
+                              byte planes; AVX2: 4), the widest this CPU runs */
     QS_BACKEND_VQS_AVX2 = 7,   /* vQS forced to AVX2 */
     QS_BACKEND_VQS_AVX512 = 8, /* vQS forced to AVX-512 */
     QS_BACKEND_COUNT_ = 9

@@ -84,6 +84,41 @@ int qs_layout_check(const qs_layout *L, const qs_model *m, qs_error *err);
 int qs_layout_verify(const qs_layout *L, const qs_model *m, qs_error *err);
 void qs_layout_free(qs_layout *L);
 
+/* A group's value rule for feature value *x: returns 1 when the value takes
+ * the group's special-value list (NaN under QS_RULE_NAN; the zero band,
+ * NaN included, under QS_RULE_ZERO), else 0 with *x ready for the sorted
+ * scan (NaN read as 0.0). */
+static inline int qs_group_special(const qs_group *g, double *x)
+{
+    switch (g->rule & QS_RULE_MASK) {
+    case QS_RULE_NAN:
+        return isnan(*x);
+    case QS_RULE_ZERO:
+        if (isnan(*x))
+            *x = 0.0;
+        return *x >= -QS_ZERO_BAND && *x <= QS_ZERO_BAND;
+    default:
+        if (isnan(*x))
+            *x = 0.0;
+        return 0;
+    }
+}
+
+/* Add leaf `leaf` of tree t (global index) to one document's accumulators
+ * in the model's accumulation mode: every back end that reads the layout
+ * sums with this. */
+static inline void qs_layout_add_leaf(const qs_model *m, const qs_layout *L, uint64_t t,
+                                      uint64_t leaf, double *acc, float *accf)
+{
+    double c = L->leaves[L->leaf_off[t] + leaf];
+    uint32_t cls = m->trees[t].class_id;
+    switch (m->float_accumulate) {
+    case QS_ACC_DOUBLE: acc[cls] += c; break;
+    case QS_ACC_FLOAT: accf[cls] = accf[cls] + (float)c; break;
+    default: accf[cls] = (float)((double)accf[cls] + c); break;
+    }
+}
+
 #define QS_DEFAULT_DELTA 8u /* measured best (8..16 tie) on MQ2008 1000-5000 trees here */
 #define QS_DEFAULT_DOC_BLOCK 64u
 #define QS_MAX_DOC_BLOCK 4096u

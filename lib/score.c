@@ -1,6 +1,7 @@
 /* score.c: loading a .qsm into a scorer, per-thread workspaces, documents,
  * and the back ends: the reference walk, scalar QuickScorer (Δ-skip) with
- * 8/16/32/64-bit and multi-word masks, and QS-Ω for oblivious blocks. */
+ * 8/16/32/64-bit and multi-word masks, QS-Ω for oblivious blocks, and the
+ * dispatch of blocks to the vQS kernels (vqs.c). */
 #include "baselines.h"
 #include "layout.h"
 #include "qsm.h"
@@ -432,27 +433,10 @@ static inline uint32_t scan_end_desc(const double *thr, uint32_t i, uint32_t end
 static inline __attribute__((always_inline)) void group_range(const qs_layout *L, const qs_group *g, double x, int lt,
                                uint32_t *b, uint32_t *e)
 {
-    switch (g->rule & QS_RULE_MASK) {
-    case QS_RULE_NAN:
-        if (isnan(x)) {
-            *b = g->sp_begin;
-            *e = g->sp_end;
-            return;
-        }
-        break;
-    case QS_RULE_ZERO:
-        if (isnan(x))
-            x = 0.0;
-        if (x >= -QS_ZERO_BAND && x <= QS_ZERO_BAND) {
-            *b = g->sp_begin;
-            *e = g->sp_end;
-            return;
-        }
-        break;
-    default:
-        if (isnan(x))
-            x = 0.0;
-        break;
+    if (qs_group_special(g, &x)) {
+        *b = g->sp_begin;
+        *e = g->sp_end;
+        return;
     }
     *b = g->begin;
     *e = (g->rule & QS_GROUP_DESC) ? scan_end_desc(L->thr, g->begin, g->end, x, lt, L->delta)
@@ -462,14 +446,7 @@ static inline __attribute__((always_inline)) void group_range(const qs_layout *L
 static inline void accumulate(const qs_scorer *s, uint64_t t, uint32_t leaf, double *acc,
                               float *accf)
 {
-    const qs_layout *L = s->L;
-    double c = L->leaves[L->leaf_off[t] + leaf];
-    uint32_t cls = s->m->trees[t].class_id;
-    switch (s->m->float_accumulate) {
-    case QS_ACC_DOUBLE: acc[cls] += c; break;
-    case QS_ACC_FLOAT: accf[cls] = accf[cls] + (float)c; break;
-    default: accf[cls] = (float)((double)accf[cls] + c); break;
-    }
+    qs_layout_add_leaf(s->m, s->L, t, leaf, acc, accf);
 }
 
 /* One class summed in double (LightGBM, QuickRank rankers): the common case

@@ -59,20 +59,6 @@ void qs_vqs_plan_free(qs_vqs_plan *P)
 #include <cpuid.h>
 #include <immintrin.h>
 
-/* Adds leaf `leaf` of tree t (global) to one document's accumulators, as
- * the scalar back end does. */
-static inline void lane_accumulate(const qs_model *m, const qs_layout *L, uint64_t t,
-                                   uint64_t leaf, double *acc, float *accf)
-{
-    double c = L->leaves[L->leaf_off[t] + leaf];
-    uint32_t cls = m->trees[t].class_id;
-    switch (m->float_accumulate) {
-    case QS_ACC_DOUBLE: acc[cls] += c; break;
-    case QS_ACC_FLOAT: accf[cls] = accf[cls] + (float)c; break;
-    default: accf[cls] = (float)((double)accf[cls] + c); break;
-    }
-}
-
 /* Categorical nodes, lane by lane (no order to scan). */
 static void lanes_categorical(const qs_model *m, const qs_layout *L, const qs_block *B,
                               uint64_t *v, const double *const *xs, unsigned lanes)
@@ -102,7 +88,7 @@ static void lanes_leaves(const qs_model *m, const qs_layout *L, const qs_block *
         for (unsigned l = 0; l < nreal; l++) {
             uint64_t leaf = omega ? (row[l] & (nl - 1))
                                   : (uint64_t)__builtin_ctzll(row[l] | (1ull << (nl - 1)));
-            lane_accumulate(m, L, t, leaf, acc + (size_t)l * K, accf + (size_t)l * K);
+            qs_layout_add_leaf(m, L, t, leaf, acc + (size_t)l * K, accf + (size_t)l * K);
         }
     }
 }
@@ -143,23 +129,9 @@ static inline __attribute__((always_inline)) unsigned long long lanes_ends(const
     const double *thr = L->thr;
     for (unsigned l = 0; l < lanes; l++) {
         double xl = xs[l][G->feature];
-        switch (G->rule & QS_RULE_MASK) {
-        case QS_RULE_NAN:
-            if (isnan(xl)) {
-                sp |= 1ull << l;
-                xl = 0.0;
-            }
-            break;
-        case QS_RULE_ZERO:
-            if (isnan(xl))
-                xl = 0.0;
-            if (xl >= -QS_ZERO_BAND && xl <= QS_ZERO_BAND)
-                sp |= 1ull << l;
-            break;
-        default:
-            if (isnan(xl))
-                xl = 0.0;
-            break;
+        if (qs_group_special(G, &xl)) {
+            sp |= 1ull << l;
+            xl = 0.0; /* any value: the lane's run is emptied below */
         }
         x[l] = xl;
         e[l] = G->begin;
@@ -434,7 +406,7 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
         _mm512_store_si512((__m512i *)leaf, idx);
         if (K != 1) {
             for (unsigned l = 0; l < nreal; l++)
-                lane_accumulate(m, L, B->tree_begin + i, leaf[l], acc + (size_t)l * K,
+                qs_layout_add_leaf(m, L, B->tree_begin + i, leaf[l], acc + (size_t)l * K,
                                 accf + (size_t)l * K);
             continue;
         }

@@ -55,9 +55,9 @@ static void version(int verbose)
      * form the test suite's list of back ends skips. */
     const struct { qs_backend b; const char *what; } simd[] = {
         { QS_BACKEND_VQS, "vQS: QS over several documents per SIMD instruction, the widest\n"
-                          "         this CPU runs (AVX-512: 8 documents, AVX2: 4)" },
+                          "         this CPU runs (AVX-512: 64 documents, AVX2: 4)" },
         { QS_BACKEND_VQS_AVX2, "vQS forced to AVX2 (4 documents per instruction)" },
-        { QS_BACKEND_VQS_AVX512, "vQS forced to AVX-512 (8 documents per instruction)" },
+        { QS_BACKEND_VQS_AVX512, "vQS forced to AVX-512 (64 documents per instruction)" },
     };
     for (size_t i = 0; i < sizeof simd / sizeof simd[0]; i++) {
         if (qs_backend_available(NULL, simd[i].b))
