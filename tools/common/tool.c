@@ -8,21 +8,44 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <zstd.h>
 
 static const char *progname = "qs";
 static tool_out *pending_out; /* removed on a dying exit */
+static int std_closed;         /* bit i: fd i was closed when we started */
 
 void tool_init(const char *name)
 {
     const char *s = strrchr(name, '/');
     progname = s ? s + 1 : name;
+    /* With fd 0, 1 or 2 closed, the next file opened would take its place
+     * and be read or written as standard input, output or error: hold them
+     * open on /dev/null, and remember, so that using them is an error. */
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+            continue;
+        std_closed |= 1 << fd;
+        int nfd = open("/dev/null", O_RDWR);
+        if (nfd < 0)
+            _exit(EXIT_SYSTEM);
+        if (nfd != fd) {
+            dup2(nfd, fd);
+            close(nfd);
+        }
+    }
     /* A closed pipe downstream is a quiet stop, like other Unix filters. */
     signal(SIGPIPE, SIG_DFL);
 }
 
 const char *tool_name(void) { return progname; }
+
+void tool_check_stdin(void)
+{
+    if (std_closed & 1)
+        tool_die(EXIT_SYSTEM, "(stdin): cannot read: standard input is closed");
+}
 
 static void vwarn(const char *fmt, va_list ap)
 {
@@ -76,25 +99,62 @@ _Noreturn void tool_die_err(const char *where, const qs_error *err)
 
 /* ------------------------------------------------------------ input */
 
+size_t tool_max_input(void)
+{
+    static size_t cached;
+    if (cached)
+        return cached;
+    const char *v = getenv("QS_MAX_INPUT");
+    size_t lim = TOOL_MAX_INPUT_DEFAULT;
+    if (v && *v) {
+        char *e;
+        errno = 0;
+        unsigned long long x = strtoull(v, &e, 10);
+        unsigned shift = 0;
+        if (*e == 'K' || *e == 'k') shift = 10, e++;
+        else if (*e == 'M' || *e == 'm') shift = 20, e++;
+        else if (*e == 'G' || *e == 'g') shift = 30, e++;
+        if (v[0] < '0' || v[0] > '9' || errno || *e || x == 0 || x > (SIZE_MAX >> 1) >> shift)
+            tool_die(EXIT_USAGE, "bad QS_MAX_INPUT '%s' (expected a byte count such as "
+                                 "1000000, 64K, 512M or 2G)", v);
+        lim = (size_t)x << shift;
+    }
+    return cached = lim;
+}
+
+static _Noreturn void too_big(const char *name, const char *what)
+{
+    tool_die(EXIT_DATA, "%s: %s larger than the limit of %zu bytes (set QS_MAX_INPUT to "
+                        "raise it)", name, what, tool_max_input());
+}
+
 static char *decompress(const char *name, char *src, size_t n, size_t *len)
 {
+    const size_t limit = tool_max_input();
+    unsigned long long claim = ZSTD_getFrameContentSize(src, n);
+    if (claim != ZSTD_CONTENTSIZE_UNKNOWN && claim != ZSTD_CONTENTSIZE_ERROR && claim > limit)
+        too_big(name, "decompressed content");
     ZSTD_DStream *ds = ZSTD_createDStream();
     if (!ds)
-        tool_die(EXIT_SYSTEM, "out of memory");
-    size_t cap = n * 4 + 1024, used = 0;
+        tool_die(EXIT_SYSTEM, "%s: out of memory (starting to decompress)", name);
+    size_t cap = n < limit / 4 ? n * 4 + 1024 : limit, used = 0;
+    if (claim != ZSTD_CONTENTSIZE_UNKNOWN && claim != ZSTD_CONTENTSIZE_ERROR)
+        cap = (size_t)claim + 1;
     char *dst = malloc(cap + 1);
     if (!dst)
-        tool_die(EXIT_SYSTEM, "out of memory");
+        tool_die(EXIT_SYSTEM, "%s: out of memory (decompressing to %zu bytes)", name, cap);
     ZSTD_inBuffer in = { src, n, 0 };
     size_t ret = 1;
     while (in.pos < in.size || ret != 0) {
         if (used == cap) {
-            if (cap > ((size_t)1 << 40))
-                tool_die(EXIT_DATA, "%s: decompressed size is too large", name);
-            cap *= 2;
-            dst = realloc(dst, cap + 1);
-            if (!dst)
-                tool_die(EXIT_SYSTEM, "out of memory");
+            if (cap > limit)
+                too_big(name, "decompressed content");
+            cap = cap > limit / 2 ? limit + 1 : cap * 2;
+            char *nd = realloc(dst, cap + 1);
+            if (!nd)
+                tool_die(EXIT_SYSTEM, "%s: out of memory (decompressing, %zu bytes so far)",
+                         name, used);
+            dst = nd;
         }
         ZSTD_outBuffer out = { dst, cap, used };
         size_t before_in = in.pos;
@@ -106,6 +166,8 @@ static char *decompress(const char *name, char *src, size_t n, size_t *len)
         if (!progress && in.pos == in.size && ret != 0)
             tool_die(EXIT_DATA, "%s: truncated zstd stream", name);
     }
+    if (used > limit)
+        too_big(name, "decompressed content");
     ZSTD_freeDStream(ds);
     free(src);
     dst[used] = '\0';
@@ -117,20 +179,27 @@ char *tool_read_all(const char *path, size_t *len)
 {
     int use_stdin = !path || strcmp(path, "-") == 0;
     const char *name = use_stdin ? "(stdin)" : path;
+    if (use_stdin)
+        tool_check_stdin();
     FILE *f = use_stdin ? stdin : fopen(path, "rb");
     if (!f)
         tool_die(EXIT_SYSTEM, "%s: cannot open: %s", path, strerror(errno));
+    const size_t limit = tool_max_input();
     size_t cap = 1 << 16, n = 0;
     char *b = malloc(cap + 1);
     if (!b)
-        tool_die(EXIT_SYSTEM, "out of memory");
+        tool_die(EXIT_SYSTEM, "%s: out of memory", name);
     for (;;) {
         if (n == cap) {
-            cap *= 2;
-            char *nb = realloc(b, cap + 1);
+            if (cap > limit)
+                too_big(name, "input");
+            /* One byte past the limit tells "at the limit" from "beyond". */
+            size_t nc = cap > limit / 2 ? limit + 1 : cap * 2;
+            char *nb = realloc(b, nc + 1);
             if (!nb)
-                tool_die(EXIT_SYSTEM, "out of memory");
+                tool_die(EXIT_SYSTEM, "%s: out of memory (reading, %zu bytes so far)", name, n);
             b = nb;
+            cap = nc;
         }
         size_t r = fread(b + n, 1, cap - n, f);
         n += r;
@@ -139,6 +208,8 @@ char *tool_read_all(const char *path, size_t *len)
     }
     if (ferror(f))
         tool_die(EXIT_SYSTEM, "%s: read error: %s", name, strerror(errno));
+    if (n > limit)
+        too_big(name, "input");
     if (!use_stdin)
         fclose(f);
     b[n] = '\0';
@@ -149,61 +220,283 @@ char *tool_read_all(const char *path, size_t *len)
     return b;
 }
 
+/* ------------------------------------------------------------ lines */
+
+static size_t read_raw(tool_reader *r, void *dst, size_t n)
+{
+    size_t got = fread(dst, 1, n, r->f);
+    if (got == 0 && ferror(r->f))
+        tool_die(EXIT_SYSTEM, "%s: read error: %s", r->name, strerror(errno));
+    return got;
+}
+
+void tool_reader_open(tool_reader *r, const char *path)
+{
+    memset(r, 0, sizeof *r);
+    int use_stdin = strcmp(path, "-") == 0;
+    r->name = use_stdin ? "(stdin)" : path;
+    if (use_stdin)
+        tool_check_stdin();
+    r->f = use_stdin ? stdin : fopen(path, "rb");
+    if (!r->f)
+        tool_die(EXIT_SYSTEM, "%s: cannot open: %s", path, strerror(errno));
+    r->raw_cap = (size_t)1 << 16;
+    r->cap = (size_t)1 << 16;
+    r->raw = malloc(r->raw_cap);
+    r->buf = malloc(r->cap);
+    if (!r->raw || !r->buf)
+        tool_die(EXIT_SYSTEM, "%s: out of memory (line buffer)", r->name);
+    r->raw_len = read_raw(r, r->raw, r->raw_cap);
+    r->raw_eof = r->raw_len == 0;
+    if (r->raw_len >= 4 && r->raw[0] == 0x28 && r->raw[1] == 0xB5 && r->raw[2] == 0x2F &&
+        r->raw[3] == 0xFD) {
+        r->zs = ZSTD_createDStream();
+        if (!r->zs)
+            tool_die(EXIT_SYSTEM, "%s: out of memory (line buffer)", r->name);
+        ZSTD_initDStream(r->zs);
+        r->zret = 1;
+    }
+}
+
+void tool_reader_close(tool_reader *r)
+{
+    if (r->f != stdin)
+        fclose(r->f);
+    ZSTD_freeDStream(r->zs);
+    free(r->raw);
+    free(r->buf);
+}
+
+/* Append text to buf[end .. cap); returns the bytes added, 0 at the end. */
+static size_t fill(tool_reader *r)
+{
+    size_t room = r->cap - r->end;
+    if (!r->zs) {
+        if (r->raw_pos < r->raw_len) {
+            size_t n = r->raw_len - r->raw_pos < room ? r->raw_len - r->raw_pos : room;
+            memcpy(r->buf + r->end, r->raw + r->raw_pos, n);
+            r->raw_pos += n;
+            return n;
+        }
+        return read_raw(r, r->buf + r->end, room);
+    }
+    for (;;) {
+        if (r->raw_pos == r->raw_len && !r->raw_eof) {
+            r->raw_len = read_raw(r, r->raw, r->raw_cap);
+            r->raw_pos = 0;
+            r->raw_eof = r->raw_len == 0;
+        }
+        if (r->raw_pos == r->raw_len) {
+            if (r->zret != 0)
+                tool_die(EXIT_DATA, "%s: truncated zstd stream", r->name);
+            return 0;
+        }
+        ZSTD_inBuffer in = { r->raw, r->raw_len, r->raw_pos };
+        ZSTD_outBuffer out = { r->buf + r->end, room, 0 };
+        r->zret = ZSTD_decompressStream(r->zs, &out, &in);
+        if (ZSTD_isError(r->zret))
+            tool_die(EXIT_DATA, "%s: zstd: %s", r->name, ZSTD_getErrorName(r->zret));
+        r->raw_pos = in.pos;
+        if (out.pos > 0)
+            return out.pos;
+    }
+}
+
+/* Next line without its '\n' (a missing final newline is fine).  Returns 1,
+ * or 0 at the end of the input. */
+int tool_reader_line(tool_reader *r, const char **line, size_t *len)
+{
+    for (;;) {
+        char *nl = r->end > r->start ? memchr(r->buf + r->start, '\n', r->end - r->start) : NULL;
+        if (nl || (r->eof && r->end > r->start)) {
+            size_t stop = nl ? (size_t)(nl - r->buf) : r->end;
+            *line = r->buf + r->start;
+            *len = stop - r->start;
+            r->start = nl ? stop + 1 : stop;
+            r->line++;
+            return 1;
+        }
+        if (r->eof)
+            return 0;
+        if (r->start > 0) {
+            memmove(r->buf, r->buf + r->start, r->end - r->start);
+            r->end -= r->start;
+            r->start = 0;
+        }
+        if (r->end == r->cap) {
+            if (r->cap >= TOOL_MAX_LINE)
+                tool_die(EXIT_DATA, "%s:%ld: line longer than %zu MiB", r->name, r->line + 1,
+                         TOOL_MAX_LINE >> 20);
+            char *nb = realloc(r->buf, r->cap * 2);
+            if (!nb)
+                tool_die(EXIT_SYSTEM, "%s: out of memory (line buffer)", r->name);
+            r->buf = nb;
+            r->cap *= 2;
+        }
+        size_t n = fill(r);
+        r->end += n;
+        if (n == 0)
+            r->eof = 1;
+    }
+}
+
 /* ------------------------------------------------------------ output */
+
+/* The temporary file to remove when the program dies, kept in a static
+ * buffer so that the signal handler needs nothing but unlink(). */
+static char sig_tmp[4096 + 32];
+static volatile sig_atomic_t sig_tmp_set;
+static const int cleanup_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE,
+                                       SIGXFSZ, SIGALRM, SIGUSR1, SIGUSR2 };
 
 static void cleanup_pending(void)
 {
-    if (pending_out && pending_out->tmp) {
-        unlink(pending_out->tmp);
-        free(pending_out->tmp);
-        pending_out->tmp = NULL;
-    }
+    if (pending_out)
+        tool_out_abort(pending_out);
 }
 
 static void on_signal(int sig)
 {
-    if (pending_out && pending_out->tmp)
-        unlink(pending_out->tmp);
+    if (sig_tmp_set)
+        unlink(sig_tmp);
     signal(sig, SIG_DFL);
     raise(sig);
 }
+
+static void catch_signals(void)
+{
+    static int done;
+    if (done)
+        return;
+    done = 1;
+    atexit(cleanup_pending);
+    for (size_t i = 0; i < sizeof cleanup_signals / sizeof cleanup_signals[0]; i++) {
+        struct sigaction old, sa;
+        /* A signal ignored by whoever started us stays ignored (nohup,
+         * `trap '' XFSZ`): then the failing write is reported instead. */
+        if (sigaction(cleanup_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(cleanup_signals[i], &sa, NULL);
+    }
+}
+
+/* Longest file name component (NAME_MAX on Linux file systems). */
+#define NAME_LIMIT 255
 
 void tool_out_open(tool_out *o, const char *path, int binary)
 {
     memset(o, 0, sizeof *o);
     if (!path || strcmp(path, "-") == 0) {
+        if (std_closed & 2)
+            tool_die(EXIT_SYSTEM, "(stdout): cannot write: standard output is closed");
         if (binary && isatty(STDOUT_FILENO))
             tool_die(EXIT_USAGE, "refusing to write binary output to a terminal (use -o FILE)");
         o->fp = stdout;
         return;
     }
-    size_t n = strlen(path);
+    if (!*path)
+        tool_die(EXIT_SYSTEM, "'': cannot create: %s", strerror(ENOENT));
     o->path = strdup(path);
-    o->tmp = malloc(n + 16);
-    if (!o->path || !o->tmp)
-        tool_die(EXIT_SYSTEM, "out of memory");
-    snprintf(o->tmp, n + 16, "%s.tmpXXXXXX", path);
+    if (!o->path)
+        tool_die(EXIT_SYSTEM, "%s: out of memory", path);
+    struct stat st, lst;
+    int exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode))
+        tool_die(EXIT_SYSTEM, "%s: cannot write: %s", path, strerror(EISDIR));
+    int is_link = lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode);
+    char *real = is_link ? realpath(path, NULL) : NULL;
+    /* A device, a named pipe, or a name under /dev or /proc (/dev/stdout is
+     * a link to /proc/self/fd/1, which may name a regular file): a rename
+     * would replace the node, or the link, so write to it in place. */
+    if ((exists && !S_ISREG(st.st_mode)) || strncmp(path, "/dev/", 5) == 0 ||
+        strncmp(path, "/proc/", 6) == 0 || (is_link && !real)) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        if (fd < 0)
+            tool_die(EXIT_SYSTEM, "%s: cannot open: %s", path, strerror(errno));
+        if (binary && isatty(fd))
+            tool_die(EXIT_USAGE, "refusing to write binary output to a terminal (%s)", path);
+        o->fp = fdopen(fd, binary ? "wb" : "w");
+        if (!o->fp)
+            tool_die(EXIT_SYSTEM, "%s: %s", path, strerror(errno));
+        o->direct = 1;
+        free(real);
+        return;
+    }
+    /* A link to a regular file: replace the file, keep the link. */
+    if (real)
+        path = real;
+    /* The temporary file lives beside the destination (rename stays within
+     * one file system); its name is the destination's, cut short enough that
+     * it stays within NAME_LIMIT bytes. */
+    size_t n = strlen(path);
+    const char *slash = strrchr(path, '/');
+    size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
+    size_t base = n - dirlen;
+    const char suffix[] = ".tmpXXXXXX";
+    if (base > NAME_LIMIT - (sizeof suffix - 1))
+        base = NAME_LIMIT - (sizeof suffix - 1);
+    if (dirlen + base + sizeof suffix > sizeof sig_tmp)
+        tool_die(EXIT_SYSTEM, "%s: cannot create: %s", path, strerror(ENAMETOOLONG));
+    o->tmp = malloc(dirlen + base + sizeof suffix);
+    if (!o->tmp)
+        tool_die(EXIT_SYSTEM, "%s: out of memory", path);
+    memcpy(o->tmp, path, dirlen + base);
+    memcpy(o->tmp + dirlen + base, suffix, sizeof suffix);
+    if (real) {
+        /* The rename goes to the link's target; messages keep the name given. */
+        o->dest = real;
+    }
+    catch_signals();
+    /* No signal between creating the file and recording its name. */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
     int fd = mkstemp(o->tmp);
-    if (fd < 0)
-        tool_die(EXIT_SYSTEM, "%s: cannot create: %s", path, strerror(errno));
+    int e = errno;
+    if (fd >= 0) {
+        memcpy(sig_tmp, o->tmp, strlen(o->tmp) + 1);
+        sig_tmp_set = 1;
+        pending_out = o;
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (fd < 0) {
+        free(o->tmp);
+        o->tmp = NULL;
+        tool_die(EXIT_SYSTEM, "%s: cannot create: %s", path, strerror(e));
+    }
     o->fp = fdopen(fd, binary ? "wb" : "w");
-    if (!o->fp)
+    if (!o->fp) {
+        close(fd);
         tool_die(EXIT_SYSTEM, "%s: %s", path, strerror(errno));
-    pending_out = o;
-    atexit(cleanup_pending);
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    signal(SIGHUP, on_signal);
+    }
 }
 
 void tool_out_write(tool_out *o, const void *buf, size_t n)
 {
     if (n && fwrite(buf, 1, n, o->fp) != n) {
-        if (errno == EPIPE)
+        if (errno == EPIPE && o->fp == stdout)
             exit(EXIT_OK);
         tool_die(EXIT_SYSTEM, "%s: write error: %s", o->path ? o->path : "(stdout)",
                  strerror(errno));
     }
+}
+
+/* Close o->fp once, whatever happens; 0 or an errno value. */
+static int close_out(tool_out *o, int sync)
+{
+    FILE *fp = o->fp;
+    o->fp = NULL;
+    int e = 0;
+    if (fflush(fp) != 0 || ferror(fp))
+        e = errno ? errno : EIO;
+    else if (sync && fsync(fileno(fp)) != 0)
+        e = errno;
+    if (fclose(fp) != 0 && !e)
+        e = errno;
+    return e;
 }
 
 void tool_out_commit(tool_out *o)
@@ -212,34 +505,38 @@ void tool_out_commit(tool_out *o)
         tool_close_stdout();
         return;
     }
-    if (fflush(o->fp) != 0 || ferror(o->fp) || fsync(fileno(o->fp)) != 0) {
-        int e = errno;
-        fclose(o->fp);
+    errno = 0;
+    int e = close_out(o, !o->direct);
+    if (e)
         tool_die(EXIT_SYSTEM, "%s: write error: %s", o->path, strerror(e));
+    if (!o->direct) {
+        /* mkstemp creates 0600; give the file the usual permissions. */
+        mode_t um = umask(0);
+        umask(um);
+        chmod(o->tmp, 0666 & ~um);
+        if (rename(o->tmp, o->dest ? o->dest : o->path) != 0)
+            tool_die(EXIT_SYSTEM, "%s: cannot rename the temporary file to it: %s", o->path,
+                     strerror(errno));
+        sig_tmp_set = 0;
+        free(o->tmp);
+        o->tmp = NULL;
+        pending_out = NULL;
     }
-    if (fclose(o->fp) != 0)
-        tool_die(EXIT_SYSTEM, "%s: write error: %s", o->path, strerror(errno));
-    /* mkstemp creates 0600; give the file the usual permissions. */
-    mode_t um = umask(0);
-    umask(um);
-    chmod(o->tmp, 0666 & ~um);
-    if (rename(o->tmp, o->path) != 0)
-        tool_die(EXIT_SYSTEM, "%s: cannot rename: %s", o->path, strerror(errno));
-    free(o->tmp);
-    o->tmp = NULL;
-    pending_out = NULL;
     free(o->path);
-    o->path = NULL;
+    free(o->dest);
+    o->path = o->dest = NULL;
 }
 
 void tool_out_abort(tool_out *o)
 {
+    if (o->fp && o->fp != stdout)
+        fclose(o->fp);
+    o->fp = NULL;
     if (o->tmp) {
-        if (o->fp)
-            fclose(o->fp);
         unlink(o->tmp);
         free(o->tmp);
         o->tmp = NULL;
+        sig_tmp_set = 0;
     }
     if (pending_out == o)
         pending_out = NULL;
@@ -247,6 +544,8 @@ void tool_out_abort(tool_out *o)
 
 void tool_close_stdout(void)
 {
+    if (std_closed & 2)
+        tool_die(EXIT_SYSTEM, "(stdout): cannot write: standard output is closed");
     if (fflush(stdout) != 0 || ferror(stdout)) {
         if (errno == EPIPE)
             exit(EXIT_OK);

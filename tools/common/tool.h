@@ -6,6 +6,7 @@
 
 #include "qs.h"
 #include <stdio.h>
+#include <zstd.h>
 
 /* Exit codes, documented in the README. */
 enum {
@@ -30,16 +31,58 @@ _Noreturn void tool_die_err(const char *where, const qs_error *err);
 /* Exit code for a library status. */
 int tool_exit_code(qs_status st);
 
+/* Die (exit 4) if standard input was closed when the program started (it is
+ * then held open on /dev/null); call before reading "-". */
+void tool_check_stdin(void);
+
 /* Read a whole file ("-" = stdin) into memory, NUL-terminated; a zstd frame
- * is decompressed transparently.  Dies with a message on failure. */
+ * is decompressed transparently.  Dies with a message on failure: exit 1
+ * when the input, or its decompressed content, is larger than
+ * tool_max_input() bytes. */
 char *tool_read_all(const char *path, size_t *len);
+
+/* The limit on whole-file inputs (models, .qsm files, reversal samples):
+ * the environment variable QS_MAX_INPUT (bytes; suffixes K, M, G), default
+ * TOOL_MAX_INPUT_DEFAULT.  A bad value is a usage error. */
+#define TOOL_MAX_INPUT_DEFAULT ((size_t)1 << 30)
+size_t tool_max_input(void);
+
+/* Streaming line reader over a file or "-" (stdin): plain text or a zstd
+ * stream (recognised by its magic number), so memory follows the longest
+ * line, not the file.  Read and decompression errors die naming the file. */
+#define TOOL_MAX_LINE ((size_t)256 << 20) /* documented limit on one line */
+typedef struct tool_reader {
+    FILE *f;
+    const char *name;        /* for messages */
+    ZSTD_DStream *zs;        /* non-NULL: decompressing */
+    unsigned char *raw;      /* bytes read but not yet used */
+    size_t raw_len, raw_pos, raw_cap;
+    int raw_eof;
+    size_t zret;             /* last ZSTD_decompressStream result (0: frame complete) */
+    char *buf;               /* text: lines are cut from buf[start .. end) */
+    size_t cap, start, end;
+    int eof;
+    long line;               /* number of the last line returned */
+} tool_reader;
+void tool_reader_open(tool_reader *r, const char *path);
+/* Next line without its '\n' (a missing final newline is fine): 1, or 0 at
+ * the end.  A line longer than TOOL_MAX_LINE is an error (exit 1). */
+int tool_reader_line(tool_reader *r, const char **line, size_t *len);
+void tool_reader_close(tool_reader *r);
 
 /* Output that appears only when complete: writes go to a temporary file in
  * the destination's directory, renamed over `path` by tool_out_commit().
- * path "-" (or NULL) means stdout, written directly. */
+ * path "-" (or NULL) means stdout, written directly; so are a character or
+ * block device, a FIFO and anything named under /dev/ or /proc/ (a rename
+ * would replace them); a link to a regular file has its target replaced; a
+ * directory or "" is refused (exit 4).  The temporary name is the destination's, cut to fit
+ * 255 bytes, + ".tmpXXXXXX"; it is removed on any exit through tool_die and
+ * on SIGINT, TERM, HUP, PIPE, XFSZ, ALRM, USR1 and USR2 (unless ignored). */
 typedef struct tool_out {
     FILE *fp;
     char *path, *tmp;
+    char *dest; /* where the rename goes when path is a link (else NULL) */
+    int direct; /* a device or FIFO, written in place (no temporary file) */
 } tool_out;
 void tool_out_open(tool_out *o, const char *path, int binary);
 void tool_out_write(tool_out *o, const void *buf, size_t n);

@@ -12,8 +12,6 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#define MAX_LINE ((size_t)256 << 20) /* the same limit on one line as qs-score */
-
 static const char usage_line[] =
     "usage: qs-eval [options] LETOR SCORES\n"
     "       qs-score --annotate MODEL.qsm DOCS | qs-eval [options] [-]\n";
@@ -106,140 +104,8 @@ static _Noreturn void usage_die(const char *fmt, ...)
 
 /* ------------------------------------------------------------ input */
 
-/* Streaming line reader: plain text or a zstd stream (recognised by its
- * magic number), so memory follows the longest line, not the file. */
-typedef struct reader {
-    FILE *f;
-    const char *name;        /* for messages */
-    ZSTD_DStream *zs;        /* non-NULL: decompressing */
-    unsigned char *raw;      /* bytes read but not yet used */
-    size_t raw_len, raw_pos, raw_cap;
-    int raw_eof;
-    size_t zret;             /* last ZSTD_decompressStream result (0: frame complete) */
-    char *buf;               /* text: lines are cut from buf[start .. end) */
-    size_t cap, start, end;
-    int eof;
-    long line;               /* number of the last line returned */
-} reader;
-
-static size_t read_raw(reader *r, void *dst, size_t n)
-{
-    size_t got = fread(dst, 1, n, r->f);
-    if (got == 0 && ferror(r->f))
-        tool_die(EXIT_SYSTEM, "%s: read error: %s", r->name, strerror(errno));
-    return got;
-}
-
-static void reader_open(reader *r, const char *path)
-{
-    memset(r, 0, sizeof *r);
-    int use_stdin = strcmp(path, "-") == 0;
-    r->name = use_stdin ? "(stdin)" : path;
-    r->f = use_stdin ? stdin : fopen(path, "rb");
-    if (!r->f)
-        tool_die(EXIT_SYSTEM, "%s: cannot open: %s", path, strerror(errno));
-    r->raw_cap = (size_t)1 << 16;
-    r->cap = (size_t)1 << 16;
-    r->raw = malloc(r->raw_cap);
-    r->buf = malloc(r->cap);
-    if (!r->raw || !r->buf)
-        tool_die(EXIT_SYSTEM, "out of memory");
-    r->raw_len = read_raw(r, r->raw, r->raw_cap);
-    r->raw_eof = r->raw_len == 0;
-    if (r->raw_len >= 4 && r->raw[0] == 0x28 && r->raw[1] == 0xB5 && r->raw[2] == 0x2F &&
-        r->raw[3] == 0xFD) {
-        r->zs = ZSTD_createDStream();
-        if (!r->zs)
-            tool_die(EXIT_SYSTEM, "out of memory");
-        ZSTD_initDStream(r->zs);
-        r->zret = 1;
-    }
-}
-
-static void reader_close(reader *r)
-{
-    if (r->f != stdin)
-        fclose(r->f);
-    ZSTD_freeDStream(r->zs);
-    free(r->raw);
-    free(r->buf);
-}
-
-/* Append text to buf[end .. cap); returns the bytes added, 0 at the end. */
-static size_t fill(reader *r)
-{
-    size_t room = r->cap - r->end;
-    if (!r->zs) {
-        if (r->raw_pos < r->raw_len) {
-            size_t n = r->raw_len - r->raw_pos < room ? r->raw_len - r->raw_pos : room;
-            memcpy(r->buf + r->end, r->raw + r->raw_pos, n);
-            r->raw_pos += n;
-            return n;
-        }
-        return read_raw(r, r->buf + r->end, room);
-    }
-    for (;;) {
-        if (r->raw_pos == r->raw_len && !r->raw_eof) {
-            r->raw_len = read_raw(r, r->raw, r->raw_cap);
-            r->raw_pos = 0;
-            r->raw_eof = r->raw_len == 0;
-        }
-        if (r->raw_pos == r->raw_len) {
-            if (r->zret != 0)
-                tool_die(EXIT_DATA, "%s: truncated zstd stream", r->name);
-            return 0;
-        }
-        ZSTD_inBuffer in = { r->raw, r->raw_len, r->raw_pos };
-        ZSTD_outBuffer out = { r->buf + r->end, room, 0 };
-        r->zret = ZSTD_decompressStream(r->zs, &out, &in);
-        if (ZSTD_isError(r->zret))
-            tool_die(EXIT_DATA, "%s: zstd: %s", r->name, ZSTD_getErrorName(r->zret));
-        r->raw_pos = in.pos;
-        if (out.pos > 0)
-            return out.pos;
-    }
-}
-
-/* Next line without its '\n' (a missing final newline is fine).  Returns 1,
- * or 0 at the end of the input. */
-static int next_line(reader *r, const char **line, size_t *len)
-{
-    for (;;) {
-        char *nl = r->end > r->start ? memchr(r->buf + r->start, '\n', r->end - r->start) : NULL;
-        if (nl || (r->eof && r->end > r->start)) {
-            size_t stop = nl ? (size_t)(nl - r->buf) : r->end;
-            *line = r->buf + r->start;
-            *len = stop - r->start;
-            r->start = nl ? stop + 1 : stop;
-            r->line++;
-            return 1;
-        }
-        if (r->eof)
-            return 0;
-        if (r->start > 0) {
-            memmove(r->buf, r->buf + r->start, r->end - r->start);
-            r->end -= r->start;
-            r->start = 0;
-        }
-        if (r->end == r->cap) {
-            if (r->cap >= MAX_LINE)
-                tool_die(EXIT_DATA, "%s:%ld: line longer than %zu MiB", r->name, r->line + 1,
-                         MAX_LINE >> 20);
-            char *nb = realloc(r->buf, r->cap * 2);
-            if (!nb)
-                tool_die(EXIT_SYSTEM, "out of memory");
-            r->buf = nb;
-            r->cap *= 2;
-        }
-        size_t n = fill(r);
-        r->end += n;
-        if (n == 0)
-            r->eof = 1;
-    }
-}
-
 /* Die with a library error at the reader's current line. */
-static _Noreturn void die_at(const reader *r, qs_error *err)
+static _Noreturn void die_at(const tool_reader *r, qs_error *err)
 {
     if (err->code == QS_ERR_FORMAT)
         err->line = r->line;
@@ -259,7 +125,7 @@ static int blank(const char *s, size_t n)
 /* Warn once about a qid that comes back after another one; count the rest. */
 static long comebacks;
 
-static void came_back(const reader *r, const qs_eval_doc *d)
+static void came_back(const tool_reader *r, const qs_eval_doc *d)
 {
     if (comebacks++ == 0)
         tool_warn("%s:%ld: qid '%.*s' comes back after another qid; --group=block keeps "
@@ -421,10 +287,10 @@ int main(int argc, char **argv)
     qs_eval_doc doc;
     const char *where; /* the file named in a "no documents" error */
     if (ann_path) {
-        reader A;
-        reader_open(&A, ann_path);
+        tool_reader A;
+        tool_reader_open(&A, ann_path);
         where = A.name;
-        while (next_line(&A, &line, &len)) {
+        while (tool_reader_line(&A, &line, &len)) {
             if (len == 0 || (len == 1 && line[0] == '\r'))
                 continue; /* an empty line carries no document and shifts nothing */
             if (qs_eval_parse_annotated(line, len, column, &doc, &err) != 0)
@@ -435,14 +301,14 @@ int main(int argc, char **argv)
             if (rc > 0)
                 came_back(&A, &doc);
         }
-        reader_close(&A);
+        tool_reader_close(&A);
     } else {
-        reader L, S;
-        reader_open(&L, letor_path);
-        reader_open(&S, score_path);
+        tool_reader L, S;
+        tool_reader_open(&L, letor_path);
+        tool_reader_open(&S, score_path);
         where = L.name;
         size_t ndocs = 0;
-        while (next_line(&L, &line, &len)) {
+        while (tool_reader_line(&L, &line, &len)) {
             int is_doc;
             if (qs_eval_parse_letor(line, len, &doc, &is_doc, &err) != 0)
                 die_at(&L, &err);
@@ -451,7 +317,7 @@ int main(int argc, char **argv)
             ndocs++;
             const char *sl;
             size_t sn;
-            if (!next_line(&S, &sl, &sn))
+            if (!tool_reader_line(&S, &sl, &sn))
                 tool_die(EXIT_DATA, "%s:%ld: no score for this document (%s has only %ld line%s)",
                          L.name, L.line, S.name, S.line, S.line == 1 ? "" : "s");
             if (qs_eval_parse_score(sl, sn, column, &doc.score, &err) != 0)
@@ -464,12 +330,12 @@ int main(int argc, char **argv)
         }
         /* Blank lines after the last score are harmless; anything else means
          * the files do not belong together. */
-        while (next_line(&S, &line, &len))
+        while (tool_reader_line(&S, &line, &len))
             if (!blank(line, len))
                 tool_die(EXIT_DATA, "%s:%ld: more scores than documents (%s has %zu)", S.name,
                          S.line, L.name, ndocs);
-        reader_close(&L);
-        reader_close(&S);
+        tool_reader_close(&L);
+        tool_reader_close(&S);
     }
     if (comebacks > 1)
         tool_warn("%ld blocks in all start with a qid seen before", comebacks);

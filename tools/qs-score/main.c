@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_LINE ((size_t)256 << 20) /* documented limit on one input line */
-
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -75,59 +73,6 @@ static void version(int verbose)
 static int format_score(char *dst, double v, int digits, int tab)
 {
     return snprintf(dst, 64, "%s%.*g", tab ? "\t" : "", digits, v);
-}
-
-/* Buffered line reader with a hard limit on the line length. */
-typedef struct lines {
-    FILE *f;
-    char *buf;
-    size_t cap, start, end;
-    int eof;
-} lines;
-
-/* Returns 1 with line and len set, 0 at end of input, -1 if a line is too long. */
-static int next_line(lines *L, const char **line, size_t *len)
-{
-    for (;;) {
-        char *nl = L->end > L->start ? memchr(L->buf + L->start, '\n', L->end - L->start) : NULL;
-        if (nl) {
-            *line = L->buf + L->start;
-            *len = (size_t)(nl - (L->buf + L->start));
-            L->start = (size_t)(nl - L->buf) + 1;
-            return 1;
-        }
-        if (L->eof) {
-            if (L->end > L->start) {
-                *line = L->buf + L->start;
-                *len = L->end - L->start;
-                L->start = L->end;
-                return 1;
-            }
-            return 0;
-        }
-        if (L->start > 0) {
-            memmove(L->buf, L->buf + L->start, L->end - L->start);
-            L->end -= L->start;
-            L->start = 0;
-        }
-        if (L->end == L->cap) {
-            if (L->cap >= MAX_LINE)
-                return -1;
-            size_t nc = L->cap * 2;
-            char *q = realloc(L->buf, nc);
-            if (!q)
-                tool_die(EXIT_SYSTEM, "out of memory");
-            L->buf = q;
-            L->cap = nc;
-        }
-        size_t r = fread(L->buf + L->end, 1, L->cap - L->end, L->f);
-        L->end += r;
-        if (r == 0) {
-            if (ferror(L->f))
-                tool_die(EXIT_SYSTEM, "read error: %s", strerror(errno));
-            L->eof = 1;
-        }
-    }
 }
 
 static uint32_t parse_u32(const char *s, const char *what, uint32_t lo, uint32_t hi)
@@ -251,17 +196,13 @@ int main(int argc, char **argv)
     if (!w)
         tool_die_err(NULL, &err);
 
-    FILE *in = stdin;
-    if (strcmp(dpath, "-") != 0 && !(in = fopen(dpath, "rb")))
-        tool_die(EXIT_SYSTEM, "%s: cannot open: %s", dpath, strerror(errno));
     tool_out out;
     tool_out_open(&out, outpath, 0);
+    tool_reader L;
+    tool_reader_open(&L, dpath);
     static char obuf[1 << 16];
     setvbuf(out.fp, NULL, _IOFBF, 1 << 20);
 
-    lines L = { in, malloc(1 << 20), 1 << 20, 0, 0, 0 };
-    if (!L.buf)
-        tool_die(EXIT_SYSTEM, "out of memory");
     const int digits = qs_score_digits(s);
     const uint32_t nslots = qs_workspace_slots(w);
     double *batch = malloc(sizeof(double) * info.num_classes * nslots);
@@ -274,7 +215,7 @@ int main(int argc, char **argv)
     uint32_t n = 0;
     int rc;
     for (;;) {
-        rc = next_line(&L, &line, &len);
+        rc = tool_reader_line(&L, &line, &len);
         if (rc == 1) {
             ln++;
             qs_letor_line lm;
@@ -327,12 +268,8 @@ int main(int argc, char **argv)
         if (rc != 1)
             break;
     }
-    if (rc < 0)
-        tool_die(EXIT_DATA, "%s:%ld: line longer than %zu MiB", dname, ln + 1, MAX_LINE >> 20);
-    if (in != stdin)
-        fclose(in);
+    tool_reader_close(&L);
     tool_out_commit(&out);
-    free(L.buf);
     for (uint32_t d = 0; d < nslots; d++) {
         free(meta[d].label);
         free(meta[d].qid);
