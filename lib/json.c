@@ -158,6 +158,11 @@ static int scan_string(qs_json_reader *r, qs_json_token *t, qs_error *err)
                     if (hex_val(b[i + k]) < 0)
                         return fail_at(r, err, QS_ERR_FORMAT, i,
                                        "invalid \\u escape (4 hex digits expected)");
+                /* A NUL inside a name or a number would cut it short in
+                 * every C string it is compared or parsed as. */
+                if (memcmp(b + i + 2, "0000", 4) == 0)
+                    return fail_at(r, err, QS_ERR_FORMAT, i,
+                                   "escaped NUL (\\u0000) in a string is not accepted");
                 i += 6;
             } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' ||
                        e == 'r' || e == 't') {
@@ -466,6 +471,8 @@ static int ub_bytes(qs_json_reader *r, qs_error *err, qs_json_token *t, int utf8
     const unsigned char *b = (const unsigned char *)r->buf + r->pos;
     if (utf8)
         for (size_t i = 0; i < (size_t)n;) {
+            if (b[i] == 0)
+                return ub_fail(r, err, QS_ERR_FORMAT, r->pos + i, "NUL byte in a string");
             if (b[i] < 0x80) {
                 i++;
                 continue;

@@ -109,7 +109,8 @@ int qs_json_str_eq(const qs_json_token *t, const char *s);
 
 /* Decode a STRING or KEY token into out[0..cap) as UTF-8 and NUL-terminate it.
  * Returns the decoded length, or -1 when it does not fit (cap includes the
- * NUL) or the token is not a string.  \u0000 is decoded as a NUL byte. */
+ * NUL) or the token is not a string.  (The reader refuses \u0000, and a NUL
+ * byte in a UBJSON string, so the result holds no NUL.) */
 long long qs_json_str_decode(const qs_json_token *t, char *out, size_t cap);
 
 /* Numbers.  Each returns 0, or -1 when the token is not a number of the

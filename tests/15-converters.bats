@@ -107,3 +107,26 @@ score_fixture() { # score_fixture MODEL DOCS WANT [qs-score options]: every back
     run qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" "$BATS_TEST_TMPDIR/a.txt"
     assert_success
 }
+
+@test "xgboost: a string with an escaped NUL is refused, not cut at the NUL" {
+    T="$BATS_TEST_TMPDIR"
+    M="$FIX/xgb-tiny/model.json"
+    check() { # check SED-EXPR: the edited model is refused naming the byte
+        sed "$1" "$M" > "$T/nul.json"
+        cmp -s "$T/nul.json" "$M" && { echo "sed '$1' changed nothing"; return 1; }
+        run qs-convert -o "$T/out" "$T/nul.json"
+        assert_failure 1
+        assert_output --regexp "^qs-convert: $T/nul.json: byte [0-9]+: json: escaped NUL \(\\\\u0000\) in a string is not accepted"
+        [ ! -e "$T/out" ]
+    }
+    check 's/"name":"gbtree"/"name":"gbtree\\u0000dart"/'
+    check 's/"name":"rank:ndcg"/"name":"binary:logistic\\u0000rank:ndcg"/'
+    check 's/"num_feature":"47"/"num_feature":"47\\u00009"/'
+    check 's/"num_feature":/"num_feature\\u0000x":/'
+    # UBJSON holds strings as bytes: a NUL byte is refused the same way.
+    LC_ALL=C sed 's/gbtree/gb\x00ree/' "$X/real-cat.ubj" > "$T/nul.ubj"
+    cmp -s "$T/nul.ubj" "$X/real-cat.ubj" && { echo "no gbtree in the UBJSON model"; return 1; }
+    run qs-convert "$T/nul.ubj"
+    assert_failure 1
+    assert_output --regexp "^qs-convert: $T/nul.ubj: byte [0-9]+: .*NUL byte in a string"
+}
