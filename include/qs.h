@@ -228,6 +228,8 @@ int qs_score_digits(const qs_scorer *s);
 typedef struct qs_letor_line {
     const char *label; size_t label_len;   /* the label token, verbatim */
     const char *qid;   size_t qid_len;     /* qid value, or NULL when absent */
+    long long max_id;  /* the largest feature id on the line, -1 when none (ids at
+                          or beyond the model's feature count are ignored) */
 } qs_letor_line;
 
 /* Parse `line` (without its newline; a trailing CR is ignored).  For every

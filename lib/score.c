@@ -774,6 +774,7 @@ int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const 
     const char *p = line, *end = line + len;
     char show[64];
     memset(out, 0, sizeof *out);
+    out->max_id = -1;
     *is_doc = 0;
     /* A comment runs to the end of the line. */
     const char *hash = memchr(line, '#', len);
@@ -836,6 +837,8 @@ int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const 
                            show);
         }
         qs_doc_set(w, (uint32_t)id, v);
+        if ((long long)id > out->max_id)
+            out->max_id = (long long)id;
     }
     *is_doc = 1;
     return 0;

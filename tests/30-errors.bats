@@ -131,9 +131,11 @@ no_leftovers() { # no output file and no temporary file in $T
 
 @test "qs-score: a line of megabytes is fine; ids beyond the model are ignored" {
     awk 'BEGIN { printf "1 qid:1"; for (i = 1; i <= 300000; i++) printf " %d:0.5", i; print "" }' > "$T/big"
-    run qs-score "$T/m.qsm" "$T/big"
+    run bash -c "qs-score '$T/m.qsm' '$T/big' 2> '$T/err'"
     assert_success
     assert_equal "${#lines[@]}" 1
+    run cat "$T/err"
+    assert_output --partial "$T/big:1: feature id 300000 is beyond the model's 47 features"
 }
 
 @test "qs-score: a closed pipe is a quiet stop" {

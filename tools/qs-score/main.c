@@ -23,6 +23,9 @@ static void usage(FILE *f)
             "                         library's: LightGBM, QuickRank zero; XGBoost missing)\n"
             "  --transform            apply the objective's output function (sigmoid, softmax...)\n"
             "  --annotate             write `label<TAB>qid<TAB>score` lines (for qs-eval)\n"
+            "  --strict-features      a feature id the model does not have (>= its feature\n"
+            "                         count) is an error; by default it is ignored, with one\n"
+            "                         warning naming the first such line\n"
             "  --backend NAME         force a back end: auto, walk, qs, vqs, vqs-avx2,\n"
             "                         vqs-avx512, struct, vpred, oblivious (also the\n"
             "                         QS_BACKEND variable)\n"
@@ -106,6 +109,22 @@ static void keep(char **dst, size_t *cap, size_t *len, const char *src, size_t n
     *len = n;
 }
 
+/* A document with a feature id the model does not have: LightGBM and
+ * XGBoost refuse such a mismatch; sparse LETOR files often carry extra ids,
+ * so by default one warning, and an error with --strict-features. */
+static void extra_features(const char *dname, long ln, long long id, uint32_t nf, int strict,
+                           int *warned)
+{
+    if (strict)
+        tool_die(EXIT_DATA, "%s:%ld: feature id %lld is beyond the model's %u features "
+                            "(ids 0..%lld; --strict-features)",
+                 dname, ln, id, nf, (long long)nf - 1);
+    tool_warn("%s:%ld: feature id %lld is beyond the model's %u features (ids "
+              "0..%lld): ignored, here and on any later line (--strict-features refuses it)",
+              dname, ln, id, nf, (long long)nf - 1);
+    *warned = 1;
+}
+
 int main(int argc, char **argv)
 {
     tool_init(argv[0]);
@@ -113,6 +132,7 @@ int main(int argc, char **argv)
         { "absent", required_argument, 0, 'a' },
         { "transform", no_argument, 0, 't' },
         { "annotate", no_argument, 0, 'n' },
+        { "strict-features", no_argument, 0, 'S' },
         { "backend", required_argument, 0, 'b' },
         { "tree-block", required_argument, 0, 'T' },
         { "doc-block", required_argument, 0, 'D' },
@@ -124,7 +144,7 @@ int main(int argc, char **argv)
         { 0, 0, 0, 0 },
     };
     qs_absent absent = QS_ABSENT_DEFAULT;
-    int transform = 0, annotate = 0, show_version = 0, verbose = 0;
+    int transform = 0, annotate = 0, show_version = 0, verbose = 0, strict_features = 0;
     const char *outpath = NULL, *bname = getenv("QS_BACKEND");
     uint32_t tree_block = QS_KEEP, doc_block = QS_KEEP, delta = QS_KEEP;
     int c;
@@ -140,6 +160,7 @@ int main(int argc, char **argv)
             break;
         case 't': transform = 1; break;
         case 'n': annotate = 1; break;
+        case 'S': strict_features = 1; break;
         case 'b': bname = optarg; break;
         case 'T': tree_block = parse_u32(optarg, "--tree-block", 0, UINT32_MAX - 1); break;
         case 'D': doc_block = parse_u32(optarg, "--doc-block", 1, 4096); break;
@@ -212,6 +233,7 @@ int main(int argc, char **argv)
     const char *line;
     size_t len;
     long ln = 0;
+    int features_warned = 0;
     uint32_t n = 0;
     int rc;
     for (;;) {
@@ -227,6 +249,9 @@ int main(int argc, char **argv)
             }
             if (!is_doc)
                 continue;
+            if (lm.max_id >= (long long)info.num_features && !features_warned)
+                extra_features(dname, ln, lm.max_id, info.num_features, strict_features,
+                               &features_warned);
             if (annotate) {
                 /* The line buffer moves as more lines are read: keep copies. */
                 keep(&meta[n].label, &meta[n].cap_label, &meta[n].label_len, lm.label, lm.label_len);
