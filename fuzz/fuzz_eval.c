@@ -180,6 +180,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     unsigned ks[MAX_KS];
     qs_eval_options o;
+    memset(&o, 0, sizeof o);
     qs_eval_conv_default(&o.conv);
     o.metric = (qs_metric)knob(ctl, nctl, 0, 4);
     o.conv.gain = (qs_eval_gain)knob(ctl, nctl, 1, 2);

@@ -309,6 +309,15 @@ typedef struct qs_eval_options {
     const unsigned *ks;   /* cutoffs; 0 means the whole list */
     size_t nk;            /* at least 1 */
     qs_eval_conv conv;
+    /* Optional: called with each query's results as soon as they are known,
+     * in query order (block grouping: when its block ends; qid grouping: in
+     * qs_eval_finish); values[nk] as qs_eval_query_values.  With block
+     * grouping and on_query set, nothing of a finished query is kept
+     * (qs_eval_num_queries is 0; memory follows the largest query, plus the
+     * qids of recent queries for the comeback check of qs_eval_add). */
+    void (*on_query)(void *ctx, const char *qid, size_t qid_len, const double *values,
+                     size_t ndocs);
+    void *ctx;
 } qs_eval_options;
 
 /* One document, as read from a line: the label token verbatim (validated by
@@ -353,9 +362,11 @@ void qs_eval_free(qs_eval *e);
 /* Add a document.  Returns 0; 1 when, with block grouping, this document
  * starts a block whose qid was already seen in an earlier block (the caller
  * may warn; the block is still a separate query); -1 with err on a bad label
- * (QS_ERR_FORMAT) or no memory.  With block grouping a query is computed as
- * soon as its block ends, so memory follows the largest query; with qid
- * grouping every document is held until qs_eval_finish. */
+ * (QS_ERR_FORMAT), on NDCG gains whose sum over the query is not a finite
+ * double (QS_ERR_FORMAT), or no memory.  With block grouping a query is
+ * computed as soon as its block ends; with qid grouping every document is held
+ * until qs_eval_finish.  With on_query and block grouping, a qid is noticed
+ * coming back only within the last 32768 to 65536 queries. */
 int qs_eval_add(qs_eval *e, const qs_eval_doc *doc, qs_error *err);
 
 /* Compute what is left.  Returns 0, or -1 with err (QS_ERR_FORMAT "no

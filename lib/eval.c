@@ -555,7 +555,23 @@ int qs_eval_query(const qs_eval_options *opt, const double *labels, const double
 typedef struct query {
     size_t qid_off, qid_len; /* in the arena */
     size_t ndocs;
+    double gain_sum;         /* NDCG: the sum of the documents' gains so far */
 } query;
+
+/* A set of qids (block grouping with on_query, to warn when a qid comes
+ * back): open addressing over offsets into an arena. */
+typedef struct qidset {
+    char *arena;
+    size_t len, cap;
+    size_t *slot;             /* arena offset + 1, 0 = empty */
+    size_t nslot, used;
+} qidset;
+
+/* Streaming remembers the qids of the last QIDSET_MAX to 2*QIDSET_MAX
+ * queries (two generations), so memory stays bounded however many queries
+ * there are: a qid that comes back after that many others is not noticed. */
+#define QIDSET_MAX ((size_t)1 << 15)
+#define QIDSET_BYTES ((size_t)1 << 20)
 
 struct qs_eval {
     qs_eval_options opt;
@@ -578,6 +594,11 @@ struct qs_eval {
     size_t cur;               /* the open block's query (block grouping) */
     int open;                 /* a block is open */
     int finished;
+    int stream;               /* block grouping with on_query: queries not kept */
+    size_t nqueries;          /* queries computed so far */
+    double *sum;              /* nk: running sums of the values, in query order */
+    size_t *cnt;              /* nk: queries in each sum */
+    qidset seen[2];           /* stream: recent qids (current, previous generation) */
 };
 
 /* Make room for `need` elements of `size` bytes in *p (capacity *cap). */
@@ -607,7 +628,9 @@ qs_eval *qs_eval_new(const qs_eval_options *opt, qs_error *err)
         return NULL;
     qs_eval *e = calloc(1, sizeof *e);
     if (!e || !(e->ks = malloc(opt->nk * sizeof *e->ks)) ||
-        !(e->mean = malloc(opt->nk * sizeof *e->mean))) {
+        !(e->mean = malloc(opt->nk * sizeof *e->mean)) ||
+        !(e->sum = calloc(opt->nk, sizeof *e->sum)) ||
+        !(e->cnt = calloc(opt->nk, sizeof *e->cnt))) {
         qs_eval_free(e);
         qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
         return NULL;
@@ -615,6 +638,7 @@ qs_eval *qs_eval_new(const qs_eval_options *opt, qs_error *err)
     memcpy(e->ks, opt->ks, opt->nk * sizeof *e->ks);
     e->opt = *opt;
     e->opt.ks = e->ks;
+    e->stream = opt->on_query && opt->conv.group == QS_GROUP_BLOCK;
     return e;
 }
 
@@ -631,6 +655,12 @@ void qs_eval_free(qs_eval *e)
     free(e->table);
     free(e->values);
     free(e->mean);
+    free(e->sum);
+    free(e->cnt);
+    for (int g = 0; g < 2; g++) {
+        free(e->seen[g].arena);
+        free(e->seen[g].slot);
+    }
     free(e);
 }
 
@@ -685,6 +715,74 @@ static int table_insert(qs_eval *e, size_t qi, qs_error *err)
     return 0;
 }
 
+static int qidset_has(const qidset *t, const char *qid, size_t n)
+{
+    if (!t->nslot)
+        return 0;
+    size_t mask = t->nslot - 1;
+    for (size_t i = (size_t)hash_qid(qid, n) & mask; t->slot[i]; i = (i + 1) & mask) {
+        const char *q = t->arena + t->slot[i] - 1;
+        if (strlen(q) == n && memcmp(q, qid, n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int qidset_add(qidset *t, const char *qid, size_t n, qs_error *err)
+{
+    if ((t->used + 1) * 2 > t->nslot) {
+        size_t nc = t->nslot ? t->nslot * 2 : 64;
+        size_t *ns = calloc(nc, sizeof *ns);
+        if (!ns)
+            return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+        for (size_t i = 0; i < t->nslot; i++)
+            if (t->slot[i]) {
+                const char *q = t->arena + t->slot[i] - 1;
+                size_t j = (size_t)hash_qid(q, strlen(q)) & (nc - 1);
+                while (ns[j])
+                    j = (j + 1) & (nc - 1);
+                ns[j] = t->slot[i];
+            }
+        free(t->slot);
+        t->slot = ns;
+        t->nslot = nc;
+    }
+    if (grow((void **)&t->arena, &t->cap, t->len + n + 1, 1, err) != 0)
+        return -1;
+    memcpy(t->arena + t->len, qid, n);
+    t->arena[t->len + n] = '\0';
+    size_t j = (size_t)hash_qid(qid, n) & (t->nslot - 1);
+    while (t->slot[j])
+        j = (j + 1) & (t->nslot - 1);
+    t->slot[j] = t->len + 1;
+    t->len += n + 1;
+    t->used++;
+    return 0;
+}
+
+/* Streaming: whether qid was seen recently; remember it if not. */
+static int seen_before(qs_eval *e, const char *qid, size_t n, int *back, qs_error *err)
+{
+    /* A qid with a NUL byte cannot be held as a C string: compare what the
+     * set can hold (such a qid is at worst reported as not coming back). */
+    const char *z = memchr(qid, '\0', n);
+    if (z)
+        n = (size_t)(z - qid);
+    *back = qidset_has(&e->seen[0], qid, n) || qidset_has(&e->seen[1], qid, n);
+    if (*back)
+        return 0;
+    if (e->seen[0].used >= QIDSET_MAX || e->seen[0].len >= QIDSET_BYTES) {
+        qidset old = e->seen[1];
+        e->seen[1] = e->seen[0];
+        e->seen[0] = old;
+        e->seen[0].len = 0;
+        e->seen[0].used = 0;
+        if (e->seen[0].nslot)
+            memset(e->seen[0].slot, 0, e->seen[0].nslot * sizeof *e->seen[0].slot);
+    }
+    return qidset_add(&e->seen[0], qid, n, err);
+}
+
 /* Index of the query with this qid, or (size_t)-1. */
 static size_t table_find(const qs_eval *e, const char *qid, size_t n)
 {
@@ -707,6 +805,7 @@ static int new_query(qs_eval *e, const char *qid, size_t n, int index_it, size_t
     q->qid_off = e->arena_len;
     q->qid_len = n;
     q->ndocs = 0;
+    q->gain_sum = 0.0;
     if (n)
         memcpy(e->arena + e->arena_len, qid, n);
     e->arena[e->arena_len + n] = '\0';
@@ -719,13 +818,24 @@ static int new_query(qs_eval *e, const char *qid, size_t n, int index_it, size_t
     return 0;
 }
 
-/* Compute query qi from its n documents d[] (reordered in place). */
+/* Compute query qi from its n documents d[] (reordered in place); add its
+ * values to the running sums and hand them to on_query. */
 static int compute(qs_eval *e, size_t qi, rdoc *d, size_t n, qs_error *err)
 {
     if (e->opt.metric == QS_METRIC_NDCG &&
         grow((void **)&e->ideal, &e->cap_ideal, n, sizeof *e->ideal, err) != 0)
         return -1;
-    eval_docs(&e->opt, d, n, e->ideal, e->values + qi * e->opt.nk);
+    double *v = e->values + qi * e->opt.nk;
+    eval_docs(&e->opt, d, n, e->ideal, v);
+    for (size_t j = 0; j < e->opt.nk; j++)
+        if (!isnan(v[j])) {
+            e->sum[j] += v[j];
+            e->cnt[j]++;
+        }
+    e->nqueries++;
+    if (e->opt.on_query)
+        e->opt.on_query(e->opt.ctx, e->arena + e->q[qi].qid_off, e->q[qi].qid_len, v,
+                        e->q[qi].ndocs);
     return 0;
 }
 
@@ -736,6 +846,11 @@ static int close_block(qs_eval *e, qs_error *err)
     e->open = 0;
     int rc = compute(e, e->cur, e->docs, e->ndocs, err);
     e->ndocs = 0;
+    if (e->stream) {
+        /* Nothing of a finished query is kept. */
+        e->nq = 0;
+        e->arena_len = 0;
+    }
     return rc;
 }
 
@@ -762,9 +877,14 @@ int qs_eval_add(qs_eval *e, const qs_eval_doc *doc, qs_error *err)
         if (!e->open || !same_qid(e, e->cur, qid, qn)) {
             if (close_block(e, err) != 0)
                 return -1;
-            /* Remember every qid only to warn when one comes back. */
-            back = table_find(e, qid, qn) != (size_t)-1;
-            if (new_query(e, qid, qn, !back, &e->cur, err) != 0)
+            /* Remember qids only to warn when one comes back. */
+            if (e->stream) {
+                if (seen_before(e, qid, qn, &back, err) != 0)
+                    return -1;
+            } else {
+                back = table_find(e, qid, qn) != (size_t)-1;
+            }
+            if (new_query(e, qid, qn, !back && !e->stream, &e->cur, err) != 0)
                 return -1;
             e->open = 1;
         }
@@ -782,6 +902,22 @@ int qs_eval_add(qs_eval *e, const qs_eval_doc *doc, qs_error *err)
     }
     if (grow((void **)&e->docs, &e->cap_docs, e->ndocs + 1, sizeof *e->docs, err) != 0)
         return -1;
+    if (e->opt.metric == QS_METRIC_NDCG) {
+        /* Every DCG is at most the query's sum of gains (discounts are <= 1):
+         * while that sum is finite, no NDCG of the query overflows. */
+        query *q = &e->q[qi];
+        double sum = q->gain_sum + gain_of(&e->opt.conv, label);
+        if (isfinite(sum)) {
+            q->gain_sum = sum;
+        } else {
+            char sq[64];
+            return qs_fail(err, QS_ERR_FORMAT, 0,
+                           "label '%s': the gains of query '%s' add up beyond the largest "
+                           "double, so its DCG cannot be computed",
+                           qs_quote(sh, sizeof sh, doc->label, doc->label_len),
+                           qs_quote(sq, sizeof sq, qid, qn));
+        }
+    }
     rdoc *d = &e->docs[e->ndocs++];
     d->score = rank_score(&e->opt.conv, doc->score);
     d->label = label;
@@ -826,25 +962,15 @@ int qs_eval_finish(qs_eval *e, qs_error *err)
         if (rc != 0)
             return -1;
     }
-    if (e->nq == 0)
+    if (e->nqueries == 0)
         return qs_fail(err, QS_ERR_FORMAT, 0, "no documents");
-    for (size_t j = 0; j < e->opt.nk; j++) {
-        double sum = 0.0;
-        size_t cnt = 0;
-        for (size_t i = 0; i < e->nq; i++) {
-            double v = e->values[i * e->opt.nk + j];
-            if (!isnan(v)) {
-                sum += v;
-                cnt++;
-            }
-        }
-        e->mean[j] = cnt ? sum / (double)cnt : NAN;
-    }
+    for (size_t j = 0; j < e->opt.nk; j++)
+        e->mean[j] = e->cnt[j] ? e->sum[j] / (double)e->cnt[j] : NAN;
     e->finished = 1;
     return 0;
 }
 
-size_t qs_eval_num_queries(const qs_eval *e) { return e->finished ? e->nq : 0; }
+size_t qs_eval_num_queries(const qs_eval *e) { return e->finished && !e->stream ? e->nq : 0; }
 
 const char *qs_eval_query_qid(const qs_eval *e, size_t q, size_t *len)
 {

@@ -53,6 +53,10 @@ static void help(void)
         "  --metric M         ndcg, err, map or p (default ndcg)\n"
         "  --per-query        one row per query, in input order, before the mean\n"
         "  --column N         take the score from tab-separated column N (default 1)\n"
+        "  --group-file FILE  query groups from FILE (one group size per line, documents\n"
+        "                     in order; LightGBM's .query, XGBoost's .group) instead of\n"
+        "                     qid: tokens; LETOR.query or LETOR.group beside a LETOR file\n"
+        "                     is read without this option\n"
         "Conventions (default first; shared/docs/ndcg.md section 4):\n"
         "  --gain=exp2|linear          2^rel-1 (integer labels 0..30), or rel\n"
         "  --ties=input|reverse|average|pessimistic|optimistic\n"
@@ -166,10 +170,109 @@ static void print_value(double v)
         printf("\t%.12f", v);
 }
 
+/* The header, printed once: before the first --per-query row, or with the
+ * mean (so an error before any result leaves standard output empty). */
+static const unsigned *ks_print;
+static size_t nk_print;
+static const char *metric_print;
+
+static void print_header(void)
+{
+    static int done;
+    if (done)
+        return;
+    done = 1;
+    fputs("qid", stdout);
+    for (size_t j = 0; j < nk_print; j++) {
+        if (ks_print[j])
+            printf("\t%s@%u", metric_print, ks_print[j]);
+        else
+            printf("\t%s", metric_print);
+    }
+    putchar('\n');
+}
+
+/* --per-query rows, printed as each query's values are known. */
+static void print_query(void *ctx, const char *qid, size_t qid_len, const double *v, size_t ndocs)
+{
+    if (!ctx)
+        return;
+    print_header();
+    fwrite(qid, 1, qid_len, stdout);
+    for (size_t j = 0; j < nk_print; j++)
+        print_value(v[j]);
+    putchar('\n');
+}
+
+/* Query groups from a sidecar file (LightGBM's DOCS.query, XGBoost's
+ * DOCS.group): one group size per line, the documents in order. */
+typedef struct groups {
+    tool_reader r;
+    int on;
+    unsigned long long left;  /* documents left in the current group */
+    unsigned long long n;     /* groups started */
+    unsigned long long total; /* documents the groups started so far hold */
+    char qid[24];
+} groups;
+
+/* Read the next group size; 0 at the end of the file. */
+static int next_group(groups *g)
+{
+    const char *line;
+    size_t len;
+    while (tool_reader_line(&g->r, &line, &len)) {
+        while (len && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
+            len--;
+        if (len == 0)
+            continue;
+        unsigned long long v = 0;
+        size_t i = 0;
+        while (i < len && line[i] >= '0' && line[i] <= '9' && v < (1ull << 60))
+            v = v * 10 + (unsigned)(line[i++] - '0');
+        if (i != len || v == 0)
+            tool_die(EXIT_DATA, "%s:%ld: bad group size '%.*s' (expected a whole number >= 1)",
+                     g->r.name, g->r.line, (int)(len > 40 ? 40 : len), line);
+        g->left = v;
+        g->total += v;
+        g->n++;
+        snprintf(g->qid, sizeof g->qid, "%llu", g->n);
+        return 1;
+    }
+    return 0;
+}
+
+/* Put the document of line r->line into its group (its qid: the group's
+ * number, from 1). */
+static void group_doc(groups *g, const tool_reader *r, qs_eval_doc *doc)
+{
+    if (g->left == 0 && !next_group(g))
+        tool_die(EXIT_DATA, "%s:%ld: more documents than the group file %s holds (%llu in %llu "
+                            "groups)", r->name, r->line, g->r.name, g->total, g->n);
+    g->left--;
+    doc->qid = g->qid;
+    doc->qid_len = strlen(g->qid);
+}
+
+/* The group file must hold exactly the documents. */
+static void groups_end(groups *g, const char *docs, unsigned long long ndocs)
+{
+    if (!g->on)
+        return;
+    while (next_group(g))
+        ;
+    if (g->total != ndocs)
+        tool_die(EXIT_DATA, "%s: the group sizes add up to %llu documents, but %s has %llu",
+                 g->r.name, g->total, docs, ndocs);
+    tool_reader_close(&g->r);
+}
+
+/* Without qids and groups, a long file is one query: most likely a mistake. */
+#define ONE_QUERY_WARN 1000
+
 int main(int argc, char **argv)
 {
     tool_init(argv[0]);
-    enum { O_METRIC = 256, O_PERQ, O_COLUMN, O_LIKE, O_CONV };
+    enum { O_METRIC = 256, O_PERQ, O_COLUMN, O_LIKE, O_CONV, O_GROUPFILE };
     static const struct option opts[] = {
         { "metric", required_argument, 0, O_METRIC },
         { "per-query", no_argument, 0, O_PERQ },
@@ -182,6 +285,7 @@ int main(int argc, char **argv)
         { "discount", required_argument, 0, O_CONV },
         { "score-type", required_argument, 0, O_CONV },
         { "group", required_argument, 0, O_CONV },
+        { "group-file", required_argument, 0, O_GROUPFILE },
         { "help", no_argument, 0, 'h' },
         { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 },
@@ -193,6 +297,7 @@ int main(int argc, char **argv)
     unsigned *ks = NULL;
     size_t nk = 0;
     int per_query = 0;
+    const char *group_file = NULL;
     unsigned column = 1;
     qs_error err;
     qs_error_clear(&err);
@@ -212,6 +317,7 @@ int main(int argc, char **argv)
             break;
         }
         case O_PERQ: per_query = 1; break;
+        case O_GROUPFILE: group_file = optarg; break;
         case O_COLUMN: {
             char *e;
             errno = 0;
@@ -275,6 +381,36 @@ int main(int argc, char **argv)
         usage_die("too many arguments");
     }
 
+    /* LightGBM reads DOCS.query, XGBoost DOCS.group, beside the LETOR file. */
+    char *auto_group = NULL;
+    if (!group_file && letor_path && strcmp(letor_path, "-") != 0) {
+        static const char *const ext[] = { ".query", ".group" };
+        for (size_t i = 0; i < 2 && !group_file; i++) {
+            size_t n = strlen(letor_path) + strlen(ext[i]) + 1;
+            auto_group = malloc(n);
+            if (!auto_group)
+                tool_die(EXIT_SYSTEM, "out of memory");
+            snprintf(auto_group, n, "%s%s", letor_path, ext[i]);
+            if (access(auto_group, F_OK) == 0)
+                group_file = auto_group;
+            else {
+                free(auto_group);
+                auto_group = NULL;
+            }
+        }
+    }
+    groups G;
+    memset(&G, 0, sizeof G);
+    if (group_file) {
+        tool_reader_open(&G.r, group_file);
+        G.on = 1;
+    }
+
+    o.on_query = print_query;
+    o.ctx = per_query ? &o : NULL;
+    nk_print = nk;
+    ks_print = ks;
+    metric_print = qs_metric_name(o.metric);
     qs_eval *ev = qs_eval_new(&o, &err);
     if (!ev) {
         if (err.code == QS_ERR_ARG)
@@ -286,6 +422,7 @@ int main(int argc, char **argv)
     size_t len;
     qs_eval_doc doc;
     const char *where; /* the file named in a "no documents" error */
+    unsigned long long ndocs_all = 0, with_qid = 0;
     if (ann_path) {
         tool_reader A;
         tool_reader_open(&A, ann_path);
@@ -295,6 +432,10 @@ int main(int argc, char **argv)
                 continue; /* an empty line carries no document and shifts nothing */
             if (qs_eval_parse_annotated(line, len, column, &doc, &err) != 0)
                 die_at(&A, &err);
+            ndocs_all++;
+            with_qid += doc.qid_len > 0;
+            if (G.on)
+                group_doc(&G, &A, &doc);
             int rc = qs_eval_add(ev, &doc, &err);
             if (rc < 0)
                 die_at(&A, &err);
@@ -322,6 +463,10 @@ int main(int argc, char **argv)
                          L.name, L.line, S.name, S.line, S.line == 1 ? "" : "s");
             if (qs_eval_parse_score(sl, sn, column, &doc.score, &err) != 0)
                 die_at(&S, &err);
+            ndocs_all++;
+            with_qid += doc.qid != NULL;
+            if (G.on)
+                group_doc(&G, &L, &doc);
             int rc = qs_eval_add(ev, &doc, &err);
             if (rc < 0)
                 die_at(&L, &err);
@@ -337,31 +482,18 @@ int main(int argc, char **argv)
         tool_reader_close(&L);
         tool_reader_close(&S);
     }
+    groups_end(&G, where, ndocs_all);
+    free(auto_group);
+    if (!G.on && with_qid == 0 && ndocs_all > ONE_QUERY_WARN)
+        tool_warn("%s: %llu documents without qid: and no group file: they are evaluated as one "
+                  "query (give --group-file FILE, or put the group sizes in %s.query)",
+                  where, ndocs_all, strcmp(where, "(stdin)") == 0 ? "DOCS" : where);
     if (comebacks > 1)
         tool_warn("%ld blocks in all start with a qid seen before", comebacks);
     if (qs_eval_finish(ev, &err) != 0)
         tool_die_err(where, &err);
 
-    const char *mname = qs_metric_name(o.metric);
-    fputs("qid", stdout);
-    for (size_t j = 0; j < nk; j++) {
-        if (ks[j])
-            printf("\t%s@%u", mname, ks[j]);
-        else
-            printf("\t%s", mname);
-    }
-    putchar('\n');
-    if (per_query) {
-        for (size_t q = 0; q < qs_eval_num_queries(ev); q++) {
-            size_t ql;
-            const char *qid = qs_eval_query_qid(ev, q, &ql);
-            fwrite(qid, 1, ql, stdout);
-            const double *v = qs_eval_query_values(ev, q);
-            for (size_t j = 0; j < nk; j++)
-                print_value(v[j]);
-            putchar('\n');
-        }
-    }
+    print_header();
     fputs("mean", stdout);
     const double *mean = qs_eval_mean(ev);
     for (size_t j = 0; j < nk; j++)
