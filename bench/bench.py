@@ -5,7 +5,7 @@ Normally started by bench/run.sh (which builds qs first); see bench/README.md.
 
 Builds (or reuses) workloads in a scratch folder with the shared reference
 data's gen_workload.py, times `qs-score --backend B model.qsm < docs.txt >
-scores` for every back end that `qs-score --version -v` lists, and XGBoost's
+scores` for every back end that `qs-score --list-backends` lists, and XGBoost's
 text -> scores path in one thread (fresh process per repetition), interleaved,
 checks that every score is exact, and prints a markdown table (medians).
 
@@ -341,40 +341,42 @@ def prepare_oblivious(a, shared, wl_root):
 
 # ----------------------------------------------------------------------------- qs
 
+BACKEND_FLAGS = {}
+
+
 def list_backends(qs_score):
-    r = subprocess.run([qs_score, '--version', '-v'], stdout=subprocess.PIPE,
+    """The back ends qs-score runs on this machine, from --list-backends
+    (name, available, flags, summary; tab-separated), and --version -v for
+    the machine record."""
+    r = subprocess.run([qs_score, '--list-backends'], stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, universal_newlines=True)
     if r.returncode != 0:
-        die('%s --version -v failed (exit %d): %s' % (qs_score, r.returncode, r.stdout.strip()))
-    out, inside = [], False
+        die('%s --list-backends failed (exit %d): %s' % (qs_score, r.returncode, r.stdout.strip()))
+    out = []
     for line in r.stdout.splitlines():
-        if re.match(r'\s*back ends:\s*$', line):
-            inside = True
+        f = line.split('\t')
+        if len(f) != 4:
+            die('%s --list-backends: unexpected line %r' % (qs_score, line))
+        if f[1] != 'yes':
+            log('back end %s skipped: %s' % (f[0], f[1]))
             continue
-        if not inside:
-            continue
-        if line and not line[0].isspace():
-            break
-        m = re.match(r'^ {1,3}([A-Za-z0-9_.+-]+)(?:\s+(.*))?$', line)
-        if m:
-            out.append([m.group(1), (m.group(2) or '').strip()])
-        elif out and line.strip():
-            out[-1][1] += ' ' + line.strip()
+        BACKEND_FLAGS[f[0]] = set(f[2].split(','))
+        out.append((f[0], f[3]))
     if not out:
-        die('%s --version -v lists no back ends:\n%s' % (qs_score, r.stdout))
-    return [(n, d) for n, d in out], r.stdout
+        die('%s --list-backends lists no back end this machine runs:\n%s' % (qs_score, r.stdout))
+    v = subprocess.run([qs_score, '--version', '-v'], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, universal_newlines=True)
+    return out, v.stdout
 
 
 def backend_role(name, desc):
     d = desc.lower()
     if name in PARSE_ONLY_NAMES or d.startswith('parse'):
         return 'parse-only'
-    if name == 'walk' or d.startswith('baseline') or 'reference' in d:
+    if BACKEND_FLAGS.get(name, set()) & {'reference', 'baseline'}:
         return 'baseline'
     return 'qs'
 
-
-# ----------------------------------------------------------------------------- machine
 
 def machine_info(repo, qs_score, version_text):
     lines = []
@@ -789,7 +791,7 @@ def main():
     ap.add_argument('--docs', type=int, default=50000, help='minimum documents per model (default 50000)')
     ap.add_argument('--seed', type=int, default=1, help='gen_workload.py seed (default 1)')
     ap.add_argument('--backends', metavar='LIST',
-                    help='only these qs-score back ends (default: all that qs-score --version -v lists)')
+                    help='only these qs-score back ends (default: all that qs-score --list-backends lists as available)')
     ap.add_argument('--no-xgboost', action='store_true', help='do not time XGBoost')
     ap.add_argument('--no-train', action='store_true',
                     help='fail instead of training a missing workload')

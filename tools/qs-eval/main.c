@@ -55,7 +55,7 @@ static void help(void)
         "  --metric M         ndcg, err, map or p (default ndcg)\n"
         "  --per-query        one row per query, in input order, before the mean\n"
         "  --column N         take the score from tab-separated column N (default 1)\n"
-        "Conventions (default first; shared/docs/ndcg.md section 4):\n"
+        "Conventions (default first; README.md, qs-eval, Conventions):\n"
         "  --gain=exp2|linear          2^rel-1 (integer labels 0..30), or rel\n"
         "  --ties=input|reverse|average|pessimistic|optimistic\n"
         "                              order of equal scores: input order (a stable\n"

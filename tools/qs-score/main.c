@@ -25,18 +25,53 @@ static void usage(FILE *f)
             "                         library's: LightGBM, QuickRank zero; XGBoost missing)\n"
             "  --transform            apply the objective's output function (sigmoid, softmax...)\n"
             "  --annotate             write `label<TAB>qid<TAB>score` lines (for qs-eval)\n"
-            "  --backend NAME         force a back end: auto, walk, qs, vqs, vqs-avx2,\n"
-            "                         vqs-avx512, struct, vpred, oblivious (also the\n"
-            "                         QS_BACKEND variable)\n"
+            "  --backend NAME         force a back end (auto: the fastest exact one this\n"
+            "                         machine runs); --list-backends names them (also\n"
+            "                         the QS_BACKEND variable)\n"
             "  --tree-block N         trees per block (τ; 0: as large as possible)\n"
             "  --doc-block N          documents scored together (δ, 1..4096)\n"
             "  --delta N              threshold-scan skip distance (Δ, 1..64)\n"
             "                         (default for all three: what the .qsm stores)\n"
             "  -o, --output FILE      write to FILE, which appears only when complete\n"
             "  -h, --help             this help\n"
-            "  -V, --version          version; with -v, the back ends compiled in\n"
+            "  --list-backends        one line per back end, tab-separated: name, available\n"
+            "                         (yes, or no: and the reason), flags, summary\n"
+            "  -V, --version          version; with -v, the back ends and this build\n"
             "\n"
             "exit: 0 ok, 1 bad model or document, 2 usage, 3 unsupported, 4 system error\n");
+}
+
+/* Flag names for --list-backends, in the order printed. */
+static const struct { unsigned flag; const char *name; } flag_names[] = {
+    { QS_BACKEND_F_REFERENCE, "reference" },
+    { QS_BACKEND_F_BASELINE, "baseline" },
+    { QS_BACKEND_F_OBLIVIOUS_ONLY, "oblivious-only" },
+    { QS_BACKEND_F_SIMD, "simd" },
+    { QS_BACKEND_F_THREADS, "threads" },
+    { QS_BACKEND_F_DEVICE, "device" },
+    { QS_BACKEND_F_ALIAS, "alias" },
+};
+
+/* name<TAB>yes|no: why<TAB>flags (comma-separated; "auto" on the one auto
+ * runs as; "-" for none)<TAB>summary */
+static void list_backends(void)
+{
+    const qs_backend a = qs_backend_auto();
+    for (qs_backend b = 0; b < qs_backend_count(); b++) {
+        qs_backend_info bi;
+        if (qs_backend_get_info(b, &bi) != 0)
+            continue;
+        char flags[160] = "";
+        size_t k = 0;
+        for (size_t i = 0; i < sizeof flag_names / sizeof flag_names[0]; i++)
+            if (bi.flags & flag_names[i].flag)
+                k += (size_t)snprintf(flags + k, sizeof flags - k, "%s%s", k ? "," : "",
+                                      flag_names[i].name);
+        if (b == a)
+            k += (size_t)snprintf(flags + k, sizeof flags - k, "%sauto", k ? "," : "");
+        printf("%s\t%s%s\t%s\t%s\n", bi.name, bi.available ? "yes" : "no: ",
+               bi.available ? "" : bi.why, k ? flags : "-", bi.summary);
+    }
 }
 
 static void version(int verbose)
@@ -44,31 +79,25 @@ static void version(int verbose)
     printf("qs-score %s\n", QS_VERSION_STRING);
     if (!verbose)
         return;
+    qs_build_info bi;
+    qs_build_get_info(&bi);
     printf("back ends:\n");
-    printf("  walk   plain tree walk (the internal reference)\n");
-    printf("  qs     scalar QuickScorer, blockwise (BWQS), delta-skip; QS-Omega on\n"
-           "         oblivious blocks; 8/16/32/64-bit and multi-word leaf masks\n");
-    printf("  struct baseline: naive pointer walk over node structs (STRUCT+)\n");
-    printf("  vpred  baseline: branch-free walk unrolled by depth, documents interleaved\n");
-    printf("  oblivious  baseline for oblivious models: leaf index bit by bit\n");
-    /* A SIMD back end this CPU cannot run is listed with the reason, in a
-     * form the test suite's list of back ends skips. */
-    const struct { qs_backend b; const char *what; } simd[] = {
-        { QS_BACKEND_VQS, "vQS: QS over several documents per SIMD instruction, the widest\n"
-                          "         this CPU runs (AVX-512: 64 documents, AVX2: 4)" },
-        { QS_BACKEND_VQS_AVX2, "vQS forced to AVX2 (4 documents per instruction)" },
-        { QS_BACKEND_VQS_AVX512, "vQS forced to AVX-512 (64 documents per instruction)" },
-    };
-    for (size_t i = 0; i < sizeof simd / sizeof simd[0]; i++) {
-        if (qs_backend_available(NULL, simd[i].b))
-            printf("  %-6s %s\n", qs_backend_name(simd[i].b), simd[i].what);
+    for (qs_backend b = 0; b < qs_backend_count(); b++) {
+        qs_backend_info in;
+        if (qs_backend_get_info(b, &in) != 0)
+            continue;
+        if (in.available)
+            printf("  %-10s %s\n", in.name, in.summary);
         else
-            printf("  (%s: not available, this CPU or build lacks it)\n",
-                   qs_backend_name(simd[i].b));
+            printf("  (%s: not available: %s)\n", in.name, in.why);
     }
-    printf("default: auto = %s on this CPU\n", qs_backend_resolve(QS_BACKEND_AUTO));
-    printf("build: openmp=%d numa=%d cuda=%d (not used by any back end yet)\n", QS_HAVE_OPENMP,
-           QS_HAVE_NUMA, QS_HAVE_CUDA);
+    printf("default: auto = %s on this machine\n", qs_backend_name(qs_backend_auto()));
+    printf("cpu: %s%s%s\n", *bi.cpu_detected ? bi.cpu_detected : "no SIMD level qs uses",
+           strcmp(bi.cpu_detected, bi.cpu_enabled) ? "; enabled: " : "",
+           strcmp(bi.cpu_detected, bi.cpu_enabled) ? (*bi.cpu_enabled ? bi.cpu_enabled : "none")
+                                                   : "");
+    printf("build: library %s, openmp=%d numa=%d cuda=%d\n", bi.version, bi.openmp, bi.numa,
+           bi.cuda);
 }
 
 /* "%.17g" / "%.9g" with an optional leading tab; returns the length. */
@@ -176,10 +205,11 @@ int main(int argc, char **argv)
         { "help", no_argument, 0, 'h' },
         { "version", no_argument, 0, 'V' },
         { "verbose", no_argument, 0, 'v' },
+        { "list-backends", no_argument, 0, 'L' },
         { 0, 0, 0, 0 },
     };
     qs_absent absent = QS_ABSENT_DEFAULT;
-    int transform = 0, annotate = 0, show_version = 0, verbose = 0;
+    int transform = 0, annotate = 0, show_version = 0, verbose = 0, show_list = 0;
     const char *outpath = NULL, *bname = getenv("QS_BACKEND");
     uint32_t tree_block = QS_KEEP, doc_block = QS_KEEP, delta = QS_KEEP;
     int c;
@@ -203,6 +233,7 @@ int main(int argc, char **argv)
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': show_version = 1; break;
         case 'v': verbose = 1; break;
+        case 'L': show_list = 1; break;
         default: usage(stderr); return EXIT_USAGE;
         }
     }
@@ -210,11 +241,16 @@ int main(int argc, char **argv)
         version(verbose);
         return EXIT_OK;
     }
+    if (show_list) {
+        list_backends();
+        tool_close_stdout();
+        return EXIT_OK;
+    }
     qs_backend backend = QS_BACKEND_AUTO;
     if (bname && *bname) {
-        backend = qs_backend_from_name(bname);
-        if (backend == QS_BACKEND_COUNT_)
-            tool_die(EXIT_USAGE, "unknown back end '%s' (see qs-score --version -v)", bname);
+        backend = qs_backend_find(bname);
+        if (backend == QS_BACKEND_UNKNOWN)
+            tool_die(EXIT_USAGE, "unknown back end '%s' (see qs-score --list-backends)", bname);
     }
     if (argc - optind < 1 || argc - optind > 2) {
         tool_warn(argc - optind < 1 ? "missing MODEL.qsm" : "too many arguments");
@@ -236,11 +272,8 @@ int main(int argc, char **argv)
     if ((tree_block != QS_KEEP || doc_block != QS_KEEP || delta != QS_KEEP) &&
         qs_scorer_relayout(s, tree_block, doc_block, delta, &err) != 0)
         tool_die_err(NULL, &err);
-    if (!qs_backend_available(NULL, backend))
-        tool_die(EXIT_UNSUPPORTED, "back end '%s' needs a CPU feature this machine lacks (see --version -v)",
-                 qs_backend_name(backend));
-    if (!qs_backend_available(s, backend))
-        tool_die(EXIT_UNSUPPORTED, "back end '%s' cannot score this model", qs_backend_name(backend));
+    if (qs_scorer_prepare(s, backend, &err) != 0)
+        tool_die_err(mpath, &err);
     const qs_model *m = qs_scorer_model(s);
     qs_model_info info;
     qs_model_get_info(m, &info);
@@ -297,9 +330,8 @@ int main(int argc, char **argv)
                 continue;
         }
         if (n > 0) {
-            if (qs_score_batch(s, w, backend, n, batch) != 0)
-                tool_die(EXIT_UNSUPPORTED, "back end '%s' cannot score this model",
-                         qs_backend_name(backend));
+            if (qs_score_batch(s, w, backend, n, batch, &err) != 0)
+                tool_die_err(NULL, &err);
             for (uint32_t d = 0; d < n; d++) {
                 double *sc = batch + (size_t)d * info.num_classes;
                 if (transform)

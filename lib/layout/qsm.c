@@ -1,8 +1,8 @@
 /* qsm.c: the .qsm container (format/qsm.md): a small uncompressed header, a
  * section table, zstd-compressed sections, CRC-32C everywhere; every length
  * and count read from the file is checked before it is used. */
-#include "layout.h"
-#include "qsm.h"
+#include "layout/layout.h"
+#include "layout/qsm.h"
 
 #include <string.h>
 #include <zstd.h>

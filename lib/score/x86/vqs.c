@@ -1,8 +1,9 @@
-/* vqs.c: the vQS kernels (AVX2 and AVX-512) and the CPU check that picks
- * them.  Built without -march: each kernel carries its own target
- * attribute and runs only where qs_cpu_simd() says the CPU and the OS
- * (XGETBV: the vector registers are saved on context switch) allow it. */
-#include "vqs.h"
+/* vqs.c: the vQS kernels (AVX2 and AVX-512) and the back ends `vqs`,
+ * `vqs-avx2` and `vqs-avx512`.  Built without -march: each kernel carries
+ * its own target attribute and runs only where qs_cpu_simd() (common/cpu.c:
+ * CPUID, and XGETBV for the vector registers being saved on context switch)
+ * allows it. */
+#include "score/x86/vqs.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -56,7 +57,6 @@ void qs_vqs_plan_free(qs_vqs_plan *P)
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
 #include <immintrin.h>
 
 /* Categorical nodes, lane by lane (no order to scan). */
@@ -151,48 +151,6 @@ static inline __attribute__((always_inline)) unsigned long long lanes_ends(const
         if (sp & (1ull << l))
             e[l] = G->begin;
     return sp;
-}
-
-static uint64_t xgetbv0(void)
-{
-    uint32_t lo, hi;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    return ((uint64_t)hi << 32) | lo;
-}
-
-static unsigned detect_simd(void)
-{
-    unsigned a, b, c, d, r = 0;
-    if (!__get_cpuid(1, &a, &b, &c, &d))
-        return 0;
-    if (!(c & bit_OSXSAVE) || !(c & bit_AVX))
-        return 0;
-    uint64_t xcr0 = xgetbv0();
-    if ((xcr0 & 0x6) != 0x6) /* SSE and AVX state */
-        return 0;
-    if (__get_cpuid_max(0, NULL) < 7)
-        return 0;
-    __cpuid_count(7, 0, a, b, c, d);
-    if (b & bit_AVX2)
-        r |= QS_SIMD_AVX2;
-    /* opmask, upper ZMM0-15 and ZMM16-31 state */
-    if ((b & bit_AVX512F) && (b & bit_AVX512DQ) && (b & bit_AVX512CD) && (b & bit_AVX512VL) &&
-        (b & bit_AVX512BW) &&
-        (xcr0 & 0xE6) == 0xE6)
-        r |= QS_SIMD_AVX512;
-    return r;
-}
-
-unsigned qs_cpu_simd(void)
-{
-    /* CPUID may trap to a hypervisor: ask once. */
-    static int cached = -1;
-    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (v < 0) {
-        v = (int)detect_simd();
-        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
-    }
-    return (unsigned)v;
 }
 
 /* ------------------------------------------------------------ AVX-512 */
@@ -477,27 +435,132 @@ T256 static void block256(const qs_model *m, const qs_layout *L, const qs_block 
     lanes_leaves(m, L, B, v, 4, nreal, acc, accf);
 }
 
-void qs_vqs_block(unsigned level, unsigned lanes, const qs_model *m, const qs_layout *L,
-                  const qs_vqs_plan *P, const qs_block *B, uint64_t *v, const double *const *xs,
-                  unsigned nreal, double *acc, float *accf)
+static void kernel_block(const qs_simd_kernel *k, unsigned lanes, const qs_model *m,
+                         const qs_layout *L, const qs_block *B, uint64_t *v,
+                         const double *const *xs, unsigned nreal, double *acc, float *accf)
 {
-    if (level == QS_SIMD_AVX512 && lanes == BP_LANES && qs_vqs_planes_ok(B) && P->off)
+    const qs_vqs_plan *P = k->data;
+    if (k->level == QS_SIMD_AVX512 && lanes == BP_LANES && qs_vqs_planes_ok(B) && P && P->off)
         block512bp(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
-    else if (level == QS_SIMD_AVX512)
+    else if (k->level == QS_SIMD_AVX512)
         block512(m, L, B, v, xs, nreal, acc, accf);
     else
         block256(m, L, B, v, xs, nreal, acc, accf);
 }
 
-#else /* not x86-64 with GCC or Clang: no SIMD kernels, qs_cpu_simd() says so */
+#define HAVE_KERNELS 1
+#else /* not x86-64 with GCC or Clang: no SIMD kernels, and the probe says so */
+#define HAVE_KERNELS 0
+#endif
 
-unsigned qs_cpu_simd(void) { return 0; }
+/* ------------------------------------------------------------ back ends */
 
-void qs_vqs_block(unsigned level, unsigned lanes, const qs_model *m, const qs_layout *L,
-                  const qs_vqs_plan *P, const qs_block *B, uint64_t *v, const double *const *xs,
-                  unsigned nreal, double *acc, float *accf)
+/* d->param: the level (0: the widest this CPU runs). */
+static unsigned level_of(const qs_backend_def *d)
 {
-    (void)level, (void)lanes, (void)m, (void)L, (void)P, (void)B, (void)v, (void)xs, (void)nreal, (void)acc, (void)accf;
+    unsigned have = qs_cpu_simd();
+    if (d->param)
+        return have & d->param;
+    return (have & QS_SIMD_AVX512) ? QS_SIMD_AVX512 : (have & QS_SIMD_AVX2) ? QS_SIMD_AVX2 : 0;
 }
 
+static int vqs_probe(const qs_backend_def *d, char *why, size_t cap)
+{
+    if (!HAVE_KERNELS) {
+        snprintf(why, cap, "built without the x86-64 SIMD kernels");
+        return 0;
+    }
+    if (level_of(d))
+        return 1;
+    unsigned want = d->param ? d->param : QS_SIMD_AVX2;
+    const char *name = want == QS_SIMD_AVX512 ? "AVX-512 (F, DQ, CD, VL, BW)" : "AVX2";
+    if (qs_cpu_simd_detected() & want)
+        snprintf(why, cap, "%s disabled by QS_DISABLE_CPU_FEATURES", name);
+    else
+        snprintf(why, cap, "this CPU (or its operating system) lacks %s", name);
+    return 0;
+}
+
+/* The state: the byte-plane plan where the kernel runs with AVX-512. */
+static int vqs_prepare(const qs_backend_def *d, const qs_scorer *s, void **state,
+                       qs_error *err)
+{
+    *state = NULL;
+    if (level_of(d) != QS_SIMD_AVX512)
+        return 0;
+    qs_vqs_plan *P = calloc(1, sizeof *P);
+    if (!P || qs_vqs_plan_build(s->L, P) != 0) {
+        free(P);
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (vQS plan of %llu entries)",
+                       (unsigned long long)s->L->nentries);
+    }
+    *state = P;
+    return 0;
+}
+
+static void vqs_release(void *state)
+{
+    if (state)
+        qs_vqs_plan_free(state);
+    free(state);
+}
+
+static int vqs_ws_init(const qs_backend_def *d, const qs_scorer *s, const void *state,
+                       void **scratch, qs_error *err)
+{
+    return qs_bwqs_ws_alloc(s, QS_VQS_TREE_BYTES, scratch, err);
+}
+
+static int vqs_score(const qs_backend_def *d, const qs_scorer *s, const void *state,
+                     qs_workspace *w, void *scratch, uint32_t n, double *out, unsigned how,
+                     qs_error *err)
+{
+#if HAVE_KERNELS
+    const qs_simd_kernel k = {
+        .level = level_of(d),
+        .data = state,
+        .takes = qs_vqs_block_ok,
+        .lanes = qs_vqs_lanes,
+        .block = kernel_block,
+    };
+    if (!k.level)
+        return qs_fail(err, QS_ERR_UNSUPPORTED, 0, "back end '%s' cannot run on this CPU",
+                       d->name);
+    qs_bwqs_score(s, w, scratch, n, out, &k, (how & QS_HOW_NAMED) != 0);
+    return 0;
+#else
+    return qs_fail(err, QS_ERR_UNSUPPORTED, 0, "back end '%s' is not built", d->name);
 #endif
+}
+
+#define VQS_FUNCS                                                                        \
+    .probe = vqs_probe, .prepare = vqs_prepare, .release = vqs_release,                  \
+    .ws_init = vqs_ws_init, .ws_free = qs_bwqs_ws_free, .score = vqs_score
+
+const qs_backend_def qs_backend_vqs = {
+    .name = "vqs",
+    .summary = "vQS: QuickScorer over several documents per SIMD instruction, the widest "
+               "this CPU runs (AVX-512: 64 documents, AVX2: 4)",
+    .flags = QS_BACKEND_F_SIMD | QS_BACKEND_F_ALIAS,
+    .param = 0,
+    VQS_FUNCS,
+};
+
+const qs_backend_def qs_backend_vqs_avx2 = {
+    .name = "vqs-avx2",
+    .summary = "vQS with AVX2 (4 documents per instruction)",
+    .flags = QS_BACKEND_F_SIMD,
+    .auto_rank = 2,
+    .param = QS_SIMD_AVX2,
+    VQS_FUNCS,
+};
+
+const qs_backend_def qs_backend_vqs_avx512 = {
+    .name = "vqs-avx512",
+    .summary = "vQS with AVX-512 (64 documents per instruction on byte planes; 8 for "
+               "QS-Omega blocks)",
+    .flags = QS_BACKEND_F_SIMD,
+    .auto_rank = 3,
+    .param = QS_SIMD_AVX512,
+    VQS_FUNCS,
+};

@@ -67,7 +67,7 @@
  * type declarations are refused outright (no entity can be declared, so no
  * entity expansion bomb); text is collected with a fixed cap whatever its
  * length; every count is checked against the limits of model.h. */
-#include "model.h"
+#include "convert/convert.h"
 
 #include <errno.h>
 #include <expat.h>

@@ -1,9 +1,10 @@
-/* model.h: the in-memory canonical ensemble shared by converters, the text
- * format, the compiler and the reference scorer (internal to libqs). */
+/* model.h: the in-memory canonical ensemble shared by the readers, the text
+ * format, the layout and the back ends, with its reference semantics (one
+ * node's decision, the tree walk).  Internal to libqs; depends on common/. */
 #ifndef QS_MODEL_H
 #define QS_MODEL_H
 
-#include "qs.h"
+#include "common/common.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -100,15 +101,6 @@ qs_node *qs_model_cur_node(qs_model *m, uint32_t i);
 /* Append a category bitset; returns its offset or -1. */
 int64_t qs_model_add_cat_words(qs_model *m, const uint32_t *w, uint32_t n, qs_error *err);
 
-/* ---- errors */
-int qs_fail(qs_error *err, qs_status code, long line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-int qs_fail_at(qs_error *err, qs_status code, long long offset, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-/* Printable, bounded copy of a token for error messages; returns dst. */
-const char *qs_quote(char *dst, size_t cap, const char *t, size_t n);
-
 /* ---- reference semantics: one node's decision and a whole-tree walk */
 static inline int qs_node_goes_left(const qs_model *m, const qs_node *n, double x)
 {
@@ -162,8 +154,5 @@ int qs_tree_is_oblivious(const qs_model *m, const qs_tree *t, uint32_t *depth_ou
 
 /* Whether `name` is one of the output transforms qs knows. */
 int qs_transform_known(const char *name);
-
-/* Parse a decimal or hex value token with the model's precision. */
-int qs_parse_number(int float_precision, const char *tok, size_t len, double *out);
 
 #endif

@@ -22,7 +22,7 @@
 #ifndef QS_JSON_H
 #define QS_JSON_H
 
-#include "model.h"
+#include "model/model.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -7,7 +7,7 @@
 #ifndef QS_BASELINES_H
 #define QS_BASELINES_H
 
-#include "model.h"
+#include "score/score.h"
 
 typedef struct qs_baselines qs_baselines;
 

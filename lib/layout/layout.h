@@ -4,7 +4,7 @@
 #ifndef QS_LAYOUT_H
 #define QS_LAYOUT_H
 
-#include "model.h"
+#include "model/model.h"
 
 enum qs_block_kind { QS_BLOCK_QS = 0, QS_BLOCK_OMEGA = 1 };
 

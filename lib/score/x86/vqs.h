@@ -11,13 +11,9 @@
 #ifndef QS_VQS_H
 #define QS_VQS_H
 
-#include "layout.h"
+#include "score/score.h"
 
-enum { QS_SIMD_AVX2 = 1u, QS_SIMD_AVX512 = 2u };
-
-/* The SIMD levels this CPU and operating system support (bit set of the
- * above; 0 on other architectures or compilers). */
-unsigned qs_cpu_simd(void);
+#include <stdio.h>
 
 /* Whether the AVX-512 byte-plane kernel takes block B: a QS block whose
  * planes (trees x width/8 x 64 bytes) 32-bit offsets can address. */
@@ -31,7 +27,6 @@ static inline int qs_vqs_planes_ok(const qs_block *B)
  * AVX-512 scores QS blocks 64 documents at a time (byte planes) when the
  * batch fills at least half of them, else 8 at a time (also QS-Ω blocks);
  * AVX2 4 at a time. */
-#define QS_VQS_MAX_LANES 64u
 static inline unsigned qs_vqs_lanes(unsigned level, const qs_block *B, uint32_t n)
 {
     if (level != QS_SIMD_AVX512)
@@ -62,13 +57,5 @@ static inline int qs_vqs_block_ok(const qs_block *B)
 /* Bytes of scratch per tree of a block that qs_vqs_block needs (AVX-512
  * byte planes: 8 planes x 64 documents; 8 or 4 lanes x 8 bytes else). */
 #define QS_VQS_TREE_BYTES 512u
-
-/* Score `lanes` = qs_vqs_lanes(level, B, batch) documents through block B.  xs[l]: the
- * lane's dense feature vector (lanes past `nreal` repeat a real document
- * and are not accumulated); acc / accf: the first document's
- * accumulators, the next document's `num_classes` values later.  v:
- * scratch of (trees in B) x QS_VQS_TREE_BYTES bytes, 64-byte aligned. */
-void qs_vqs_block(unsigned level, unsigned lanes, const qs_model *m, const qs_layout *L,
-                  const qs_vqs_plan *P, const qs_block *B, uint64_t *v, const double *const *xs, unsigned nreal, double *acc, float *accf);
 
 #endif

@@ -1,7 +1,7 @@
 /* crc32c.c: CRC-32C (Castagnoli), the checksum of .qsm headers and sections.
  * Written here (a table-driven byte loop) because it is a dozen lines and
  * only guards files against corruption; it is not on the scoring path. */
-#include "qs.h"
+#include "common/common.h"
 
 static uint32_t table[256];
 static int table_ready;

@@ -1,6 +1,6 @@
 /* text.c: the canonical ensemble text (format/ensemble-text.md): writer and
  * a strict, bounds-checked reader. */
-#include "model.h"
+#include "model/model.h"
 
 #include <stdio.h>
 #include <string.h>

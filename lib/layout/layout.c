@@ -1,6 +1,6 @@
 /* layout.c: builds the QuickScorer layout of a model (format/qsm.md, section
  * QSLY) and checks one read from a file before any scorer touches it. */
-#include "layout.h"
+#include "layout/layout.h"
 
 #include <string.h>
 

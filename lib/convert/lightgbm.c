@@ -30,7 +30,7 @@
  *   ...
  *   end of trees                  the rest (importances, parameters) is ignored
  */
-#include "model.h"
+#include "convert/convert.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* eval.c: ranking metrics for qs-eval: line parsers, query grouping, and NDCG/ERR/MAP/P under the reference tools' conventions. */
 #include "qs.h"
-#include "model.h" /* qs_fail */
+#include "common/common.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -27,7 +27,7 @@ void qs_eval_conv_default(qs_eval_conv *c)
     c->group = QS_GROUP_BLOCK;
 }
 
-/* The table in shared/docs/ndcg.md section 4: each preset is the default plus
+/* The --like table of the README (qs-eval): each preset is the default plus
  * the knobs that tool changes. */
 int qs_eval_conv_preset(qs_eval_conv *c, const char *name, qs_error *err)
 {

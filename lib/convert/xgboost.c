@@ -28,8 +28,8 @@
  *  - src/common/json.cc: XGBoost writes NaN, Infinity and -Infinity bare in
  *    JSON; its UBJSON holds float32 arrays ('d'), U8/I32/I64 arrays and
  *    strings, read here through the same tokens. */
-#include "json.h"
-#include "model.h"
+#include "convert/json.h"
+#include "convert/convert.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * VPRED and OBLIVIOUS, built from the canonical model and bit-identical to
  * qs_model_walk_score (same comparisons, special values, tree order and
  * accumulation). */
-#include "baselines.h"
+#include "score/baselines.h"
 
 #include <string.h>
 
@@ -596,3 +596,60 @@ fail:
     qs_baselines_free(b);
     return NULL;
 }
+
+/* ------------------------------------------------------------ back ends */
+
+static int base_prepare(const qs_backend_def *d, const qs_scorer *s, void **state, qs_error *err)
+{
+    qs_baselines *b = qs_baselines_build(s->m, err);
+    if (!b)
+        return -1;
+    if ((d->flags & QS_BACKEND_F_OBLIVIOUS_ONLY) && !qs_baselines_has_oblivious(b)) {
+        qs_baselines_free(b);
+        return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                       "back end '%s' scores only models whose trees are all oblivious",
+                       d->name);
+    }
+    *state = b;
+    return 0;
+}
+
+static void base_release(void *state) { qs_baselines_free(state); }
+
+static int base_score(const qs_backend_def *d, const qs_scorer *s, const void *state,
+                      qs_workspace *w, void *scratch, uint32_t n, double *out, unsigned how,
+                      qs_error *err)
+{
+    switch (d->param) {
+    case 0: qs_struct_score(state, w->xs, n, out); break;
+    case 1: qs_vpred_score(state, w->xs, n, out); break;
+    default: qs_oblivious_score(state, w->xs, n, out); break;
+    }
+    return 0;
+}
+
+#define BASE_FUNCS .prepare = base_prepare, .release = base_release, .score = base_score
+
+const qs_backend_def qs_backend_struct = {
+    .name = "struct",
+    .summary = "baseline: naive pointer walk over node structs (STRUCT+)",
+    .flags = QS_BACKEND_F_BASELINE,
+    .param = 0,
+    BASE_FUNCS,
+};
+
+const qs_backend_def qs_backend_vpred = {
+    .name = "vpred",
+    .summary = "baseline: branch-free walk unrolled by depth, 16 documents interleaved (VPRED)",
+    .flags = QS_BACKEND_F_BASELINE,
+    .param = 1,
+    BASE_FUNCS,
+};
+
+const qs_backend_def qs_backend_oblivious = {
+    .name = "oblivious",
+    .summary = "baseline for oblivious models: each tree's leaf index computed bit by bit",
+    .flags = QS_BACKEND_F_BASELINE | QS_BACKEND_F_OBLIVIOUS_ONLY,
+    .param = 2,
+    BASE_FUNCS,
+};

@@ -1,7 +1,7 @@
 /* json.c: the pull tokenizer declared in json.h, for JSON text (strict
  * RFC 8259 syntax, UTF-8 checked) and UBJSON, with an explicit nesting limit
  * and no recursion. */
-#include "json.h"
+#include "convert/json.h"
 
 #include <errno.h>
 #include <stdio.h>

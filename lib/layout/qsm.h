@@ -2,7 +2,7 @@
 #ifndef QS_QSM_H
 #define QS_QSM_H
 
-#include "layout.h"
+#include "layout/layout.h"
 
 int qsm_write(const qs_model *m, const qs_layout *L, unsigned char **out, size_t *out_len,
               qs_error *err);
