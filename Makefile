@@ -53,6 +53,14 @@ HAVE_ZSTD := $(call probe,'$(HASH)include <zstd.h>' 'int main(void){return (int)
 
 FEATURE_DEFS := -DQS_HAVE_OPENMP=$(HAVE_OPENMP) -DQS_HAVE_NUMA=$(HAVE_NUMA) -DQS_HAVE_CUDA=0
 LIBS := -lzstd -lexpat -lm
+# OpenMP: the threaded paths (qs-score --threads, qs_score_matrix).
+ifeq ($(HAVE_OPENMP),1)
+FEATURE_DEFS += -fopenmp
+endif
+# libnuma: one model replica per NUMA node in qs-score.
+ifeq ($(HAVE_NUMA),1)
+TOOL_LIBS := -lnuma
+endif
 
 ALL_CFLAGS = $(BASE_CFLAGS) $(FEATURE_DEFS) $(CFLAGS)
 ALL_LDFLAGS = $(LDSAN) $(LDFLAGS)
@@ -116,7 +124,10 @@ $(SHARED_LIB): $(LIB_OBJ)
 $(BUILD)/bin/%: $(BUILD)/tools/%/main.o $(TOOL_COMMON_OBJ) $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  LD      $@")
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(ALL_LDFLAGS) $(LIBS) $(TOOL_LIBS)
+
+# Tools of more than one file.
+$(BUILD)/bin/qs-score: $(BUILD)/tools/qs-score/pipeline.o
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(STATIC_LIB)
 	@mkdir -p $(dir $@)
@@ -131,7 +142,7 @@ bin-links: $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN)
 	@ln -sfn ../$(BUILD)/tests bin/unit
 	@ln -sfn ../$(BUILD)/fuzz bin/fuzz
 
--include $(LIB_OBJ:.o=.d) $(TOOL_COMMON_OBJ:.o=.d) $(TOOLS:%=$(BUILD)/tools/%/main.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_COMMON_OBJ:.o=.d) $(TOOLS:%=$(BUILD)/tools/%/main.d) $(BUILD)/tools/qs-score/pipeline.d $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
 
 # ------------------------------------------------------------ targets
 # The whole suite, then the conformance tests once more per SIMD level this

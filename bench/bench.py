@@ -457,9 +457,19 @@ def machine_info(repo, qs_score, version_text):
 
 # ----------------------------------------------------------------------------- runs
 
+def split_method(name):
+    """'vqs' -> ('vqs', 1); 'auto x2' -> ('auto', 2): a back end and a thread count."""
+    if ' x' in name:
+        b, t = name.split(' x', 1)
+        return b, int(t)
+    return name, 1
+
+
 def run_qs(qs_score, backend, qsm, docs, out, empty=False):
-    """Wall time of one qs-score run (monotonic clock), child CPU time, exit code, stderr."""
-    argv = [qs_score, '--backend', backend, qsm]
+    """Wall time of one qs-score run (monotonic clock), child CPU time, exit code, stderr.
+    `backend` may carry a thread count ('auto x2'); otherwise one thread."""
+    b, threads = split_method(backend)
+    argv = [qs_score, '--backend', b, '--threads', str(threads), qsm]
     c0 = cpu_children()
     with open(os.devnull if empty else docs, 'rb') as fin, open(out, 'wb') as fout:
         t0 = time.perf_counter()
@@ -792,6 +802,9 @@ def main():
     ap.add_argument('--seed', type=int, default=1, help='gen_workload.py seed (default 1)')
     ap.add_argument('--backends', metavar='LIST',
                     help='only these qs-score back ends (default: all that qs-score --list-backends lists as available)')
+    ap.add_argument('--threads', default='2', metavar='LIST',
+                    help="also time qs-score's auto back end with these thread counts (default 2; "
+                         "every other method runs one thread)")
     ap.add_argument('--no-xgboost', action='store_true', help='do not time XGBoost')
     ap.add_argument('--no-train', action='store_true',
                     help='fail instead of training a missing workload')
@@ -880,6 +893,9 @@ def main():
                 die("--backends: qs-score has no back end '%s' (it lists: %s)" % (b, ', '.join(names)),
                     EXIT_USAGE)
         backends = [(n, d) for n, d in backends if n in want]
+    for t in (int(x) for x in a.threads.split(',') if x.strip()):
+        if t > 1:
+            backends.append(('auto x%d' % t, 'auto with %d threads' % t))
     log('back ends: %s' % ', '.join('%s [%s]' % (n, backend_role(n, d)) for n, d in backends))
 
     machine_txt, machine_short, git = machine_info(repo, qs_bin['qs-score'], version_text)

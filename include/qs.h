@@ -248,6 +248,19 @@ QS_API int qs_score_doc(const qs_scorer *s, qs_workspace *w, qs_backend b, doubl
 QS_API int qs_score_batch(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n, double *out,
                    qs_error *err);
 
+/* Score ndocs documents held as a dense row-major matrix: document d's
+ * features are x[d * stride .. d * stride + num_features), with absent
+ * features already filled (0.0 or NaN, as qs_doc_reset would) and values
+ * rounded to the model's precision; out[d * num_classes + c] receives the
+ * raw scores.  threads: 1 scores on the calling thread, 0 uses OpenMP's
+ * default (every CPU), N uses N; each thread scores a contiguous share of
+ * the rows with its own workspace.  The scores are the same bits for every
+ * thread count.  Back end b must be prepared (QS_BACKEND_AUTO always is).
+ * Returns 0, or -1 with err (QS_ERR_UNSUPPORTED for threads > 1 in a build
+ * without OpenMP). */
+QS_API int qs_score_matrix(const qs_scorer *s, qs_backend b, const double *x, size_t ndocs,
+                           size_t stride, double *out, unsigned threads, qs_error *err);
+
 /* Tree reversal: for each tree, add to false_nodes[t] / true_nodes[t] how
  * many of its internal nodes send the workspace's selected document right
  * (false) or left (true).  A tree with more false than true nodes over a

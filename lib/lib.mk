@@ -14,9 +14,11 @@ LIB_SRC += lib/convert/convert.c lib/convert/json.c lib/convert/lightgbm.c \
 # layout: the QuickScorer layout and the .qsm container
 LIB_SRC += lib/layout/layout.c lib/layout/qsm.c
 
-# score: scorer, workspaces, transforms, the back-end registry and back ends
+# score: scorer, workspaces, transforms, the back-end registry and back ends,
+# the threaded matrix driver
 LIB_SRC += lib/score/scorer.c lib/score/workspace.c lib/score/transform.c \
-           lib/score/registry.c lib/score/walk.c lib/score/qs.c lib/score/baselines.c
+           lib/score/registry.c lib/score/walk.c lib/score/qs.c lib/score/baselines.c \
+           lib/score/matrix.c
 
 # score/x86: vQS (AVX2, AVX-512), picked at run time
 LIB_SRC += lib/score/x86/vqs.c

@@ -190,7 +190,6 @@ cpu_lacks() {
 @test "QS_DISABLE_CPU_FEATURES turns SIMD levels off: auto falls back, a disabled back end is refused" {
     local list
     list=$(QS_DISABLE_CPU_FEATURES=avx512,avx2 qs-score --list-backends)
-    echo "$list" | grep -q '^qs	yes	-,\?auto\|^qs	yes	auto	'
     [ "$(echo "$list" | awk -F'\t' '$3 ~ /(^|,)auto(,|$)/ { print $1 }')" = qs ]
     run env QS_DISABLE_CPU_FEATURES=avx512,avx2 qs-score --version -v
     assert_output --partial "default: auto = qs"
@@ -213,7 +212,7 @@ cpu_lacks() {
     done
     # four fields, the second yes or "no: reason", the third flags or -
     echo "$output" | awk -F'\t' 'NF != 4 || ($2 != "yes" && $2 !~ /^no: ./) || $3 == "" { bad = 1; print "bad line: " $0 } END { exit bad }'
-    echo "$output" | grep -q '^walk	yes	reference	'
-    echo "$output" | grep -q '^struct	yes	baseline	'
-    echo "$output" | grep -q '^oblivious	yes	baseline,oblivious-only	'
+    echo "$output" | grep -q '^walk	yes	reference[,	]'
+    echo "$output" | grep -q '^struct	yes	baseline[,	]'
+    echo "$output" | grep -q '^oblivious	yes	baseline,oblivious-only[,	]'
 }

@@ -129,4 +129,19 @@ conform() {
     fi
     score_all "$qsm" "$docs" "$oracle" "$@" || return 1
     layout_backends "$qsm.alt" "$docs" "$oracle" "$@" || { echo "(reversed layout)"; return 1; }
+    conform_threads "$qsm" "$docs" "$@" || return 1
+}
+
+# conform_threads QSM DOCS [qs-score options...]: --threads 2 and 3, with
+# chunks of 4 KiB (so chunk boundaries fall inside queries), write the bytes
+# of --threads 1.
+conform_threads() {
+    local qsm="$1" docs="$2" t; shift 2
+    qs-score --threads 1 "$@" "$qsm" < "$docs" > "$BATS_TEST_TMPDIR/thr.1" || { echo "--threads 1 failed"; return 1; }
+    for t in 2 3; do
+        QS_CHUNK_BYTES=4096 qs-score --threads $t "$@" "$qsm" < "$docs" > "$BATS_TEST_TMPDIR/thr.$t" ||
+            { echo "--threads $t failed"; return 1; }
+        cmp "$BATS_TEST_TMPDIR/thr.1" "$BATS_TEST_TMPDIR/thr.$t" ||
+            { echo "--threads $t differs from --threads 1"; return 1; }
+    done
 }

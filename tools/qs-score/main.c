@@ -1,13 +1,15 @@
 /* qs-score: stream LETOR/SVMLight documents through a .qsm model and print
  * one line of scores per document, in input order, in bounded memory. */
-#include "tool.h"
+#include "pipeline.h"
 
 #include <errno.h>
+#if QS_HAVE_NUMA
+#include <numa.h>
+#endif
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_LINE ((size_t)256 << 20) /* documented limit on one input line */
 
 static void usage(FILE *f)
 {
@@ -32,6 +34,12 @@ static void usage(FILE *f)
             "  --doc-block N          documents scored together (δ, 1..4096)\n"
             "  --delta N              threshold-scan skip distance (Δ, 1..64)\n"
             "                         (default for all three: what the .qsm stores)\n"
+            "  --threads N            score with N threads (default: the CPUs this process\n"
+            "                         may run on; also QS_THREADS); every N writes the same\n"
+            "                         bytes\n"
+            "  --numa auto|on|off     one copy of the model per NUMA node, each thread using\n"
+            "                         its node's (auto: with threads on a machine of\n"
+            "                         several nodes)\n"
             "  -o, --output FILE      write to FILE, which appears only when complete\n"
             "  -h, --help             this help\n"
             "  --list-backends        one line per back end, tab-separated: name, available\n"
@@ -39,6 +47,37 @@ static void usage(FILE *f)
             "  -V, --version          version; with -v, the back ends and this build\n"
             "\n"
             "exit: 0 ok, 1 bad model or document, 2 usage, 3 unsupported, 4 system error\n");
+}
+
+/* NUMA nodes with memory: >= 1 with libnuma (1 on a one-node machine),
+ * 0 where the kernel has no NUMA support, -1 without libnuma. */
+static int numa_nodes(void)
+{
+#if QS_HAVE_NUMA
+    if (numa_available() < 0)
+        return 0;
+    return numa_num_configured_nodes();
+#else
+    return -1;
+#endif
+}
+
+/* Run (and allocate) on NUMA node `node` from now on; -1: anywhere again. */
+static void numa_enter(int node)
+{
+#if QS_HAVE_NUMA
+    if (numa_available() < 0)
+        return;
+    if (node >= 0) {
+        numa_run_on_node(node);
+        numa_set_preferred(node);
+    } else {
+        numa_run_on_node(-1);
+        numa_set_localalloc();
+    }
+#else
+    (void)node;
+#endif
 }
 
 /* Flag names for --list-backends, in the order printed. */
@@ -67,6 +106,11 @@ static void list_backends(void)
             if (bi.flags & flag_names[i].flag)
                 k += (size_t)snprintf(flags + k, sizeof flags - k, "%s%s", k ? "," : "",
                                       flag_names[i].name);
+#ifdef _OPENMP
+        /* qs-score runs every back end on several threads (--threads). */
+        if (!(bi.flags & QS_BACKEND_F_THREADS))
+            k += (size_t)snprintf(flags + k, sizeof flags - k, "%sthreads", k ? "," : "");
+#endif
         if (b == a)
             k += (size_t)snprintf(flags + k, sizeof flags - k, "%sauto", k ? "," : "");
         printf("%s\t%s%s\t%s\t%s\n", bi.name, bi.available ? "yes" : "no: ",
@@ -98,65 +142,19 @@ static void version(int verbose)
                                                    : "");
     printf("build: library %s, openmp=%d numa=%d cuda=%d\n", bi.version, bi.openmp, bi.numa,
            bi.cuda);
-}
-
-/* "%.17g" / "%.9g" with an optional leading tab; returns the length. */
-static int format_score(char *dst, double v, int digits, int tab)
-{
-    return snprintf(dst, 64, "%s%.*g", tab ? "\t" : "", digits, v);
-}
-
-/* Buffered line reader with a hard limit on the line length. */
-typedef struct lines {
-    FILE *f;
-    char *buf;
-    size_t cap, start, end;
-    int eof;
-} lines;
-
-/* Returns 1 with line and len set, 0 at end of input, -1 if a line is too long. */
-static int next_line(lines *L, const char **line, size_t *len)
-{
-    for (;;) {
-        char *nl = L->end > L->start ? memchr(L->buf + L->start, '\n', L->end - L->start) : NULL;
-        if (nl) {
-            *line = L->buf + L->start;
-            *len = (size_t)(nl - (L->buf + L->start));
-            L->start = (size_t)(nl - L->buf) + 1;
-            return 1;
-        }
-        if (L->eof) {
-            if (L->end > L->start) {
-                *line = L->buf + L->start;
-                *len = L->end - L->start;
-                L->start = L->end;
-                return 1;
-            }
-            return 0;
-        }
-        if (L->start > 0) {
-            memmove(L->buf, L->buf + L->start, L->end - L->start);
-            L->end -= L->start;
-            L->start = 0;
-        }
-        if (L->end == L->cap) {
-            if (L->cap >= MAX_LINE)
-                return -1;
-            size_t nc = L->cap * 2;
-            char *q = realloc(L->buf, nc);
-            if (!q)
-                tool_die(EXIT_SYSTEM, "out of memory");
-            L->buf = q;
-            L->cap = nc;
-        }
-        size_t r = fread(L->buf + L->end, 1, L->cap - L->end, L->f);
-        L->end += r;
-        if (r == 0) {
-            if (ferror(L->f))
-                tool_die(EXIT_SYSTEM, "read error: %s", strerror(errno));
-            L->eof = 1;
-        }
-    }
+#ifdef _OPENMP
+    printf("threads: default %u (the CPUs this process may run on)\n", pipe_cpus());
+#else
+    printf("threads: 1 (built without OpenMP)\n");
+#endif
+    int nodes = numa_nodes();
+    if (nodes < 0)
+        printf("numa: built without libnuma (one model copy)\n");
+    else if (nodes == 0)
+        printf("numa: no NUMA support in this kernel (one model copy)\n");
+    else
+        printf("numa: %d node%s%s\n", nodes, nodes == 1 ? "" : "s",
+               nodes > 1 ? " (one model copy per node with threads)" : " (one model copy)");
 }
 
 static uint32_t parse_u32(const char *s, const char *what, uint32_t lo, uint32_t hi)
@@ -167,27 +165,6 @@ static uint32_t parse_u32(const char *s, const char *what, uint32_t lo, uint32_t
     if (!*s || *e || errno || s[0] == '-' || v < lo || v > hi)
         tool_die(EXIT_USAGE, "bad %s '%s' (expected %u..%u)", what, s, lo, hi);
     return (uint32_t)v;
-}
-
-/* What --annotate needs of a document until its batch is written. */
-typedef struct meta_copy {
-    char *label, *qid;
-    size_t label_len, qid_len, cap_label, cap_qid;
-    int has_qid;
-} meta_copy;
-
-static void keep(char **dst, size_t *cap, size_t *len, const char *src, size_t n)
-{
-    if (n > *cap) {
-        char *q = realloc(*dst, n);
-        if (!q)
-            tool_die(EXIT_SYSTEM, "out of memory");
-        *dst = q;
-        *cap = n;
-    }
-    if (n)
-        memcpy(*dst, src, n);
-    *len = n;
 }
 
 int main(int argc, char **argv)
@@ -206,11 +183,14 @@ int main(int argc, char **argv)
         { "version", no_argument, 0, 'V' },
         { "verbose", no_argument, 0, 'v' },
         { "list-backends", no_argument, 0, 'L' },
+        { "threads", required_argument, 0, 'j' },
+        { "numa", required_argument, 0, 'N' },
         { 0, 0, 0, 0 },
     };
     qs_absent absent = QS_ABSENT_DEFAULT;
     int transform = 0, annotate = 0, show_version = 0, verbose = 0, show_list = 0;
     const char *outpath = NULL, *bname = getenv("QS_BACKEND");
+    const char *threads_arg = getenv("QS_THREADS"), *numa_arg = "auto";
     uint32_t tree_block = QS_KEEP, doc_block = QS_KEEP, delta = QS_KEEP;
     int c;
     while ((c = getopt_long(argc, argv, "o:hVv", opts, NULL)) != -1) {
@@ -234,6 +214,8 @@ int main(int argc, char **argv)
         case 'V': show_version = 1; break;
         case 'v': verbose = 1; break;
         case 'L': show_list = 1; break;
+        case 'j': threads_arg = optarg; break;
+        case 'N': numa_arg = optarg; break;
         default: usage(stderr); return EXIT_USAGE;
         }
     }
@@ -261,12 +243,31 @@ int main(int argc, char **argv)
     const char *dpath = optind + 1 < argc ? argv[optind + 1] : "-";
     const char *dname = strcmp(dpath, "-") == 0 ? "(stdin)" : dpath;
 
+    unsigned threads = pipe_cpus();
+    if (threads_arg && *threads_arg)
+        threads = parse_u32(threads_arg, "--threads", 1, 4096);
+#ifndef _OPENMP
+    if (threads_arg && *threads_arg && threads > 1)
+        tool_die(EXIT_USAGE, "--threads %u: this qs-score is built without OpenMP (one thread only)",
+                 threads);
+    threads = 1;
+#endif
+    if (strcmp(numa_arg, "auto") != 0 && strcmp(numa_arg, "on") != 0 &&
+        strcmp(numa_arg, "off") != 0)
+        tool_die(EXIT_USAGE, "bad --numa '%s' (expected auto, on or off)", numa_arg);
+    /* QS_CHUNK_BYTES: input per chunk (default 1 MiB; small values put chunk
+     * boundaries everywhere, for tests). */
+    size_t chunk_bytes = (size_t)1 << 20;
+    const char *cb = getenv("QS_CHUNK_BYTES");
+    if (cb && *cb)
+        chunk_bytes = parse_u32(cb, "QS_CHUNK_BYTES", 1, 1u << 30);
+
     size_t mlen;
     char *mbuf = tool_read_all(mpath, &mlen);
     qs_error err;
     qs_error_clear(&err);
     qs_scorer *s = qs_scorer_load((const unsigned char *)mbuf, mlen, &err);
-    free(mbuf);
+    char *mbuf_keep = mbuf; /* for NUMA replicas; freed once they are loaded */
     if (!s)
         tool_die_err(mpath, &err);
     if ((tree_block != QS_KEEP || doc_block != QS_KEEP || delta != QS_KEEP) &&
@@ -280,98 +281,67 @@ int main(int argc, char **argv)
     if (transform && strcmp(info.transform, "unsupported") == 0)
         tool_die(EXIT_UNSUPPORTED, "%s: the model's output transform cannot be reproduced exactly; "
                                    "score without --transform", mpath);
-    qs_workspace *w = qs_workspace_new(s, &err);
-    if (!w)
-        tool_die_err(NULL, &err);
+    /* NUMA: one replica of the scorer per node, loaded while running on
+     * that node so its memory is the node's; QS_NUMA_REPLICAS=N forces N
+     * replicas (thread i uses replica i % N) on any machine. */
+    unsigned nrep = 1;
+    int by_node = 0;
+    const char *force = getenv("QS_NUMA_REPLICAS");
+    if (force && *force && strcmp(numa_arg, "off") != 0) {
+        nrep = parse_u32(force, "QS_NUMA_REPLICAS", 1, 64);
+    } else if (strcmp(numa_arg, "off") != 0 && threads > 1) {
+        int nodes = numa_nodes();
+        if (nodes > 1) {
+            nrep = (unsigned)nodes;
+            by_node = 1;
+        } else if (strcmp(numa_arg, "on") == 0 && nodes < 1) {
+            tool_die(EXIT_UNSUPPORTED, "--numa on: %s", nodes == 0 ? "libnuma finds no NUMA support here"
+                                                                    : "this qs-score is built without libnuma");
+        }
+    }
+    qs_scorer **rep = calloc(nrep, sizeof *rep);
+    if (!rep)
+        tool_die(EXIT_SYSTEM, "out of memory");
+    rep[0] = s;
+    for (unsigned r = 1; r < nrep; r++) {
+        numa_enter(by_node ? (int)r : -1);
+        rep[r] = qs_scorer_load((const unsigned char *)mbuf_keep, mlen, &err);
+        if (rep[r] && (tree_block != QS_KEEP || doc_block != QS_KEEP || delta != QS_KEEP) &&
+            qs_scorer_relayout(rep[r], tree_block, doc_block, delta, &err) != 0)
+            tool_die_err(NULL, &err);
+        if (!rep[r] || qs_scorer_prepare(rep[r], backend, &err) != 0)
+            tool_die_err(mpath, &err);
+        numa_enter(-1);
+    }
+    free(mbuf_keep);
 
     FILE *in = stdin;
     if (strcmp(dpath, "-") != 0 && !(in = fopen(dpath, "rb")))
         tool_die(EXIT_SYSTEM, "%s: cannot open: %s", dpath, strerror(errno));
     tool_out out;
     tool_out_open(&out, outpath, 0);
-    static char obuf[1 << 16];
     setvbuf(out.fp, NULL, _IOFBF, 1 << 20);
-
-    lines L = { in, malloc(1 << 20), 1 << 20, 0, 0, 0 };
-    if (!L.buf)
-        tool_die(EXIT_SYSTEM, "out of memory");
-    const int digits = qs_score_digits(s);
-    const uint32_t nslots = qs_workspace_slots(w);
-    double *batch = malloc(sizeof(double) * info.num_classes * nslots);
-    meta_copy *meta = calloc(nslots, sizeof *meta);
-    if (!batch || !meta)
-        tool_die(EXIT_SYSTEM, "out of memory");
-    const char *line;
-    size_t len;
-    long ln = 0;
-    uint32_t n = 0;
-    int rc;
-    for (;;) {
-        rc = next_line(&L, &line, &len);
-        if (rc == 1) {
-            ln++;
-            qs_letor_line lm;
-            int is_doc;
-            qs_workspace_select(w, n);
-            if (qs_letor_parse(s, w, absent, line, len, &lm, &is_doc, &err) != 0) {
-                err.line = ln;
-                tool_die_err(dname, &err);
-            }
-            if (!is_doc)
-                continue;
-            if (annotate) {
-                /* The line buffer moves as more lines are read: keep copies. */
-                keep(&meta[n].label, &meta[n].cap_label, &meta[n].label_len, lm.label, lm.label_len);
-                meta[n].has_qid = lm.qid != NULL;
-                keep(&meta[n].qid, &meta[n].cap_qid, &meta[n].qid_len, lm.qid ? lm.qid : "",
-                     lm.qid_len);
-            }
-            if (++n < nslots)
-                continue;
-        }
-        if (n > 0) {
-            if (qs_score_batch(s, w, backend, n, batch, &err) != 0)
-                tool_die_err(NULL, &err);
-            for (uint32_t d = 0; d < n; d++) {
-                double *sc = batch + (size_t)d * info.num_classes;
-                if (transform)
-                    qs_transform(s, sc);
-                size_t k = 0;
-                if (annotate) {
-                    tool_out_write(&out, meta[d].label, meta[d].label_len);
-                    tool_out_write(&out, "\t", 1);
-                    if (meta[d].has_qid)
-                        tool_out_write(&out, meta[d].qid, meta[d].qid_len);
-                    tool_out_write(&out, "\t", 1);
-                }
-                for (uint32_t cl = 0; cl < info.num_classes; cl++) {
-                    if (k > sizeof obuf - 64) {
-                        tool_out_write(&out, obuf, k);
-                        k = 0;
-                    }
-                    k += (size_t)format_score(obuf + k, sc[cl], digits, cl > 0);
-                }
-                obuf[k++] = '\n';
-                tool_out_write(&out, obuf, k);
-            }
-            n = 0;
-        }
-        if (rc != 1)
-            break;
-    }
-    if (rc < 0)
-        tool_die(EXIT_DATA, "%s:%ld: line longer than %zu MiB", dname, ln + 1, MAX_LINE >> 20);
+    pipe_job job = {
+        .replicas = rep,
+        .nreplicas = nrep,
+        .replica_by_node = by_node,
+        .backend = backend,
+        .absent = absent,
+        .annotate = annotate,
+        .transform = transform,
+        .threads = threads,
+        .pin = threads > 1 && !getenv("OMP_PROC_BIND") && threads <= pipe_cpus(),
+        .chunk_bytes = chunk_bytes,
+        .in = in,
+        .dname = dname,
+        .out = &out,
+    };
+    pipe_run(&job);
     if (in != stdin)
         fclose(in);
     tool_out_commit(&out);
-    free(L.buf);
-    for (uint32_t d = 0; d < nslots; d++) {
-        free(meta[d].label);
-        free(meta[d].qid);
-    }
-    free(meta);
-    free(batch);
-    qs_workspace_free(w);
-    qs_scorer_free(s);
+    for (unsigned r = 0; r < nrep; r++)
+        qs_scorer_free(rep[r]);
+    free(rep);
     return EXIT_OK;
 }
