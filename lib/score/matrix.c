@@ -65,13 +65,10 @@ int qs_score_matrix(const qs_scorer *s, qs_backend b, const double *x, size_t nd
         qs_workspace *w = begin < end ? qs_workspace_new(s, &e) : NULL;
         int rc = begin < end && (!w || score_rows(s, w, b, x, stride, begin, end, out, &e) != 0);
         qs_workspace_free(w);
-        if (rc) {
-#pragma omp critical(qs_matrix_error)
-            if (!failed) {
-                failed = 1;
-                first = e;
-            }
-        }
+        /* The first failure's error (no named critical section: its lock
+         * would be a global symbol of the shared library). */
+        if (rc && __atomic_exchange_n(&failed, 1, __ATOMIC_ACQ_REL) == 0)
+            first = e;
     }
     if (failed) {
         if (err)
