@@ -29,7 +29,7 @@ endif
 BUILD := build$(if $(SANITIZE),-san)
 OPT   ?= -O2
 WARN  := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -g $(WARN) -Iinclude -Itools/common -fPIC
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -g $(WARN) -Iinclude -Ilib -Itools/common -fPIC
 ifneq ($(SANITIZE),)
 BASE_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDSAN := -fsanitize=$(SANITIZE)
@@ -53,13 +53,26 @@ HAVE_ZSTD := $(call probe,'$(HASH)include <zstd.h>' 'int main(void){return (int)
 
 FEATURE_DEFS := -DQS_HAVE_OPENMP=$(HAVE_OPENMP) -DQS_HAVE_NUMA=$(HAVE_NUMA) -DQS_HAVE_CUDA=0
 LIBS := -lzstd -lexpat -lm
+# OpenMP: the threaded paths (qs-score --threads, qs_score_matrix).
+ifeq ($(HAVE_OPENMP),1)
+FEATURE_DEFS += -fopenmp
+endif
+# libnuma: one model replica per NUMA node in qs-score.
+ifeq ($(HAVE_NUMA),1)
+TOOL_LIBS := -lnuma
+endif
 
 ALL_CFLAGS = $(BASE_CFLAGS) $(FEATURE_DEFS) $(CFLAGS)
 ALL_LDFLAGS = $(LDSAN) $(LDFLAGS)
 
 # ------------------------------------------------------------ sources
-LIB_SRC  := $(sort $(wildcard lib/*.c))
+LIB_SRC  :=
+include lib/lib.mk
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# The shared library exports the public API (QS_API in qs.h) and nothing else.
+SOVERSION := 0
+LIB_VERSION := $(shell sed -n 's/^\#define QS_VERSION_STRING "\(.*\)"/\1/p' include/qs.h)
+SHARED_LIB := $(BUILD)/libqs.so.$(LIB_VERSION)
 TOOL_COMMON_SRC := $(wildcard tools/common/*.c)
 TOOL_COMMON_OBJ := $(TOOL_COMMON_SRC:%.c=$(BUILD)/%.o)
 TOOLS    := qs-convert qs-compile qs-score qs-eval
@@ -71,7 +84,7 @@ STATIC_LIB := $(BUILD)/libqs.a
 include fuzz/fuzz.mk
 
 .PHONY: all check check-unit demo install uninstall clean help features
-all: features $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN) bin-links
+all: features $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN) $(SHARED_LIB) bin-links
 
 features:
 	@echo "qs build: CC=$(CC) zstd=$(HAVE_ZSTD) openmp=$(HAVE_OPENMP) numa=$(HAVE_NUMA) cuda=$(HAVE_CUDA)$(if $(filter 1,$(HAVE_CUDA)), (nvcc found; no CUDA back end yet))$(if $(SANITIZE), sanitize=$(SANITIZE))"
@@ -91,14 +104,30 @@ $(BUILD)/%.o: %.c $(BUILD)/.flags
 	$(if $(Q),@echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
+# Library objects: only what qs.h marks QS_API is visible outside libqs.
+$(BUILD)/lib/%.o: lib/%.c $(BUILD)/.flags
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -fvisibility=hidden -MMD -MP -c $< -o $@
+
 $(STATIC_LIB): $(LIB_OBJ)
 	$(if $(Q),@echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+$(SHARED_LIB): $(LIB_OBJ)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libqs.so.$(SOVERSION) -Wl,--no-undefined \
+	    -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
+	$(Q)ln -sf libqs.so.$(LIB_VERSION) $(BUILD)/libqs.so.$(SOVERSION)
+	$(Q)ln -sf libqs.so.$(SOVERSION) $(BUILD)/libqs.so
+
 $(BUILD)/bin/%: $(BUILD)/tools/%/main.o $(TOOL_COMMON_OBJ) $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  LD      $@")
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(ALL_LDFLAGS) $(LIBS) $(TOOL_LIBS)
+
+# Tools of more than one file.
+$(BUILD)/bin/qs-score: $(BUILD)/tools/qs-score/pipeline.o
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(STATIC_LIB)
 	@mkdir -p $(dir $@)
@@ -113,11 +142,21 @@ bin-links: $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN)
 	@ln -sfn ../$(BUILD)/tests bin/unit
 	@ln -sfn ../$(BUILD)/fuzz bin/fuzz
 
--include $(LIB_OBJ:.o=.d) $(TOOL_COMMON_OBJ:.o=.d) $(TOOLS:%=$(BUILD)/tools/%/main.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_COMMON_OBJ:.o=.d) $(TOOLS:%=$(BUILD)/tools/%/main.d) $(BUILD)/tools/qs-score/pipeline.d $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
 
 # ------------------------------------------------------------ targets
+# The whole suite, then the conformance tests once more per SIMD level this
+# CPU has, with the wider levels disabled (QS_DISABLE_CPU_FEATURES), on auto
+# and the back ends that read the QuickScorer layout.
 check: all
 	SANITIZE='$(SANITIZE)' ./scripts/check.sh
+	@cpu=$$(bin/qs-score --version -v | sed -n 's/^cpu: \([a-z0-9,]*\).*/\1/p'); \
+	for off in avx512 avx2; do \
+	    case ",$$cpu," in *",$$off,"*) ;; *) echo "# conformance with $$off disabled: skipped, this CPU lacks $$off"; continue ;; esac; \
+	    echo "# conformance with QS_DISABLE_CPU_FEATURES=$$off"; \
+	    SANITIZE='$(SANITIZE)' QS_DISABLE_CPU_FEATURES=$$off QS_TEST_LAYOUT_ONLY=1 \
+	        ./scripts/check.sh tests/20-conformance.bats || exit 1; \
+	done
 
 demo: all
 	./scripts/demo.sh
@@ -126,13 +165,18 @@ install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PKGDIR)
 	install -m 755 $(TOOL_BIN) $(DESTDIR)$(BINDIR)/
 	install -m 644 $(STATIC_LIB) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(SHARED_LIB) $(DESTDIR)$(LIBDIR)/
+	ln -sf libqs.so.$(LIB_VERSION) $(DESTDIR)$(LIBDIR)/libqs.so.$(SOVERSION)
+	ln -sf libqs.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libqs.so
 	install -m 644 include/qs.h $(DESTDIR)$(INCDIR)/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
-	    -e 's|@VERSION@|$(shell sed -n 's/^#define QS_VERSION_STRING "\(.*\)"/\1/p' include/qs.h)|' \
+	    -e 's|@VERSION@|$(LIB_VERSION)|' \
 	    qs.pc.in > $(DESTDIR)$(PKGDIR)/qs.pc
 
 uninstall:
 	rm -f $(TOOLS:%=$(DESTDIR)$(BINDIR)/%) $(DESTDIR)$(LIBDIR)/libqs.a \
+	      $(DESTDIR)$(LIBDIR)/libqs.so $(DESTDIR)$(LIBDIR)/libqs.so.$(SOVERSION) \
+	      $(DESTDIR)$(LIBDIR)/libqs.so.$(LIB_VERSION) \
 	      $(DESTDIR)$(INCDIR)/qs.h $(DESTDIR)$(PKGDIR)/qs.pc
 
 clean:
@@ -142,7 +186,7 @@ help:
 	@echo "make            build the tools (build/bin/) and link them into bin/"
 	@echo "make check      build, then run the whole bats suite (tests/)"
 	@echo "make demo       convert, compile and score the bundled example model"
-	@echo "make install    install tools, libqs.a, qs.h and qs.pc (PREFIX=$(PREFIX) DESTDIR=)"
+	@echo "make install    install tools, libqs.a, libqs.so, qs.h and qs.pc (PREFIX=$(PREFIX) DESTDIR=)"
 	@echo "make uninstall  remove what install put there"
 	@echo "make fuzz       build the libFuzzer targets with clang and run each FUZZ_SECONDS (60)"
 	@echo "make clean      remove build outputs"

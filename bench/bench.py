@@ -5,7 +5,7 @@ Normally started by bench/run.sh (which builds qs first); see bench/README.md.
 
 Builds (or reuses) workloads in a scratch folder with the shared reference
 data's gen_workload.py, times `qs-score --backend B model.qsm < docs.txt >
-scores` for every back end that `qs-score --version -v` lists, and XGBoost's
+scores` for every back end that `qs-score --list-backends` lists, and XGBoost's
 text -> scores path in one thread (fresh process per repetition), interleaved,
 checks that every score is exact, and prints a markdown table (medians).
 
@@ -341,40 +341,42 @@ def prepare_oblivious(a, shared, wl_root):
 
 # ----------------------------------------------------------------------------- qs
 
+BACKEND_FLAGS = {}
+
+
 def list_backends(qs_score):
-    r = subprocess.run([qs_score, '--version', '-v'], stdout=subprocess.PIPE,
+    """The back ends qs-score runs on this machine, from --list-backends
+    (name, available, flags, summary; tab-separated), and --version -v for
+    the machine record."""
+    r = subprocess.run([qs_score, '--list-backends'], stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, universal_newlines=True)
     if r.returncode != 0:
-        die('%s --version -v failed (exit %d): %s' % (qs_score, r.returncode, r.stdout.strip()))
-    out, inside = [], False
+        die('%s --list-backends failed (exit %d): %s' % (qs_score, r.returncode, r.stdout.strip()))
+    out = []
     for line in r.stdout.splitlines():
-        if re.match(r'\s*back ends:\s*$', line):
-            inside = True
+        f = line.split('\t')
+        if len(f) != 4:
+            die('%s --list-backends: unexpected line %r' % (qs_score, line))
+        if f[1] != 'yes':
+            log('back end %s skipped: %s' % (f[0], f[1]))
             continue
-        if not inside:
-            continue
-        if line and not line[0].isspace():
-            break
-        m = re.match(r'^ {1,3}([A-Za-z0-9_.+-]+)(?:\s+(.*))?$', line)
-        if m:
-            out.append([m.group(1), (m.group(2) or '').strip()])
-        elif out and line.strip():
-            out[-1][1] += ' ' + line.strip()
+        BACKEND_FLAGS[f[0]] = set(f[2].split(','))
+        out.append((f[0], f[3]))
     if not out:
-        die('%s --version -v lists no back ends:\n%s' % (qs_score, r.stdout))
-    return [(n, d) for n, d in out], r.stdout
+        die('%s --list-backends lists no back end this machine runs:\n%s' % (qs_score, r.stdout))
+    v = subprocess.run([qs_score, '--version', '-v'], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, universal_newlines=True)
+    return out, v.stdout
 
 
 def backend_role(name, desc):
     d = desc.lower()
     if name in PARSE_ONLY_NAMES or d.startswith('parse'):
         return 'parse-only'
-    if name == 'walk' or d.startswith('baseline') or 'reference' in d:
+    if BACKEND_FLAGS.get(name, set()) & {'reference', 'baseline'}:
         return 'baseline'
     return 'qs'
 
-
-# ----------------------------------------------------------------------------- machine
 
 def machine_info(repo, qs_score, version_text):
     lines = []
@@ -455,9 +457,19 @@ def machine_info(repo, qs_score, version_text):
 
 # ----------------------------------------------------------------------------- runs
 
+def split_method(name):
+    """'vqs' -> ('vqs', 1); 'auto x2' -> ('auto', 2): a back end and a thread count."""
+    if ' x' in name:
+        b, t = name.split(' x', 1)
+        return b, int(t)
+    return name, 1
+
+
 def run_qs(qs_score, backend, qsm, docs, out, empty=False):
-    """Wall time of one qs-score run (monotonic clock), child CPU time, exit code, stderr."""
-    argv = [qs_score, '--backend', backend, qsm]
+    """Wall time of one qs-score run (monotonic clock), child CPU time, exit code, stderr.
+    `backend` may carry a thread count ('auto x2'); otherwise one thread."""
+    b, threads = split_method(backend)
+    argv = [qs_score, '--backend', b, '--threads', str(threads), qsm]
     c0 = cpu_children()
     with open(os.devnull if empty else docs, 'rb') as fin, open(out, 'wb') as fout:
         t0 = time.perf_counter()
@@ -789,7 +801,10 @@ def main():
     ap.add_argument('--docs', type=int, default=50000, help='minimum documents per model (default 50000)')
     ap.add_argument('--seed', type=int, default=1, help='gen_workload.py seed (default 1)')
     ap.add_argument('--backends', metavar='LIST',
-                    help='only these qs-score back ends (default: all that qs-score --version -v lists)')
+                    help='only these qs-score back ends (default: all that qs-score --list-backends lists as available)')
+    ap.add_argument('--threads', default='2', metavar='LIST',
+                    help="also time qs-score's auto back end with these thread counts (default 2; "
+                         "every other method runs one thread)")
     ap.add_argument('--no-xgboost', action='store_true', help='do not time XGBoost')
     ap.add_argument('--no-train', action='store_true',
                     help='fail instead of training a missing workload')
@@ -878,6 +893,9 @@ def main():
                 die("--backends: qs-score has no back end '%s' (it lists: %s)" % (b, ', '.join(names)),
                     EXIT_USAGE)
         backends = [(n, d) for n, d in backends if n in want]
+    for t in (int(x) for x in a.threads.split(',') if x.strip()):
+        if t > 1:
+            backends.append(('auto x%d' % t, 'auto with %d threads' % t))
     log('back ends: %s' % ', '.join('%s [%s]' % (n, backend_role(n, d)) for n, d in backends))
 
     machine_txt, machine_short, git = machine_info(repo, qs_bin['qs-score'], version_text)

@@ -39,7 +39,7 @@ $(BUILD)/fuzz/replay_%: $(BUILD)/fuzz/replay.o $(BUILD)/fuzz/fuzz_%.o $(STATIC_L
 # coverage and built with ASan+UBSan; UBSan aborts at the first report.
 # OpenMP and NUMA stay off: they add nothing to parsing and confuse ASan.
 FUZZ_SAN    := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude -Itools/common \
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude -Ilib -Itools/common \
                -DQS_HAVE_OPENMP=0 -DQS_HAVE_NUMA=0 -DQS_HAVE_CUDA=0 -DQS_LIBFUZZER=1 $(FUZZ_SAN)
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_BIN     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/bin/fuzz_%)

@@ -4,7 +4,7 @@
 
 /* The targets look inside the model (node thresholds make the documents that
  * reach every branch), so they use the library's internal header. */
-#include "../lib/model.h"
+#include "model/model.h"
 
 #include <float.h>
 #include <math.h>
@@ -122,7 +122,7 @@ static inline void fuzz_fill_doc(qs_workspace *w, const qs_model *m, unsigned d)
 }
 
 /* Score the fixed documents with every back end the scorer reports, one by
- * one and as a batch, and abort unless each agrees with QS_BACKEND_WALK bit
+ * one and as a batch, and abort unless each agrees with the walk back end bit
  * for bit; then rebuild the layout with small blocks and another Δ and check
  * the back ends that use the layout (QS and vQS) again.  Leaves the scorer relaid out. */
 static inline void fuzz_check_scorer(qs_scorer *s)
@@ -139,6 +139,14 @@ static inline void fuzz_check_scorer(qs_scorer *s)
     uint64_t *cnt = calloc(m->num_trees ? 2 * m->num_trees : 1, sizeof *cnt);
     if (!ref || !got || !cnt)
         goto done;
+    /* Every back end that this machine runs and that takes the model. */
+    const qs_backend walk = qs_backend_find("walk");
+    for (qs_backend b = 0; b < qs_backend_count(); b++) {
+        qs_error_clear(&err);
+        if (qs_scorer_prepare(s, b, &err) != 0 && err.code != QS_ERR_UNSUPPORTED &&
+            err.code != QS_ERR_NOMEM)
+            FUZZ_FAIL("qs_scorer_prepare(%s): %s", qs_backend_name(b), err.msg);
+    }
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1) {
             /* Blocks of 2 trees, 5 documents, Δ 3: other scan and block paths. */
@@ -162,7 +170,7 @@ static inline void fuzz_check_scorer(qs_scorer *s)
         for (unsigned d = 0; d < FUZZ_NDOCS; d++) {
             qs_workspace_select(w, 0);
             fuzz_fill_doc(w, m, d);
-            if (pass == 0 && qs_score_doc(s, w, QS_BACKEND_WALK, ref + (size_t)d * K) != 0)
+            if (pass == 0 && qs_score_doc(s, w, walk, ref + (size_t)d * K, &err) != 0)
                 FUZZ_FAIL("walk back end refused to score");
             if (pass == 0 && d == FUZZ_NDOCS - 1 && m->num_trees) {
                 qs_count_node_outcomes(s, w, cnt, cnt + m->num_trees);
@@ -175,21 +183,23 @@ static inline void fuzz_check_scorer(qs_scorer *s)
                                   m->trees[t].num_nodes);
             }
         }
-        for (int b = 0; b < QS_BACKEND_COUNT_; b++) {
-            const int layout_bound = b == QS_BACKEND_QS || b == QS_BACKEND_VQS ||
-                                     b == QS_BACKEND_VQS_AVX2 || b == QS_BACKEND_VQS_AVX512;
-            if ((pass == 1 && !layout_bound) || !qs_backend_available(s, (qs_backend)b))
+        for (qs_backend b = 0; b < qs_backend_count(); b++) {
+            qs_backend_info bi;
+            qs_backend_get_info(b, &bi);
+            /* The back ends that read the QuickScorer layout. */
+            const int layout_bound = !(bi.flags & (QS_BACKEND_F_REFERENCE | QS_BACKEND_F_BASELINE));
+            if ((pass == 1 && !layout_bound) || !qs_scorer_prepared(s, b))
                 continue;
             for (unsigned d = 0; d < FUZZ_NDOCS; d++) {
                 qs_workspace_select(w, 0);
                 fuzz_fill_doc(w, m, d);
-                if (qs_score_doc(s, w, (qs_backend)b, got) != 0)
-                    FUZZ_FAIL("back end %s is available but refused to score",
-                              qs_backend_name((qs_backend)b));
+                if (qs_score_doc(s, w, b, got, &err) != 0)
+                    FUZZ_FAIL("back end %s is prepared but refused to score: %s",
+                              qs_backend_name(b), err.msg);
                 for (uint32_t c = 0; c < K; c++)
                     if (!fuzz_same(got[c], ref[(size_t)d * K + c]))
                         FUZZ_FAIL("back end %s, document %u, class %u: %a, walk says %a%s",
-                                  qs_backend_name((qs_backend)b), d, c, got[c],
+                                  qs_backend_name(b), d, c, got[c],
                                   ref[(size_t)d * K + c], pass ? " (relaid out 2/5/3)" : "");
             }
             /* The same documents side by side in the slots. */
@@ -198,14 +208,15 @@ static inline void fuzz_check_scorer(qs_scorer *s)
                 qs_workspace_select(w, d);
                 fuzz_fill_doc(w, m, d);
             }
-            if (qs_score_batch(s, w, (qs_backend)b, n, got) != 0)
-                FUZZ_FAIL("back end %s refused a batch of %u", qs_backend_name((qs_backend)b), n);
+            if (qs_score_batch(s, w, b, n, got, &err) != 0)
+                FUZZ_FAIL("back end %s refused a batch of %u: %s", qs_backend_name(b), n,
+                          err.msg);
             for (uint32_t d = 0; d < n; d++)
                 for (uint32_t c = 0; c < K; c++)
                     if (!fuzz_same(got[(size_t)d * K + c], ref[(size_t)d * K + c]))
                         FUZZ_FAIL("back end %s, batch of %u, document %u, class %u: %a, walk "
                                   "says %a%s",
-                                  qs_backend_name((qs_backend)b), n, d, c, got[(size_t)d * K + c],
+                                  qs_backend_name(b), n, d, c, got[(size_t)d * K + c],
                                   ref[(size_t)d * K + c], pass ? " (relaid out 2/5/3)" : "");
         }
         if (pass == 0) {

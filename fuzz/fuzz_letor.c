@@ -115,6 +115,9 @@ static void setup(void)
         free(img);
         if (!fx[k].s)
             FUZZ_FAIL("fixed model %d: %s", k, err.msg);
+        if (qs_scorer_prepare(fx[k].s, qs_backend_find("qs"), &err) != 0 ||
+            qs_scorer_prepare(fx[k].s, qs_backend_find("walk"), &err) != 0)
+            FUZZ_FAIL("fixed model %d: %s", k, err.msg);
         for (int a = 0; a < NABSENT; a++)
             if (!(fx[k].w[a] = qs_workspace_new(fx[k].s, &err)))
                 FUZZ_FAIL("fixed model %d: %s", k, err.msg);
@@ -209,9 +212,9 @@ static void one_line(const char *line, size_t len, unsigned lineno)
             if (!d1)
                 continue;
             check_pointers(line, len, &o1);
-            if (qs_score_doc(F->s, F->w[a], QS_BACKEND_QS, got) != 0 ||
-                qs_score_doc(F->s, F->ref, QS_BACKEND_QS, want) != 0 ||
-                qs_score_doc(F->s, F->ref, QS_BACKEND_WALK, walk) != 0)
+            if (qs_score_doc(F->s, F->w[a], qs_backend_find("qs"), got, NULL) != 0 ||
+                qs_score_doc(F->s, F->ref, qs_backend_find("qs"), want, NULL) != 0 ||
+                qs_score_doc(F->s, F->ref, qs_backend_find("walk"), walk, NULL) != 0)
                 FUZZ_FAIL("scoring refused");
             for (uint32_t c = 0; c < K; c++) {
                 if (!fuzz_same(want[c], walk[c]))

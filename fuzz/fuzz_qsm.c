@@ -1,4 +1,4 @@
-/* fuzz_qsm.c: libFuzzer target for the .qsm loader (qs_scorer_load); a file that loads is scored on fixed documents by every available back end, which must agree bit for bit with QS_BACKEND_WALK, and its model must round-trip as text and compile again. */
+/* fuzz_qsm.c: libFuzzer target for the .qsm loader (qs_scorer_load); a file that loads is scored on fixed documents by every available back end, which must agree bit for bit with the walk back end, and its model must round-trip as text and compile again. */
 #include "fuzz_common.h"
 #include "qsm_pack.h"
 

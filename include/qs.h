@@ -21,7 +21,15 @@
 extern "C" {
 #endif
 
-#define QS_VERSION_STRING "0.1.0"
+#define QS_VERSION_STRING "0.2.0"
+
+/* Every public function and object carries QS_API: exported from the
+ * shared library, which hides everything else. */
+#if defined(__GNUC__) || defined(__clang__)
+#define QS_API __attribute__((visibility("default")))
+#else
+#define QS_API
+#endif
 
 /* ---------------------------------------------------------------- errors */
 
@@ -43,7 +51,7 @@ typedef struct qs_error {
 } qs_error;
 
 /* Reset an error record to "no error". */
-void qs_error_clear(qs_error *err);
+QS_API void qs_error_clear(qs_error *err);
 
 /* ------------------------------------------------------ canonical models */
 
@@ -58,7 +66,7 @@ typedef enum qs_source {
 
 typedef struct qs_model qs_model;   /* a canonical tree ensemble */
 
-void qs_model_free(qs_model *m);
+QS_API void qs_model_free(qs_model *m);
 
 /* Format of a foreign model, as told by qs_detect_format(). */
 typedef enum qs_format {
@@ -70,26 +78,26 @@ typedef enum qs_format {
 } qs_format;
 
 /* Guess a model's format from its first bytes. */
-qs_format qs_detect_format(const char *buf, size_t len);
+QS_API qs_format qs_detect_format(const char *buf, size_t len);
 
 /* Convert a foreign model held in memory (not NUL-terminated necessarily).
  * Returns NULL and fills err on failure; QS_ERR_UNSUPPORTED for models that
  * cannot be scored exactly (refused, never approximated). */
-qs_model *qs_convert_lightgbm(const char *buf, size_t len, qs_error *err);
-qs_model *qs_convert_xgboost(const char *buf, size_t len, qs_error *err);
-qs_model *qs_convert_quickrank(const char *buf, size_t len, qs_error *err);
+QS_API qs_model *qs_convert_lightgbm(const char *buf, size_t len, qs_error *err);
+QS_API qs_model *qs_convert_xgboost(const char *buf, size_t len, qs_error *err);
+QS_API qs_model *qs_convert_quickrank(const char *buf, size_t len, qs_error *err);
 /* Dispatch on `fmt` (QS_FMT_UNKNOWN: detect). */
-qs_model *qs_convert(qs_format fmt, const char *buf, size_t len, qs_error *err);
+QS_API qs_model *qs_convert(qs_format fmt, const char *buf, size_t len, qs_error *err);
 
 /* Canonical ensemble text (format/ensemble-text.md).  qs_model_to_text
  * allocates *out (free() it); qs_model_from_text parses and validates. */
-int qs_model_to_text(const qs_model *m, char **out, size_t *out_len, qs_error *err);
-qs_model *qs_model_from_text(const char *buf, size_t len, qs_error *err);
+QS_API int qs_model_to_text(const qs_model *m, char **out, size_t *out_len, qs_error *err);
+QS_API qs_model *qs_model_from_text(const char *buf, size_t len, qs_error *err);
 
 /* Check a model's structure: children in range, every node reached exactly
  * once from the root, no cycles, leaf counts within limits, feature ids and
  * classes in range.  Converters and readers call it before returning. */
-int qs_model_validate(const qs_model *m, qs_error *err);
+QS_API int qs_model_validate(const qs_model *m, qs_error *err);
 
 /* A few facts about a model. */
 typedef struct qs_model_info {
@@ -107,7 +115,7 @@ typedef struct qs_model_info {
     const char *transform;   /* "none", "sigmoid", "softmax", "exp", ... */
 } qs_model_info;
 
-void qs_model_get_info(const qs_model *m, qs_model_info *info);
+QS_API void qs_model_get_info(const qs_model *m, qs_model_info *info);
 
 /* --------------------------------------------------------- .qsm models */
 
@@ -122,7 +130,7 @@ typedef struct qs_compile_options {
 
 /* Build the binary .qsm image of a model in memory (format/qsm.md).
  * *out is allocated (free() it). */
-int qs_compile(const qs_model *m, const qs_compile_options *opt,
+QS_API int qs_compile(const qs_model *m, const qs_compile_options *opt,
                unsigned char **out, size_t *out_len, qs_error *err);
 
 /* ------------------------------------------------------------ scoring */
@@ -130,37 +138,70 @@ int qs_compile(const qs_model *m, const qs_compile_options *opt,
 typedef struct qs_scorer qs_scorer;       /* a loaded .qsm, immutable */
 typedef struct qs_workspace qs_workspace; /* per-thread scratch */
 
-/* Load (and fully validate) a .qsm image.  The buffer may be freed after. */
-qs_scorer *qs_scorer_load(const unsigned char *buf, size_t len, qs_error *err);
-void qs_scorer_free(qs_scorer *s);
+/* Load (and fully validate) a .qsm image, and prepare the back end that
+ * QS_BACKEND_AUTO runs as.  The buffer may be freed after. */
+QS_API qs_scorer *qs_scorer_load(const unsigned char *buf, size_t len, qs_error *err);
+QS_API void qs_scorer_free(qs_scorer *s);
 
 /* The canonical model embedded in a scorer (owned by the scorer). */
-const qs_model *qs_scorer_model(const qs_scorer *s);
+QS_API const qs_model *qs_scorer_model(const qs_scorer *s);
 
-/* Back ends.  QS_BACKEND_AUTO picks the fastest exact one compiled in. */
-typedef enum qs_backend {
-    QS_BACKEND_AUTO = 0,
-    QS_BACKEND_WALK = 1,   /* plain tree walk: the internal reference */
-    QS_BACKEND_QS = 2,     /* scalar QuickScorer (BWQS, Δ-skip), QS-Ω on oblivious blocks */
-    QS_BACKEND_STRUCT = 3, /* baseline: naive pointer walk over node structs (STRUCT+) */
-    QS_BACKEND_VPRED = 4,  /* baseline: branch-free, unrolled by depth, documents interleaved */
-    QS_BACKEND_OBLIVIOUS = 5, /* baseline: oblivious trees as index computations */
-    QS_BACKEND_VQS = 6,    /* vQS: QS over several documents per instruction (AVX-512: 64,
-                              byte planes; AVX2: 4), the widest this CPU runs */
-    QS_BACKEND_VQS_AVX2 = 7,   /* vQS forced to AVX2 */
-    QS_BACKEND_VQS_AVX512 = 8, /* vQS forced to AVX-512 */
-    QS_BACKEND_COUNT_ = 9
-} qs_backend;
+/* Back ends.  A back end is an index into the library's table of back
+ * ends, 0 .. qs_backend_count()-1, or QS_BACKEND_AUTO: the fastest exact
+ * one this machine runs (qs_backend_auto() says which).  The table and
+ * each back end's facts are asked from the library. */
+typedef int qs_backend;
+#define QS_BACKEND_AUTO (-1)
+#define QS_BACKEND_UNKNOWN (-2)
 
-const char *qs_backend_name(qs_backend b);
-/* Returns QS_BACKEND_COUNT_ when `name` is unknown. */
-qs_backend qs_backend_from_name(const char *name);
-/* The back end that `b` runs as on this CPU ("auto" and "vqs" resolve to
- * "vqs-avx512", "vqs-avx2" or "qs"). */
-const char *qs_backend_resolve(qs_backend b);
-/* Whether back end `b` can score with this scorer's model on this CPU;
- * with s NULL, whether this CPU and build can run it at all. */
-int qs_backend_available(const qs_scorer *s, qs_backend b);
+/* Facts about a back end (qs_backend_info.flags). */
+#define QS_BACKEND_F_REFERENCE      0x01u /* the reference walk every back end is checked against */
+#define QS_BACKEND_F_BASELINE       0x02u /* a comparison method of the papers (STRUCT+, VPRED, ...) */
+#define QS_BACKEND_F_OBLIVIOUS_ONLY 0x04u /* scores only models whose trees are all oblivious */
+#define QS_BACKEND_F_SIMD           0x08u /* uses SIMD instructions picked at run time */
+#define QS_BACKEND_F_DEVICE         0x10u /* runs on an accelerator */
+#define QS_BACKEND_F_THREADS        0x20u /* uses several threads */
+#define QS_BACKEND_F_ALIAS          0x40u /* runs as the best of a family on this machine */
+
+typedef struct qs_backend_info {
+    const char *name;      /* "qs", "vqs-avx512", ... */
+    const char *summary;   /* one line */
+    unsigned flags;        /* QS_BACKEND_F_* */
+    unsigned auto_rank;    /* auto runs the available back end of highest rank; 0: never */
+    int available;         /* 1: this machine and build can run it */
+    char why[160];         /* when not available: the reason */
+} qs_backend_info;
+
+/* Number of back ends in this build. */
+QS_API int qs_backend_count(void);
+/* Facts about back end b (QS_BACKEND_AUTO: the one auto runs as).  0, or
+ * -1 when b is out of range. */
+QS_API int qs_backend_get_info(qs_backend b, qs_backend_info *info);
+/* "auto" for QS_BACKEND_AUTO, "?" when out of range. */
+QS_API const char *qs_backend_name(qs_backend b);
+/* By name ("auto" gives QS_BACKEND_AUTO); QS_BACKEND_UNKNOWN when unknown. */
+QS_API qs_backend qs_backend_find(const char *name);
+/* The back end auto runs as on this machine. */
+QS_API qs_backend qs_backend_auto(void);
+
+/* Prepare back end b (QS_BACKEND_AUTO is prepared by qs_scorer_load) for
+ * this scorer: builds its data from the model, so scoring never does.  Call
+ * before sharing the scorer between threads and before creating the
+ * workspaces that will use b (not thread-safe).  Returns 0, or -1 with err:
+ * QS_ERR_UNSUPPORTED when this machine cannot run b or b cannot score this
+ * model exactly (the message says which), QS_ERR_NOMEM, QS_ERR_ARG. */
+QS_API int qs_scorer_prepare(qs_scorer *s, qs_backend b, qs_error *err);
+/* Whether b is prepared for s. */
+QS_API int qs_scorer_prepared(const qs_scorer *s, qs_backend b);
+
+/* Facts about this build of the library. */
+typedef struct qs_build_info {
+    const char *version;    /* QS_VERSION_STRING of the library */
+    int openmp, numa, cuda; /* compiled in (1) or not (0) */
+    const char *cpu_detected; /* SIMD levels of this CPU: "avx512,avx2", "avx2", "" */
+    const char *cpu_enabled;  /* the same less QS_DISABLE_CPU_FEATURES */
+} qs_build_info;
+QS_API void qs_build_get_info(qs_build_info *info);
 
 typedef enum qs_absent {
     QS_ABSENT_DEFAULT = 0, /* what the source library does */
@@ -172,54 +213,71 @@ typedef enum qs_absent {
  * batches of δ, so a block's QuickScorer data stays in cache while a batch
  * goes through it.  The .qsm stores τ, δ and Δ (0 = default); this rebuilds
  * the layout with other values (QS_KEEP keeps the current one).  Not
- * thread-safe: call before creating workspaces. */
+ * thread-safe: call before creating workspaces; the back ends prepared for
+ * the scorer are prepared again for the new layout. */
 #define QS_KEEP 0xFFFFFFFFu
-int qs_scorer_relayout(qs_scorer *s, uint32_t tree_block, uint32_t doc_block, uint32_t delta,
+QS_API int qs_scorer_relayout(qs_scorer *s, uint32_t tree_block, uint32_t doc_block, uint32_t delta,
                        qs_error *err);
 /* The values in force (tree_block 0: one block per homogeneous run of trees). */
-void qs_scorer_get_blocks(const qs_scorer *s, uint32_t *tree_block, uint32_t *doc_block,
+QS_API void qs_scorer_get_blocks(const qs_scorer *s, uint32_t *tree_block, uint32_t *doc_block,
                           uint32_t *delta, uint32_t *nblocks);
 
 /* A workspace holds δ document slots (qs_workspace_slots); the qs_doc_*
  * functions and qs_letor_parse fill the selected slot (slot 0 at first). */
-qs_workspace *qs_workspace_new(const qs_scorer *s, qs_error *err);
-void qs_workspace_free(qs_workspace *w);
-uint32_t qs_workspace_slots(const qs_workspace *w);
-void qs_workspace_select(qs_workspace *w, uint32_t slot);
+QS_API qs_workspace *qs_workspace_new(const qs_scorer *s, qs_error *err);
+QS_API void qs_workspace_free(qs_workspace *w);
+QS_API uint32_t qs_workspace_slots(const qs_workspace *w);
+QS_API void qs_workspace_select(qs_workspace *w, uint32_t slot);
 
 /* A parsed document: a dense vector of num_features values (absent features
  * already filled), held in the workspace.  Use qs_doc_* to fill it. */
-void qs_doc_reset(qs_workspace *w, qs_absent absent);
+QS_API void qs_doc_reset(qs_workspace *w, qs_absent absent);
 /* Set feature `id` to `value`; ids >= num_features are ignored (the model
  * never reads them).  The value must already be rounded to the model's
  * precision (qs_parse_value does it). */
-void qs_doc_set(qs_workspace *w, uint32_t id, double value);
+QS_API void qs_doc_set(qs_workspace *w, uint32_t id, double value);
 
-/* Score the document in the workspace: writes num_classes raw scores (the
- * margin; double or float32 values widened to double) into out[]. */
-int qs_score_doc(const qs_scorer *s, qs_workspace *w, qs_backend b, double *out);
+/* Score the selected slot of the workspace: writes num_classes raw scores
+ * (the margin; double or float32 values widened to double) into out[].
+ * Returns 0, or -1 with err (may be NULL). */
+QS_API int qs_score_doc(const qs_scorer *s, qs_workspace *w, qs_backend b, double *out, qs_error *err);
 /* Score slots 0 .. n-1 (n <= qs_workspace_slots) together: out[d *
- * num_classes + c].  Returns -1 when n is too large or the back end cannot
- * score this model. */
-int qs_score_batch(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n, double *out);
+ * num_classes + c].  Returns 0, or -1 with err: QS_ERR_ARG when n is too
+ * large, or b was not prepared for this scorer before the workspace was
+ * made; a back end may report other failures (a device error, say). */
+QS_API int qs_score_batch(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n, double *out,
+                   qs_error *err);
+
+/* Score ndocs documents held as a dense row-major matrix: document d's
+ * features are x[d * stride .. d * stride + num_features), with absent
+ * features already filled (0.0 or NaN, as qs_doc_reset would) and values
+ * rounded to the model's precision; out[d * num_classes + c] receives the
+ * raw scores.  threads: 1 scores on the calling thread, 0 uses OpenMP's
+ * default (every CPU), N uses N; each thread scores a contiguous share of
+ * the rows with its own workspace.  The scores are the same bits for every
+ * thread count.  Back end b must be prepared (QS_BACKEND_AUTO always is).
+ * Returns 0, or -1 with err (QS_ERR_UNSUPPORTED for threads > 1 in a build
+ * without OpenMP). */
+QS_API int qs_score_matrix(const qs_scorer *s, qs_backend b, const double *x, size_t ndocs,
+                           size_t stride, double *out, unsigned threads, qs_error *err);
 
 /* Tree reversal: for each tree, add to false_nodes[t] / true_nodes[t] how
  * many of its internal nodes send the workspace's selected document right
  * (false) or left (true).  A tree with more false than true nodes over a
  * sample scans fewer entries reversed (qs_compile_options.reverse). */
-void qs_count_node_outcomes(const qs_scorer *s, const qs_workspace *w, uint64_t *false_nodes,
+QS_API void qs_count_node_outcomes(const qs_scorer *s, const qs_workspace *w, uint64_t *false_nodes,
                             uint64_t *true_nodes);
 
 /* Apply the model's output transform (sigmoid, softmax, exp ...) in place. */
-void qs_transform(const qs_scorer *s, double *scores);
+QS_API void qs_transform(const qs_scorer *s, double *scores);
 
 /* Parse one feature value token with the model's precision: strtod for
  * double models, strtof for float32 models (never (float)strtod).
  * Accepts nan, inf, signs, exponents.  Returns 0 on success. */
-int qs_parse_value(const qs_scorer *s, const char *tok, size_t len, double *out);
+QS_API int qs_parse_value(const qs_scorer *s, const char *tok, size_t len, double *out);
 
 /* Digits needed to print a score so it round-trips: 17 or 9. */
-int qs_score_digits(const qs_scorer *s);
+QS_API int qs_score_digits(const qs_scorer *s);
 
 /* ------------------------------------------------------- LETOR reader */
 
@@ -237,7 +295,7 @@ typedef struct qs_letor_line {
  * the workspace (reset first with `absent`).  Blank and comment-only lines
  * yield QS_OK with *is_doc = 0.  On a malformed line, fills err (err->line is
  * left to the caller). */
-int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent,
+QS_API int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent,
                    const char *line, size_t len, qs_letor_line *out,
                    int *is_doc, qs_error *err);
 
@@ -252,7 +310,7 @@ typedef enum qs_metric {
     QS_METRIC_P = 3      /* precision: relevant docs among the first k */
 } qs_metric;
 
-/* The convention knobs of shared/docs/ndcg.md section 4; each enum's first
+/* The convention knobs of the README's qs-eval section; each enum's first
  * value is the default (QuickRank's and RankLib's NDCG). */
 typedef enum { QS_GAIN_EXP2 = 0, QS_GAIN_LINEAR } qs_eval_gain;
 typedef enum {
@@ -279,24 +337,24 @@ typedef struct qs_eval_conv {
 } qs_eval_conv;
 
 /* The defaults: exp2, input, 0, clamp, log2, double, block. */
-void qs_eval_conv_default(qs_eval_conv *c);
+QS_API void qs_eval_conv_default(qs_eval_conv *c);
 
 /* Set every knob from a preset name (quickrank ranklib lightgbm xgboost
  * xgboost-minus trec sklearn rankeval letor).  Returns 0, or -1 with err
  * (QS_ERR_ARG) for an unknown name. */
-int qs_eval_conv_preset(qs_eval_conv *c, const char *name, qs_error *err);
+QS_API int qs_eval_conv_preset(qs_eval_conv *c, const char *name, qs_error *err);
 
 /* Set one knob by its option name without dashes ("gain", "ties", "norel",
  * "beyond", "discount", "score-type", "group") and value.  Returns 0, or -1
  * with err (QS_ERR_ARG) naming the accepted values. */
-int qs_eval_conv_set(qs_eval_conv *c, const char *knob, const char *value, qs_error *err);
+QS_API int qs_eval_conv_set(qs_eval_conv *c, const char *knob, const char *value, qs_error *err);
 
 /* Names of the presets, NULL-terminated (for --help). */
-extern const char *const qs_eval_preset_names[];
+extern QS_API const char *const qs_eval_preset_names[];
 
 /* Metric by name ("ndcg", "err", "map", "p"); -1 when unknown. */
-int qs_metric_from_name(const char *name);
-const char *qs_metric_name(qs_metric m);
+QS_API int qs_metric_from_name(const char *name);
+QS_API const char *qs_metric_name(qs_metric m);
 
 /* Largest label that gain exp2 accepts: 2^30-1 is still exact in a double
  * and far beyond any real grading scale. */
@@ -338,17 +396,17 @@ typedef struct qs_eval_doc {
 /* LETOR/SVMLight: `label [qid:Q] [anything ...] [# comment]`.  Only the label
  * (first token) and the qid: token matter; other tokens are not looked at.
  * Blank and comment-only lines give *is_doc = 0.  doc->score is untouched. */
-int qs_eval_parse_letor(const char *line, size_t len, qs_eval_doc *doc, int *is_doc,
+QS_API int qs_eval_parse_letor(const char *line, size_t len, qs_eval_doc *doc, int *is_doc,
                         qs_error *err);
 
 /* A score line: tab-separated columns, `column` (1-based) is parsed with
  * strtod; spaces around a column are ignored.  NaN is refused. */
-int qs_eval_parse_score(const char *line, size_t len, unsigned column, double *score,
+QS_API int qs_eval_parse_score(const char *line, size_t len, unsigned column, double *score,
                         qs_error *err);
 
 /* An annotated line from `qs-score --annotate`: label<TAB>qid<TAB>score
  * [<TAB>score ...]; `column` picks among the scores (1-based). */
-int qs_eval_parse_annotated(const char *line, size_t len, unsigned column, qs_eval_doc *doc,
+QS_API int qs_eval_parse_annotated(const char *line, size_t len, unsigned column, qs_eval_doc *doc,
                             qs_error *err);
 
 /* ---- the evaluator: documents go in one at a time, in input order. */
@@ -356,8 +414,8 @@ typedef struct qs_eval qs_eval;
 
 /* Checks the options (QS_ERR_ARG for a combination that has no definition,
  * e.g. --ties=average with ERR or MAP). */
-qs_eval *qs_eval_new(const qs_eval_options *opt, qs_error *err);
-void qs_eval_free(qs_eval *e);
+QS_API qs_eval *qs_eval_new(const qs_eval_options *opt, qs_error *err);
+QS_API void qs_eval_free(qs_eval *e);
 
 /* Add a document.  Returns 0; 1 when, with block grouping, this document
  * starts a block whose qid was already seen in an earlier block (the caller
@@ -367,35 +425,35 @@ void qs_eval_free(qs_eval *e);
  * computed as soon as its block ends; with qid grouping every document is held
  * until qs_eval_finish.  With on_query and block grouping, a qid is noticed
  * coming back only within the last 32768 to 65536 queries. */
-int qs_eval_add(qs_eval *e, const qs_eval_doc *doc, qs_error *err);
+QS_API int qs_eval_add(qs_eval *e, const qs_eval_doc *doc, qs_error *err);
 
 /* Compute what is left.  Returns 0, or -1 with err (QS_ERR_FORMAT "no
  * documents" when nothing was added). */
-int qs_eval_finish(qs_eval *e, qs_error *err);
+QS_API int qs_eval_finish(qs_eval *e, qs_error *err);
 
 /* Results, valid after qs_eval_finish: queries in input order (block order,
  * or first appearance with qid grouping); values[i] per cutoff, NAN when the
  * query is left out of the mean (--norel=skip). */
-size_t qs_eval_num_queries(const qs_eval *e);
-const char *qs_eval_query_qid(const qs_eval *e, size_t q, size_t *len);
-const double *qs_eval_query_values(const qs_eval *e, size_t q);
-size_t qs_eval_query_docs(const qs_eval *e, size_t q);
+QS_API size_t qs_eval_num_queries(const qs_eval *e);
+QS_API const char *qs_eval_query_qid(const qs_eval *e, size_t q, size_t *len);
+QS_API const double *qs_eval_query_values(const qs_eval *e, size_t q);
+QS_API size_t qs_eval_query_docs(const qs_eval *e, size_t q);
 /* Arithmetic mean per cutoff over the queries not left out, summed in query
  * order; NAN where every query was left out. */
-const double *qs_eval_mean(const qs_eval *e);
+QS_API const double *qs_eval_mean(const qs_eval *e);
 
 /* The metric of one query of n >= 1 documents, for every cutoff (out[nk]);
  * NAN = left out of the mean.  Labels must be valid for the options (see
  * qs_eval_add); scores are rounded to float32 here for QS_SCORE_FLOAT.
  * Returns 0, or -1 with err (no memory, bad arguments).  For library users
  * and tests that have the arrays at hand. */
-int qs_eval_query(const qs_eval_options *opt, const double *labels, const double *scores,
+QS_API int qs_eval_query(const qs_eval_options *opt, const double *labels, const double *scores,
                   size_t n, double *out, qs_error *err);
 
 /* ------------------------------------------------------- utilities */
 
 /* CRC-32C (Castagnoli) of a buffer, continuing from `crc` (start with 0). */
-uint32_t qs_crc32c(uint32_t crc, const void *buf, size_t len);
+QS_API uint32_t qs_crc32c(uint32_t crc, const void *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -11,7 +11,8 @@ if [ -n "${SANITIZE:-}" ]; then
 fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-bats --tap "$@" tests/ | tee "$log"
+[ $# -gt 0 ] || set -- tests/
+bats --tap "$@" | tee "$log"
 rc=$?
 pass=$(grep -c '^ok .*' "$log" | tr -d ' ')
 skip=$(grep -c '^ok .* # skip' "$log" | tr -d ' ')

@@ -58,19 +58,39 @@ compare_scores() {
         END { if (bad) { printf "%d values differ\n", bad; exit 1 } }'
 }
 
-# Back ends every conformance test runs: all that qs-score lists (QS_BACKEND
-# forces one).
+# A QS_BACKEND left in the environment would narrow every test silently:
+# tests that want one set it themselves.
+unset QS_BACKEND
+
+# Every back end this build knows (the suite checks that --list-backends
+# names each one).
+QS_KNOWN_BACKENDS="walk qs vqs vqs-avx2 vqs-avx512 struct vpred oblivious"
+
+# Back ends every conformance test runs: `auto` and every back end that
+# `qs-score --list-backends` says this machine runs (QS_BACKEND, set by a
+# test, forces one).  With QS_TEST_LAYOUT_ONLY=1 (the per-SIMD-level passes
+# of `make check`), auto and the back ends that read the QuickScorer layout.
 backends() {
     if [ -n "${QS_BACKEND:-}" ]; then echo "$QS_BACKEND"; return; fi
-    qs-score --version -v | awk '/^back ends:/ { on = 1; next } /^[^ ]/ { on = 0 } on && /^  [a-z]/ { print $1 }'
+    local list
+    list=$(qs-score --list-backends) || { echo "qs-score --list-backends failed" >&2; return 1; }
+    [ -n "$list" ] || { echo "qs-score --list-backends is empty" >&2; return 1; }
+    echo auto
+    if [ "${QS_TEST_LAYOUT_ONLY:-0}" = 1 ]; then
+        printf '%s\n' "$list" | awk -F'\t' '$2 == "yes" && $3 !~ /reference|baseline/ { print $1 }'
+    else
+        printf '%s\n' "$list" | awk -F'\t' '$2 == "yes" { print $1 }'
+    fi
 }
 
 # score_all QSM DOCS WANT [qs-score options...]: score with every back end
 # (one that refuses the model as unsupported, exit 3, is skipped) and compare.
 score_all() {
     local qsm="$1" docs="$2" want="$3"; shift 3
-    local b rc
-    for b in $(backends); do
+    local b rc list
+    list=$(backends) || return 1
+    [ -n "$list" ] || { echo "no back ends to test"; return 1; }
+    for b in $list; do
         rc=0
         QS_BACKEND= qs-score --backend "$b" "$@" "$qsm" < "$docs" > "$BATS_TEST_TMPDIR/got.$b" || rc=$?
         if [ "$rc" = 3 ] && [ "$b" = oblivious ]; then continue; fi
@@ -82,10 +102,11 @@ score_all() {
 # layout_backends QSM DOCS WANT [options]: score_all with the back ends that
 # read the QuickScorer layout (qs, and vqs-* where this CPU runs them).
 layout_backends() {
-    local b
-    for b in $(backends); do
+    local b list
+    list=$(backends) || return 1
+    for b in $list; do
         case "$b" in
-            qs | vqs-*) QS_BACKEND="$b" score_all "$@" || return 1 ;;
+            auto | qs | vqs | vqs-*) QS_BACKEND="$b" score_all "$@" || return 1 ;;
         esac
     done
 }
@@ -108,4 +129,19 @@ conform() {
     fi
     score_all "$qsm" "$docs" "$oracle" "$@" || return 1
     layout_backends "$qsm.alt" "$docs" "$oracle" "$@" || { echo "(reversed layout)"; return 1; }
+    conform_threads "$qsm" "$docs" "$@" || return 1
+}
+
+# conform_threads QSM DOCS [qs-score options...]: --threads 2 and 3, with
+# chunks of 4 KiB (so chunk boundaries fall inside queries), write the bytes
+# of --threads 1.
+conform_threads() {
+    local qsm="$1" docs="$2" t; shift 2
+    qs-score --threads 1 "$@" "$qsm" < "$docs" > "$BATS_TEST_TMPDIR/thr.1" || { echo "--threads 1 failed"; return 1; }
+    for t in 2 3; do
+        QS_CHUNK_BYTES=4096 qs-score --threads $t "$@" "$qsm" < "$docs" > "$BATS_TEST_TMPDIR/thr.$t" ||
+            { echo "--threads $t failed"; return 1; }
+        cmp "$BATS_TEST_TMPDIR/thr.1" "$BATS_TEST_TMPDIR/thr.$t" ||
+            { echo "--threads $t differs from --threads 1"; return 1; }
+    done
 }

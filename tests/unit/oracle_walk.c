@@ -4,7 +4,7 @@
  *
  *   oracle_walk MODEL DOCS ORACLE [zero|missing]
  * exit 0: all equal; 1: mismatches (first few printed); 2: usage or error. */
-#include "../../lib/model.h"
+#include "model/model.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -7,7 +7,7 @@
  *
  *   test_baselines [FIXTURES_DIR]
  * Prints "N checks, M failures"; exit 0 only with no failure. */
-#include "../../lib/baselines.h"
+#include "score/baselines.h"
 
 #include <float.h>
 #include <stdio.h>
@@ -320,14 +320,20 @@ static void check_scorer(const qs_model *m, const char *what, const double **xs,
         CHECK(s != NULL, "%s: load failed: %s", what, s ? "" : err.msg);
         if (!s)
             break;
+        const qs_backend bs[] = { qs_backend_find("qs"), qs_backend_find("vqs"),
+                                  qs_backend_find("vqs-avx2"), qs_backend_find("vqs-avx512") };
+        for (size_t k = 0; k < sizeof bs / sizeof bs[0]; k++) {
+            CHECK(bs[k] >= 0, "%s: back end %zu is not in the table", what, k);
+            if (bs[k] >= 0 && qs_scorer_prepare(s, bs[k], &err) != 0)
+                CHECK(err.code == QS_ERR_UNSUPPORTED, "%s: prepare %s: %s", what,
+                      qs_backend_name(bs[k]), err.msg);
+        }
         qs_workspace *w = qs_workspace_new(s, &err);
         if (!w)
             die_oom();
         const uint32_t slots = qs_workspace_slots(w);
-        static const qs_backend bs[] = { QS_BACKEND_QS, QS_BACKEND_VQS, QS_BACKEND_VQS_AVX2,
-                                         QS_BACKEND_VQS_AVX512 };
         for (size_t k = 0; k < sizeof bs / sizeof bs[0]; k++) {
-            if (!qs_backend_available(s, bs[k]))
+            if (!qs_scorer_prepared(s, bs[k]))
                 continue;
             memset(got, 0, sizeof(double) * K * ndocs);
             for (uint32_t d = 0; d < ndocs;) {
@@ -340,8 +346,9 @@ static void check_scorer(const qs_model *m, const char *what, const double **xs,
                     for (uint32_t f = 0; f < F; f++)
                         qs_doc_set(w, f, xs[d + j][f]);
                 }
-                CHECK(qs_score_batch(s, w, bs[k], nb, got + (size_t)d * K) == 0,
-                      "%s: %s refused a batch of %u", what, qs_backend_name(bs[k]), nb);
+                CHECK(qs_score_batch(s, w, bs[k], nb, got + (size_t)d * K, &err) == 0,
+                      "%s: %s refused a batch of %u: %s", what, qs_backend_name(bs[k]), nb,
+                      err.msg);
                 d += nb;
             }
             for (uint32_t d = 0; d < ndocs; d++) {

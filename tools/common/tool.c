@@ -340,6 +340,147 @@ int tool_reader_line(tool_reader *r, const char **line, size_t *len)
     }
 }
 
+/* ------------------------------------------------------------ streams */
+
+/* A FILE whose reads give the input's text: the bytes as they are, or, when
+ * the input begins with a zstd frame, the decompressed stream (fopencookie;
+ * memory: the two zstd buffers, whatever the input's size). */
+typedef struct zin {
+    FILE *f;
+    const char *name;
+    ZSTD_DStream *zs;          /* NULL: plain */
+    unsigned char *raw;        /* read ahead, not used yet */
+    size_t raw_len, raw_pos, raw_cap;
+    int raw_eof;
+    size_t zret;               /* 0: between frames */
+    int bad;                   /* a zstd error was reported */
+} zin;
+
+
+static size_t zin_raw(zin *z)
+{
+    z->raw_len = fread(z->raw, 1, z->raw_cap, z->f);
+    z->raw_pos = 0;
+    if (z->raw_len == 0) {
+        z->raw_eof = 1;
+        if (ferror(z->f))
+            return (size_t)-1;
+    }
+    return z->raw_len;
+}
+
+static ssize_t zin_read(void *cookie, char *buf, size_t size)
+{
+    zin *z = cookie;
+    if (z->bad)
+        return -1;
+    if (!z->zs) {
+        if (z->raw_pos < z->raw_len) {
+            size_t n = z->raw_len - z->raw_pos < size ? z->raw_len - z->raw_pos : size;
+            memcpy(buf, z->raw + z->raw_pos, n);
+            z->raw_pos += n;
+            return (ssize_t)n;
+        }
+        size_t n = fread(buf, 1, size, z->f);
+        if (n == 0 && ferror(z->f))
+            return -1;
+        return (ssize_t)n;
+    }
+    for (;;) {
+        if (z->raw_pos == z->raw_len && !z->raw_eof && zin_raw(z) == (size_t)-1)
+            return -1;
+        if (z->raw_pos == z->raw_len) {
+            if (z->zret != 0) {
+                z->bad = 1;
+                errno = EBADMSG;
+                tool_input_failed(z->name, "truncated zstd stream");
+                return -1;
+            }
+            return 0;
+        }
+        ZSTD_inBuffer in = { z->raw, z->raw_len, z->raw_pos };
+        ZSTD_outBuffer out = { buf, size, 0 };
+        z->zret = ZSTD_decompressStream(z->zs, &out, &in);
+        z->raw_pos = in.pos;
+        if (ZSTD_isError(z->zret)) {
+            z->bad = 1;
+            errno = EBADMSG;
+            tool_input_failed(z->name, ZSTD_getErrorName(z->zret));
+            return -1;
+        }
+        if (out.pos > 0)
+            return (ssize_t)out.pos;
+    }
+}
+
+static int zin_close(void *cookie)
+{
+    zin *z = cookie;
+    int rc = z->f != stdin ? fclose(z->f) : 0;
+    ZSTD_freeDStream(z->zs);
+    free(z->raw);
+    free(z);
+    return rc;
+}
+
+/* The first zstd error of an input, reported where the caller reports a
+ * read error (tool_input_error). */
+static char zin_msg[256];
+
+void tool_input_failed(const char *name, const char *what)
+{
+    if (!zin_msg[0])
+        snprintf(zin_msg, sizeof zin_msg, "%s: zstd: %s", name, what);
+}
+
+FILE *tool_open_input(const char *path, const char **name)
+{
+    int use_stdin = !path || strcmp(path, "-") == 0;
+    *name = use_stdin ? "(stdin)" : path;
+    if (use_stdin)
+        tool_check_stdin();
+    FILE *f = use_stdin ? stdin : fopen(path, "rb");
+    if (!f)
+        tool_die(EXIT_SYSTEM, "%s: cannot open: %s", path, strerror(errno));
+    zin *z = calloc(1, sizeof *z);
+    if (!z || !(z->raw = malloc(z->raw_cap = (size_t)1 << 16)))
+        tool_die(EXIT_SYSTEM, "%s: out of memory (input buffer)", *name);
+    z->f = f;
+    z->name = *name;
+    /* The first four bytes say whether it is zstd: read them whole (a
+     * pipe may deliver fewer at a time). */
+    while (z->raw_len < 4) {
+        size_t n = fread(z->raw + z->raw_len, 1, 4 - z->raw_len, f);
+        if (n == 0) {
+            if (ferror(f))
+                tool_die(EXIT_SYSTEM, "%s: read error: %s", *name, strerror(errno));
+            z->raw_eof = 1;
+            break;
+        }
+        z->raw_len += n;
+    }
+    if (z->raw_len == 4 && z->raw[0] == 0x28 && z->raw[1] == 0xB5 && z->raw[2] == 0x2F &&
+        z->raw[3] == 0xFD) {
+        z->zs = ZSTD_createDStream();
+        if (!z->zs)
+            tool_die(EXIT_SYSTEM, "%s: out of memory (zstd stream)", *name);
+        ZSTD_initDStream(z->zs);
+        z->zret = 1;
+    }
+    cookie_io_functions_t io = { zin_read, NULL, NULL, zin_close };
+    FILE *r = fopencookie(z, "r", io);
+    if (!r)
+        tool_die(EXIT_SYSTEM, "%s: out of memory (input stream)", *name);
+    return r;
+}
+
+_Noreturn void tool_input_error(const char *name, int err)
+{
+    if (zin_msg[0])
+        tool_die(EXIT_DATA, "%s", zin_msg);
+    tool_die(EXIT_SYSTEM, "%s: read error: %s", name, strerror(err));
+}
+
 /* ------------------------------------------------------------ output */
 
 /* The temporary file to remove when the program dies, kept in a static

@@ -70,6 +70,21 @@ void tool_reader_open(tool_reader *r, const char *path);
 int tool_reader_line(tool_reader *r, const char **line, size_t *len);
 void tool_reader_close(tool_reader *r);
 
+/* Open a file ("-": standard input, which must not have been closed) for
+ * reading as a stream of text: when it begins with a zstd frame, reads give
+ * the decompressed bytes (streamed: memory does not grow with the input).
+ * *name is set to the name for messages ("(stdin)" for "-").  Dies on
+ * failure to open.  Close with fclose (standard input itself stays open).
+ * A read that fails sets the stream's error flag; report it with
+ * tool_input_error. */
+FILE *tool_open_input(const char *path, const char **name);
+/* Die for a failed read of an input opened by tool_open_input: a corrupt or
+ * truncated zstd stream (exit 1, what zstd said), else the system error
+ * `err` (exit 4). */
+_Noreturn void tool_input_error(const char *name, int err);
+/* (Internal: record a decompression failure for tool_input_error.) */
+void tool_input_failed(const char *name, const char *what);
+
 /* Output that appears only when complete: writes go to a temporary file in
  * the destination's directory, renamed over `path` by tool_out_commit().
  * path "-" (or NULL) means stdout, written directly; so are a character or

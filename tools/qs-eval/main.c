@@ -57,7 +57,7 @@ static void help(void)
         "                     in order; LightGBM's .query, XGBoost's .group) instead of\n"
         "                     qid: tokens; LETOR.query or LETOR.group beside a LETOR file\n"
         "                     is read without this option\n"
-        "Conventions (default first; shared/docs/ndcg.md section 4):\n"
+        "Conventions (default first; README.md, qs-eval, Conventions):\n"
         "  --gain=exp2|linear          2^rel-1 (integer labels 0..30), or rel\n"
         "  --ties=input|reverse|average|pessimistic|optimistic\n"
         "                              order of equal scores: input order (a stable\n"

@@ -1,11 +1,15 @@
 /* qs-score: stream LETOR/SVMLight documents through a .qsm model and print
  * one line of scores per document, in input order, in bounded memory. */
-#include "tool.h"
+#include "pipeline.h"
 
 #include <errno.h>
+#if QS_HAVE_NUMA
+#include <numa.h>
+#endif
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+
 
 static void usage(FILE *f)
 {
@@ -26,18 +30,95 @@ static void usage(FILE *f)
             "  --strict-features      a feature id the model does not have (>= its feature\n"
             "                         count) is an error; by default it is ignored, with one\n"
             "                         warning naming the first such line\n"
-            "  --backend NAME         force a back end: auto, walk, qs, vqs, vqs-avx2,\n"
-            "                         vqs-avx512, struct, vpred, oblivious (also the\n"
-            "                         QS_BACKEND variable)\n"
+            "  --backend NAME         force a back end (auto: the fastest exact one this\n"
+            "                         machine runs); --list-backends names them (also\n"
+            "                         the QS_BACKEND variable)\n"
             "  --tree-block N         trees per block (τ; 0: as large as possible)\n"
             "  --doc-block N          documents scored together (δ, 1..4096)\n"
             "  --delta N              threshold-scan skip distance (Δ, 1..64)\n"
             "                         (default for all three: what the .qsm stores)\n"
+            "  --threads N            score with N threads (default: the CPUs this process\n"
+            "                         may run on; also QS_THREADS); every N writes the same\n"
+            "                         bytes\n"
+            "  --numa auto|on|off     one copy of the model per NUMA node, each thread using\n"
+            "                         its node's (auto: with threads on a machine of\n"
+            "                         several nodes)\n"
             "  -o, --output FILE      write to FILE, which appears only when complete\n"
             "  -h, --help             this help\n"
-            "  -V, --version          version; with -v, the back ends compiled in\n"
+            "  --list-backends        one line per back end, tab-separated: name, available\n"
+            "                         (yes, or no: and the reason), flags, summary\n"
+            "  -V, --version          version; with -v, the back ends and this build\n"
             "\n"
             "exit: 0 ok, 1 bad model or document, 2 usage, 3 unsupported, 4 system error\n");
+}
+
+/* NUMA nodes with memory: >= 1 with libnuma (1 on a one-node machine),
+ * 0 where the kernel has no NUMA support, -1 without libnuma. */
+static int numa_nodes(void)
+{
+#if QS_HAVE_NUMA
+    if (numa_available() < 0)
+        return 0;
+    return numa_num_configured_nodes();
+#else
+    return -1;
+#endif
+}
+
+/* Run (and allocate) on NUMA node `node` from now on; -1: anywhere again. */
+static void numa_enter(int node)
+{
+#if QS_HAVE_NUMA
+    if (numa_available() < 0)
+        return;
+    if (node >= 0) {
+        numa_run_on_node(node);
+        numa_set_preferred(node);
+    } else {
+        numa_run_on_node(-1);
+        numa_set_localalloc();
+    }
+#else
+    (void)node;
+#endif
+}
+
+/* Flag names for --list-backends, in the order printed. */
+static const struct { unsigned flag; const char *name; } flag_names[] = {
+    { QS_BACKEND_F_REFERENCE, "reference" },
+    { QS_BACKEND_F_BASELINE, "baseline" },
+    { QS_BACKEND_F_OBLIVIOUS_ONLY, "oblivious-only" },
+    { QS_BACKEND_F_SIMD, "simd" },
+    { QS_BACKEND_F_THREADS, "threads" },
+    { QS_BACKEND_F_DEVICE, "device" },
+    { QS_BACKEND_F_ALIAS, "alias" },
+};
+
+/* name<TAB>yes|no: why<TAB>flags (comma-separated; "auto" on the one auto
+ * runs as; "-" for none)<TAB>summary */
+static void list_backends(void)
+{
+    const qs_backend a = qs_backend_auto();
+    for (qs_backend b = 0; b < qs_backend_count(); b++) {
+        qs_backend_info bi;
+        if (qs_backend_get_info(b, &bi) != 0)
+            continue;
+        char flags[160] = "";
+        size_t k = 0;
+        for (size_t i = 0; i < sizeof flag_names / sizeof flag_names[0]; i++)
+            if (bi.flags & flag_names[i].flag)
+                k += (size_t)snprintf(flags + k, sizeof flags - k, "%s%s", k ? "," : "",
+                                      flag_names[i].name);
+#ifdef _OPENMP
+        /* qs-score runs every back end on several threads (--threads). */
+        if (!(bi.flags & QS_BACKEND_F_THREADS))
+            k += (size_t)snprintf(flags + k, sizeof flags - k, "%sthreads", k ? "," : "");
+#endif
+        if (b == a)
+            k += (size_t)snprintf(flags + k, sizeof flags - k, "%sauto", k ? "," : "");
+        printf("%s\t%s%s\t%s\t%s\n", bi.name, bi.available ? "yes" : "no: ",
+               bi.available ? "" : bi.why, k ? flags : "-", bi.summary);
+    }
 }
 
 static void version(int verbose)
@@ -45,37 +126,38 @@ static void version(int verbose)
     printf("qs-score %s\n", QS_VERSION_STRING);
     if (!verbose)
         return;
+    qs_build_info bi;
+    qs_build_get_info(&bi);
     printf("back ends:\n");
-    printf("  walk   plain tree walk (the internal reference)\n");
-    printf("  qs     scalar QuickScorer, blockwise (BWQS), delta-skip; QS-Omega on\n"
-           "         oblivious blocks; 8/16/32/64-bit and multi-word leaf masks\n");
-    printf("  struct baseline: naive pointer walk over node structs (STRUCT+)\n");
-    printf("  vpred  baseline: branch-free walk unrolled by depth, documents interleaved\n");
-    printf("  oblivious  baseline for oblivious models: leaf index bit by bit\n");
-    /* A SIMD back end this CPU cannot run is listed with the reason, in a
-     * form the test suite's list of back ends skips. */
-    const struct { qs_backend b; const char *what; } simd[] = {
-        { QS_BACKEND_VQS, "vQS: QS over several documents per SIMD instruction, the widest\n"
-                          "         this CPU runs (AVX-512: 64 documents, AVX2: 4)" },
-        { QS_BACKEND_VQS_AVX2, "vQS forced to AVX2 (4 documents per instruction)" },
-        { QS_BACKEND_VQS_AVX512, "vQS forced to AVX-512 (64 documents per instruction)" },
-    };
-    for (size_t i = 0; i < sizeof simd / sizeof simd[0]; i++) {
-        if (qs_backend_available(NULL, simd[i].b))
-            printf("  %-6s %s\n", qs_backend_name(simd[i].b), simd[i].what);
+    for (qs_backend b = 0; b < qs_backend_count(); b++) {
+        qs_backend_info in;
+        if (qs_backend_get_info(b, &in) != 0)
+            continue;
+        if (in.available)
+            printf("  %-10s %s\n", in.name, in.summary);
         else
-            printf("  (%s: not available, this CPU or build lacks it)\n",
-                   qs_backend_name(simd[i].b));
+            printf("  (%s: not available: %s)\n", in.name, in.why);
     }
-    printf("default: auto = %s on this CPU\n", qs_backend_resolve(QS_BACKEND_AUTO));
-    printf("build: openmp=%d numa=%d cuda=%d (not used by any back end yet)\n", QS_HAVE_OPENMP,
-           QS_HAVE_NUMA, QS_HAVE_CUDA);
-}
-
-/* "%.17g" / "%.9g" with an optional leading tab; returns the length. */
-static int format_score(char *dst, double v, int digits, int tab)
-{
-    return snprintf(dst, 64, "%s%.*g", tab ? "\t" : "", digits, v);
+    printf("default: auto = %s on this machine\n", qs_backend_name(qs_backend_auto()));
+    printf("cpu: %s%s%s\n", *bi.cpu_detected ? bi.cpu_detected : "no SIMD level qs uses",
+           strcmp(bi.cpu_detected, bi.cpu_enabled) ? "; enabled: " : "",
+           strcmp(bi.cpu_detected, bi.cpu_enabled) ? (*bi.cpu_enabled ? bi.cpu_enabled : "none")
+                                                   : "");
+    printf("build: library %s, openmp=%d numa=%d cuda=%d\n", bi.version, bi.openmp, bi.numa,
+           bi.cuda);
+#ifdef _OPENMP
+    printf("threads: default %u (the CPUs this process may run on)\n", pipe_cpus());
+#else
+    printf("threads: 1 (built without OpenMP)\n");
+#endif
+    int nodes = numa_nodes();
+    if (nodes < 0)
+        printf("numa: built without libnuma (one model copy)\n");
+    else if (nodes == 0)
+        printf("numa: no NUMA support in this kernel (one model copy)\n");
+    else
+        printf("numa: %d node%s%s\n", nodes, nodes == 1 ? "" : "s",
+               nodes > 1 ? " (one model copy per node with threads)" : " (one model copy)");
 }
 
 static uint32_t parse_u32(const char *s, const char *what, uint32_t lo, uint32_t hi)
@@ -86,43 +168,6 @@ static uint32_t parse_u32(const char *s, const char *what, uint32_t lo, uint32_t
     if (!*s || *e || errno || s[0] == '-' || v < lo || v > hi)
         tool_die(EXIT_USAGE, "bad %s '%s' (expected %u..%u)", what, s, lo, hi);
     return (uint32_t)v;
-}
-
-/* What --annotate needs of a document until its batch is written. */
-typedef struct meta_copy {
-    char *label, *qid;
-    size_t label_len, qid_len, cap_label, cap_qid;
-    int has_qid;
-} meta_copy;
-
-static void keep(char **dst, size_t *cap, size_t *len, const char *src, size_t n)
-{
-    if (n > *cap) {
-        char *q = realloc(*dst, n);
-        if (!q)
-            tool_die(EXIT_SYSTEM, "out of memory");
-        *dst = q;
-        *cap = n;
-    }
-    if (n)
-        memcpy(*dst, src, n);
-    *len = n;
-}
-
-/* A document with a feature id the model does not have: LightGBM and
- * XGBoost refuse such a mismatch; sparse LETOR files often carry extra ids,
- * so by default one warning, and an error with --strict-features. */
-static void extra_features(const char *dname, long ln, long long id, uint32_t nf, int strict,
-                           int *warned)
-{
-    if (strict)
-        tool_die(EXIT_DATA, "%s:%ld: feature id %lld is beyond the model's %u features "
-                            "(ids 0..%lld; --strict-features)",
-                 dname, ln, id, nf, (long long)nf - 1);
-    tool_warn("%s:%ld: feature id %lld is beyond the model's %u features (ids "
-              "0..%lld): ignored, here and on any later line (--strict-features refuses it)",
-              dname, ln, id, nf, (long long)nf - 1);
-    *warned = 1;
 }
 
 int main(int argc, char **argv)
@@ -141,11 +186,16 @@ int main(int argc, char **argv)
         { "help", no_argument, 0, 'h' },
         { "version", no_argument, 0, 'V' },
         { "verbose", no_argument, 0, 'v' },
+        { "list-backends", no_argument, 0, 'L' },
+        { "threads", required_argument, 0, 'j' },
+        { "numa", required_argument, 0, 'N' },
         { 0, 0, 0, 0 },
     };
     qs_absent absent = QS_ABSENT_DEFAULT;
-    int transform = 0, annotate = 0, show_version = 0, verbose = 0, strict_features = 0;
+    int transform = 0, annotate = 0, show_version = 0, verbose = 0, show_list = 0;
+    int strict_features = 0;
     const char *outpath = NULL, *bname = getenv("QS_BACKEND");
+    const char *threads_arg = getenv("QS_THREADS"), *numa_arg = "auto";
     uint32_t tree_block = QS_KEEP, doc_block = QS_KEEP, delta = QS_KEEP;
     int c;
     while ((c = getopt_long(argc, argv, "o:hVv", opts, NULL)) != -1) {
@@ -169,6 +219,9 @@ int main(int argc, char **argv)
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': show_version = 1; break;
         case 'v': verbose = 1; break;
+        case 'L': show_list = 1; break;
+        case 'j': threads_arg = optarg; break;
+        case 'N': numa_arg = optarg; break;
         default: usage(stderr); return EXIT_USAGE;
         }
     }
@@ -176,11 +229,16 @@ int main(int argc, char **argv)
         version(verbose);
         return EXIT_OK;
     }
+    if (show_list) {
+        list_backends();
+        tool_close_stdout();
+        return EXIT_OK;
+    }
     qs_backend backend = QS_BACKEND_AUTO;
     if (bname && *bname) {
-        backend = qs_backend_from_name(bname);
-        if (backend == QS_BACKEND_COUNT_)
-            tool_die(EXIT_USAGE, "unknown back end '%s' (see qs-score --version -v)", bname);
+        backend = qs_backend_find(bname);
+        if (backend == QS_BACKEND_UNKNOWN)
+            tool_die(EXIT_USAGE, "unknown back end '%s' (see qs-score --list-backends)", bname);
     }
     if (argc - optind < 1 || argc - optind > 2) {
         tool_warn(argc - optind < 1 ? "missing MODEL.qsm" : "too many arguments");
@@ -191,117 +249,104 @@ int main(int argc, char **argv)
     const char *dpath = optind + 1 < argc ? argv[optind + 1] : "-";
     const char *dname = strcmp(dpath, "-") == 0 ? "(stdin)" : dpath;
 
+    unsigned threads = pipe_cpus();
+    if (threads_arg && *threads_arg)
+        threads = parse_u32(threads_arg, "--threads", 1, 4096);
+#ifndef _OPENMP
+    if (threads_arg && *threads_arg && threads > 1)
+        tool_die(EXIT_USAGE, "--threads %u: this qs-score is built without OpenMP (one thread only)",
+                 threads);
+    threads = 1;
+#endif
+    if (strcmp(numa_arg, "auto") != 0 && strcmp(numa_arg, "on") != 0 &&
+        strcmp(numa_arg, "off") != 0)
+        tool_die(EXIT_USAGE, "bad --numa '%s' (expected auto, on or off)", numa_arg);
+    /* QS_CHUNK_BYTES: input per chunk (default 1 MiB; small values put chunk
+     * boundaries everywhere, for tests). */
+    size_t chunk_bytes = (size_t)1 << 20;
+    const char *cb = getenv("QS_CHUNK_BYTES");
+    if (cb && *cb)
+        chunk_bytes = parse_u32(cb, "QS_CHUNK_BYTES", 1, 1u << 30);
+
     size_t mlen;
     char *mbuf = tool_read_all(mpath, &mlen);
     qs_error err;
     qs_error_clear(&err);
     qs_scorer *s = qs_scorer_load((const unsigned char *)mbuf, mlen, &err);
-    free(mbuf);
+    char *mbuf_keep = mbuf; /* for NUMA replicas; freed once they are loaded */
     if (!s)
         tool_die_err(mpath, &err);
     if ((tree_block != QS_KEEP || doc_block != QS_KEEP || delta != QS_KEEP) &&
         qs_scorer_relayout(s, tree_block, doc_block, delta, &err) != 0)
         tool_die_err(NULL, &err);
-    if (!qs_backend_available(NULL, backend))
-        tool_die(EXIT_UNSUPPORTED, "back end '%s' needs a CPU feature this machine lacks (see --version -v)",
-                 qs_backend_name(backend));
-    if (!qs_backend_available(s, backend))
-        tool_die(EXIT_UNSUPPORTED, "back end '%s' cannot score this model", qs_backend_name(backend));
+    if (qs_scorer_prepare(s, backend, &err) != 0)
+        tool_die_err(mpath, &err);
     const qs_model *m = qs_scorer_model(s);
     qs_model_info info;
     qs_model_get_info(m, &info);
     if (transform && strcmp(info.transform, "unsupported") == 0)
         tool_die(EXIT_UNSUPPORTED, "%s: the model's output transform cannot be reproduced exactly; "
                                    "score without --transform", mpath);
-    qs_workspace *w = qs_workspace_new(s, &err);
-    if (!w)
-        tool_die_err(NULL, &err);
+    /* NUMA: one replica of the scorer per node, loaded while running on
+     * that node so its memory is the node's; QS_NUMA_REPLICAS=N forces N
+     * replicas (thread i uses replica i % N) on any machine. */
+    unsigned nrep = 1;
+    int by_node = 0;
+    const char *force = getenv("QS_NUMA_REPLICAS");
+    if (force && *force && strcmp(numa_arg, "off") != 0) {
+        nrep = parse_u32(force, "QS_NUMA_REPLICAS", 1, 64);
+    } else if (strcmp(numa_arg, "off") != 0 && threads > 1) {
+        int nodes = numa_nodes();
+        if (nodes > 1) {
+            nrep = (unsigned)nodes;
+            by_node = 1;
+        } else if (strcmp(numa_arg, "on") == 0 && nodes < 1) {
+            tool_die(EXIT_UNSUPPORTED, "--numa on: %s", nodes == 0 ? "libnuma finds no NUMA support here"
+                                                                    : "this qs-score is built without libnuma");
+        }
+    }
+    qs_scorer **rep = calloc(nrep, sizeof *rep);
+    if (!rep)
+        tool_die(EXIT_SYSTEM, "out of memory");
+    rep[0] = s;
+    for (unsigned r = 1; r < nrep; r++) {
+        numa_enter(by_node ? (int)r : -1);
+        rep[r] = qs_scorer_load((const unsigned char *)mbuf_keep, mlen, &err);
+        if (rep[r] && (tree_block != QS_KEEP || doc_block != QS_KEEP || delta != QS_KEEP) &&
+            qs_scorer_relayout(rep[r], tree_block, doc_block, delta, &err) != 0)
+            tool_die_err(NULL, &err);
+        if (!rep[r] || qs_scorer_prepare(rep[r], backend, &err) != 0)
+            tool_die_err(mpath, &err);
+        numa_enter(-1);
+    }
+    free(mbuf_keep);
 
     tool_out out;
     tool_out_open(&out, outpath, 0);
-    tool_reader L;
-    tool_reader_open(&L, dpath);
-    static char obuf[1 << 16];
+    /* Plain or zstd-compressed text, streamed. */
+    FILE *in = tool_open_input(dpath, &dname);
     setvbuf(out.fp, NULL, _IOFBF, 1 << 20);
-
-    const int digits = qs_score_digits(s);
-    const uint32_t nslots = qs_workspace_slots(w);
-    double *batch = malloc(sizeof(double) * info.num_classes * nslots);
-    meta_copy *meta = calloc(nslots, sizeof *meta);
-    if (!batch || !meta)
-        tool_die(EXIT_SYSTEM, "out of memory");
-    const char *line;
-    size_t len;
-    long ln = 0;
-    int features_warned = 0;
-    uint32_t n = 0;
-    int rc;
-    for (;;) {
-        rc = tool_reader_line(&L, &line, &len);
-        if (rc == 1) {
-            ln++;
-            qs_letor_line lm;
-            int is_doc;
-            qs_workspace_select(w, n);
-            if (qs_letor_parse(s, w, absent, line, len, &lm, &is_doc, &err) != 0) {
-                err.line = ln;
-                tool_die_err(dname, &err);
-            }
-            if (!is_doc)
-                continue;
-            if (lm.max_id >= (long long)info.num_features && !features_warned)
-                extra_features(dname, ln, lm.max_id, info.num_features, strict_features,
-                               &features_warned);
-            if (annotate) {
-                /* The line buffer moves as more lines are read: keep copies. */
-                keep(&meta[n].label, &meta[n].cap_label, &meta[n].label_len, lm.label, lm.label_len);
-                meta[n].has_qid = lm.qid != NULL;
-                keep(&meta[n].qid, &meta[n].cap_qid, &meta[n].qid_len, lm.qid ? lm.qid : "",
-                     lm.qid_len);
-            }
-            if (++n < nslots)
-                continue;
-        }
-        if (n > 0) {
-            if (qs_score_batch(s, w, backend, n, batch) != 0)
-                tool_die(EXIT_UNSUPPORTED, "back end '%s' cannot score this model",
-                         qs_backend_name(backend));
-            for (uint32_t d = 0; d < n; d++) {
-                double *sc = batch + (size_t)d * info.num_classes;
-                if (transform)
-                    qs_transform(s, sc);
-                size_t k = 0;
-                if (annotate) {
-                    tool_out_write(&out, meta[d].label, meta[d].label_len);
-                    tool_out_write(&out, "\t", 1);
-                    if (meta[d].has_qid)
-                        tool_out_write(&out, meta[d].qid, meta[d].qid_len);
-                    tool_out_write(&out, "\t", 1);
-                }
-                for (uint32_t cl = 0; cl < info.num_classes; cl++) {
-                    if (k > sizeof obuf - 64) {
-                        tool_out_write(&out, obuf, k);
-                        k = 0;
-                    }
-                    k += (size_t)format_score(obuf + k, sc[cl], digits, cl > 0);
-                }
-                obuf[k++] = '\n';
-                tool_out_write(&out, obuf, k);
-            }
-            n = 0;
-        }
-        if (rc != 1)
-            break;
-    }
-    tool_reader_close(&L);
+    pipe_job job = {
+        .replicas = rep,
+        .nreplicas = nrep,
+        .replica_by_node = by_node,
+        .backend = backend,
+        .absent = absent,
+        .annotate = annotate,
+        .transform = transform,
+        .strict_features = strict_features,
+        .threads = threads,
+        .pin = threads > 1 && !getenv("OMP_PROC_BIND") && threads <= pipe_cpus(),
+        .chunk_bytes = chunk_bytes,
+        .in = in,
+        .dname = dname,
+        .out = &out,
+    };
+    pipe_run(&job);
+    fclose(in);
     tool_out_commit(&out);
-    for (uint32_t d = 0; d < nslots; d++) {
-        free(meta[d].label);
-        free(meta[d].qid);
-    }
-    free(meta);
-    free(batch);
-    qs_workspace_free(w);
-    qs_scorer_free(s);
+    for (unsigned r = 0; r < nrep; r++)
+        qs_scorer_free(rep[r]);
+    free(rep);
     return EXIT_OK;
 }

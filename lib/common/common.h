@@ -1,0 +1,41 @@
+/* common.h: the bottom layer of libqs (internal): error records, number
+ * parsing, token quoting for messages, CPU features and cache sizes.
+ * Depends on libc and the public header only. */
+#ifndef QS_COMMON_H
+#define QS_COMMON_H
+
+#include "qs.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- errors: fill err (may be NULL) and return -1 */
+int qs_fail(qs_error *err, qs_status code, long line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int qs_fail_at(qs_error *err, qs_status code, long long offset, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Printable, bounded copy of a token for error messages (control and
+ * non-ASCII bytes become '?', a long token ends in "..."); cap >= 5.
+ * Returns dst. */
+const char *qs_quote(char *dst, size_t cap, const char *t, size_t n);
+
+/* Parse a decimal or hex value token with a model's precision (1: float32
+ * via strtof, 0: double via strtod).  Returns 0, or -1 when the token is
+ * not a whole number. */
+int qs_parse_number(int float_precision, const char *tok, size_t len, double *out);
+
+/* ---- CPU features (CPUID and XGETBV, asked once).  The SIMD levels this
+ * CPU and operating system support, less those named in the environment
+ * variable QS_DISABLE_CPU_FEATURES (comma-separated: avx512, avx2; "all"
+ * disables both), so that tests can force every code path. */
+enum { QS_SIMD_AVX2 = 1u, QS_SIMD_AVX512 = 2u };
+unsigned qs_cpu_simd(void);
+/* What the CPU has, before QS_DISABLE_CPU_FEATURES. */
+unsigned qs_cpu_simd_detected(void);
+
+/* Size in bytes of this machine's level-`level` data (or unified) cache,
+ * from sysfs; 0 when unknown. */
+uint64_t qs_cache_size(int level);
+
+#endif

@@ -1,0 +1,123 @@
+/* cpu.c: what this machine offers the back ends: the SIMD levels CPUID
+ * and XGETBV report (less those the environment disables), and cache sizes
+ * from sysfs.  The one place that asks the CPU. */
+#include "common/common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+
+static uint64_t xgetbv0(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+static unsigned detect_simd(void)
+{
+    unsigned a, b, c, d, r = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return 0;
+    if (!(c & bit_OSXSAVE) || !(c & bit_AVX))
+        return 0;
+    uint64_t xcr0 = xgetbv0();
+    if ((xcr0 & 0x6) != 0x6) /* SSE and AVX state */
+        return 0;
+    if (__get_cpuid_max(0, NULL) < 7)
+        return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    if (b & bit_AVX2)
+        r |= QS_SIMD_AVX2;
+    /* opmask, upper ZMM0-15 and ZMM16-31 state */
+    if ((b & bit_AVX512F) && (b & bit_AVX512DQ) && (b & bit_AVX512CD) && (b & bit_AVX512VL) &&
+        (b & bit_AVX512BW) &&
+        (xcr0 & 0xE6) == 0xE6)
+        r |= QS_SIMD_AVX512;
+    return r;
+}
+
+#else /* not x86-64 with GCC or Clang: no SIMD kernels */
+static unsigned detect_simd(void) { return 0; }
+#endif
+
+/* CPUID may trap to a hypervisor and getenv is not free: ask once.  Two
+ * threads racing here compute the same value. */
+static int cached_detected = -1, cached_enabled = -1;
+
+unsigned qs_cpu_simd_detected(void)
+{
+    int v = __atomic_load_n(&cached_detected, __ATOMIC_RELAXED);
+    if (v < 0) {
+        v = (int)detect_simd();
+        __atomic_store_n(&cached_detected, v, __ATOMIC_RELAXED);
+    }
+    return (unsigned)v;
+}
+
+/* The levels named in QS_DISABLE_CPU_FEATURES ("avx512,avx2", "all");
+ * unknown names are ignored (qs-score --version -v shows the result). */
+static unsigned disabled_levels(void)
+{
+    const char *e = getenv("QS_DISABLE_CPU_FEATURES");
+    unsigned r = 0;
+    while (e && *e) {
+        size_t n = strcspn(e, ", ");
+        if ((n == 6 && strncmp(e, "avx512", 6) == 0))
+            r |= QS_SIMD_AVX512;
+        else if (n == 4 && strncmp(e, "avx2", 4) == 0)
+            r |= QS_SIMD_AVX2 | QS_SIMD_AVX512; /* AVX-512 kernels assume AVX2 */
+        else if (n == 3 && strncmp(e, "all", 3) == 0)
+            r |= QS_SIMD_AVX2 | QS_SIMD_AVX512;
+        e += n;
+        e += strspn(e, ", ");
+    }
+    return r;
+}
+
+unsigned qs_cpu_simd(void)
+{
+    int v = __atomic_load_n(&cached_enabled, __ATOMIC_RELAXED);
+    if (v < 0) {
+        v = (int)(qs_cpu_simd_detected() & ~disabled_levels());
+        __atomic_store_n(&cached_enabled, v, __ATOMIC_RELAXED);
+    }
+    return (unsigned)v;
+}
+
+uint64_t qs_cache_size(int level)
+{
+    char path[96], b[32];
+    for (int i = 0; i < 8; i++) {
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            break;
+        int lev = fgets(b, sizeof b, f) ? atoi(b) : 0;
+        fclose(f);
+        if (lev != level)
+            continue;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        if ((f = fopen(path, "r"))) {
+            int instr = fgets(b, sizeof b, f) && strncmp(b, "Instruction", 11) == 0;
+            fclose(f);
+            if (instr)
+                continue;
+        }
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if (!(f = fopen(path, "r")))
+            continue;
+        char *e;
+        uint64_t v = fgets(b, sizeof b, f) ? strtoull(b, &e, 10) : 0;
+        fclose(f);
+        if (v && (*e == 'K' || *e == 'k'))
+            v <<= 10;
+        else if (v && (*e == 'M' || *e == 'm'))
+            v <<= 20;
+        return v;
+    }
+    return 0;
+}

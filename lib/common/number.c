@@ -1,0 +1,105 @@
+/* number.c: decimal and hex number tokens, parsed with a model's precision
+ * (strtod for double models, strtof for float32 ones, never through a
+ * double first). */
+#include "common/common.h"
+
+#include <errno.h>
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Clinger's fast path: a decimal whose digits fit the significand exactly
+ * and whose power of ten is exact is correctly rounded by one IEEE multiply
+ * or divide.  That covers LETOR values ("0.974510", "2", "1e-3") without
+ * strtod's general machinery; anything else returns 0 and goes to
+ * strtod/strtof, which are correctly rounded too. */
+static int parse_fast(int float_precision, const char *p, size_t n, double *out)
+{
+    static const double p10[] = { 1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+    static const float p10f[] = { 1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f,
+                                  1e6f, 1e7f, 1e8f, 1e9f, 1e10f };
+    const char *e = p + n;
+    int neg = 0;
+    if (p < e && (*p == '-' || *p == '+'))
+        neg = *p++ == '-';
+    uint64_t m = 0;
+    int frac = 0, digits = 0, dot = 0;
+    for (; p < e; p++) {
+        if (*p >= '0' && *p <= '9') {
+            if (m > (UINT64_MAX - 9) / 10)
+                return 0;
+            m = m * 10 + (uint64_t)(*p - '0');
+            frac += dot;
+            digits++;
+        } else if (*p == '.' && !dot) {
+            dot = 1;
+        } else {
+            break;
+        }
+    }
+    if (digits == 0)
+        return 0;
+    int ex = 0;
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        p++;
+        int eneg = 0, ed = 0;
+        if (p < e && (*p == '-' || *p == '+'))
+            eneg = *p++ == '-';
+        for (; p < e && *p >= '0' && *p <= '9'; p++, ed++)
+            if (ex < 10000)
+                ex = ex * 10 + (*p - '0');
+        if (ed == 0)
+            return 0;
+        if (eneg)
+            ex = -ex;
+    }
+    if (p != e)
+        return 0;
+    int e10 = ex - frac;
+    if (m == 0) {
+        *out = neg ? -0.0 : 0.0;
+        return 1;
+    }
+    if (float_precision) {
+        if (m > (1u << 24) || e10 < -10 || e10 > 10)
+            return 0;
+        float f = (float)m;
+        f = e10 >= 0 ? f * p10f[e10] : f / p10f[-e10];
+        *out = neg ? -(double)f : (double)f;
+        return 1;
+    }
+    if (m > ((uint64_t)1 << 53) || e10 < -22 || e10 > 22)
+        return 0;
+    double d = (double)m;
+    d = e10 >= 0 ? d * p10[e10] : d / p10[-e10];
+    *out = neg ? -d : d;
+    return 1;
+}
+
+int qs_parse_number(int float_precision, const char *tok, size_t len, double *out)
+{
+    char buf[128];
+    if (len == 0 || len >= sizeof buf)
+        return -1;
+#if FLT_EVAL_METHOD == 0
+    /* Only where float and double operations round to their own precision
+     * (SSE, AArch64): x87 extended precision would round twice. */
+    if (parse_fast(float_precision, tok, len, out))
+        return 0;
+#endif
+    memcpy(buf, tok, len);
+    buf[len] = '\0';
+    char *end;
+    errno = 0;
+    if (float_precision) {
+        float f = strtof(buf, &end);
+        *out = f;
+    } else {
+        *out = strtod(buf, &end);
+    }
+    /* ERANGE is fine: overflow gives inf and underflow a correctly rounded
+     * subnormal or zero, as the training libraries read them. */
+    return (end == buf + len) ? 0 : -1;
+}

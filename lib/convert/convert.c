@@ -1,0 +1,67 @@
+/* convert.c: recognising a model's format from its first bytes, and the
+ * table of readers that turn each format into the canonical model.  A new
+ * reader is one file in this folder and one row of `readers` below. */
+#include "convert/convert.h"
+
+#include <string.h>
+
+qs_format qs_detect_format(const char *buf, size_t len)
+{
+    size_t i = 0;
+    if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB &&
+        (unsigned char)buf[2] == 0xBF)
+        i = 3;
+    while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' || buf[i] == '\n'))
+        i++;
+    if (i >= len)
+        return QS_FMT_UNKNOWN;
+    const char *p = buf + i;
+    size_t n = len - i;
+#define STARTS(s) (n >= sizeof(s) - 1 && memcmp(p, s, sizeof(s) - 1) == 0)
+    if (STARTS("qs-ensemble"))
+        return QS_FMT_CANONICAL;
+    if (*p == '{')
+        return QS_FMT_XGBOOST;
+    if (*p == '#') {
+        /* Canonical text may open with comments; RankLib opens with `##` lines. */
+        size_t k = 0;
+        while (k < n && p[k] == '#') {
+            const char *nl = memchr(p + k, '\n', n - k);
+            if (!nl)
+                return QS_FMT_QUICKRANK;
+            k = (size_t)(nl - p) + 1;
+            while (k < n && (p[k] == ' ' || p[k] == '\t' || p[k] == '\r' || p[k] == '\n'))
+                k++;
+        }
+        if (n - k >= 11 && memcmp(p + k, "qs-ensemble", 11) == 0)
+            return QS_FMT_CANONICAL;
+        return QS_FMT_QUICKRANK;
+    }
+    if (*p == '<')
+        return QS_FMT_QUICKRANK;
+    if (STARTS("tree\n") || STARTS("tree\r\n") || STARTS("version=") || STARTS("num_class="))
+        return QS_FMT_LIGHTGBM;
+#undef STARTS
+    return QS_FMT_UNKNOWN;
+}
+
+/* The readers, one file each in this folder. */
+static const qs_reader readers[] = {
+    { QS_FMT_LIGHTGBM, "LightGBM text", qs_convert_lightgbm },
+    { QS_FMT_XGBOOST, "XGBoost JSON or UBJSON", qs_convert_xgboost },
+    { QS_FMT_QUICKRANK, "QuickRank/RankLib XML", qs_convert_quickrank },
+    { QS_FMT_CANONICAL, "qs canonical ensemble text", qs_model_from_text },
+};
+
+qs_model *qs_convert(qs_format fmt, const char *buf, size_t len, qs_error *err)
+{
+    if (fmt == QS_FMT_UNKNOWN)
+        fmt = qs_detect_format(buf, len);
+    for (size_t i = 0; i < sizeof readers / sizeof readers[0]; i++)
+        if (readers[i].format == fmt)
+            return readers[i].read(buf, len, err);
+    qs_fail(err, QS_ERR_FORMAT, 0,
+            "unrecognised model format (expected LightGBM text, XGBoost JSON or "
+            "QuickRank/RankLib XML)");
+    return NULL;
+}

@@ -1,0 +1,1116 @@
+/* conv_xgboost.c: converts an XGBoost JSON or UBJSON model (Booster.save_model,
+ * schema of XGBoost 1.7; later schemas where they differ only in fields read
+ * exactly) into the canonical ensemble, reproducing XGBoost 1.7.4's scores
+ * bit for bit.
+ *
+ * Facts this file relies on, from XGBoost's sources (v1.7.4 unless noted):
+ *  - src/predictor/predict_fn.h GetNextNode: a missing value takes the default
+ *    child; otherwise a numerical node goes to LeftChild() + !(x < cond), in
+ *    float32.  Every version reads the right child as left + 1 there (2.x and
+ *    3.x also for categorical nodes), so a tree whose right child is not
+ *    left + 1 would be scored differently by different code paths: refused.
+ *  - include/xgboost/tree_model.h: a node is a leaf iff its left child is -1;
+ *    the leaf value is split_conditions[leaf].  Pruned ("deleted") nodes stay
+ *    in the arrays, unreachable from the root; they are dropped here.
+ *  - src/common/categorical.h Decision: a categorical node sends to the LEFT a
+ *    value that is negative, >= 2^24, beyond the category bitset, or not in
+ *    the set; the categories listed in the model go RIGHT.  NaN is missing.
+ *  - src/gbm/gbtree_model.cc LoadModel: trees are placed by their "id";
+ *    tree_info[i] is the output group of tree i.  Scores start at the base
+ *    margin and add each leaf in float32, tree by tree.
+ *  - src/learner.cc: base_score is stored in output space and turned into a
+ *    margin by the objective's ProbToMargin, in float32:
+ *    -logf(1/b - 1) for reg:logistic and binary:logistic
+ *    (src/objective/regression_loss.h), logf(b) for count:poisson,
+ *    survival:cox, reg:gamma, reg:tweedie (src/objective/regression_obj.cu)
+ *    and survival:aft (src/objective/aft_obj.cu), identity otherwise.
+ *    XGBoost 3.1 writes base_score as a JSON array in a string ("[5E-1]").
+ *  - src/common/json.cc: XGBoost writes NaN, Infinity and -Infinity bare in
+ *    JSON; its UBJSON holds float32 arrays ('d'), U8/I32/I64 arrays and
+ *    strings, read here through the same tokens. */
+#include "convert/json.h"
+#include "convert/convert.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ vectors */
+
+typedef struct i64vec {
+    int64_t *v;
+    size_t n, cap;
+} i64vec;
+
+typedef struct f32vec {
+    float *v;
+    size_t n, cap;
+} f32vec;
+
+/* Grow a vector of `size`-byte elements to hold one more element. */
+static int vec_reserve(void **v, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return 0;
+    size_t nc = *cap ? *cap : 64;
+    while (nc <= n) {
+        if (nc > SIZE_MAX / 2 / size)
+            return -1;
+        nc *= 2;
+    }
+    void *q = realloc(*v, nc * size);
+    if (!q)
+        return -1;
+    *v = q;
+    *cap = nc;
+    return 0;
+}
+
+/* ------------------------------------------------------ converter state */
+
+/* The arrays of one tree, as read.  Fields are bits in `seen`. */
+enum {
+    F_LEFT, F_RIGHT, F_SPLIT_INDICES, F_SPLIT_CONDITIONS, F_DEFAULT_LEFT, F_SPLIT_TYPE,
+    F_CATEGORIES, F_CATEGORIES_NODES, F_CATEGORIES_SEGMENTS, F_CATEGORIES_SIZES, F_ID,
+    F_TREE_PARAM, F_NFIELDS
+};
+
+static const char *const field_names[F_NFIELDS] = {
+    "left_children", "right_children", "split_indices", "split_conditions", "default_left",
+    "split_type", "categories", "categories_nodes", "categories_segments", "categories_sizes",
+    "id", "tree_param"
+};
+
+typedef struct xtree {
+    unsigned seen;
+    i64vec arr[F_ID];        /* integer arrays by field (F_SPLIT_CONDITIONS unused) */
+    f32vec cond;             /* split_conditions */
+    int64_t id;
+    int64_t num_nodes;       /* tree_param.num_nodes, -1 when absent */
+} xtree;
+
+typedef struct conv {
+    qs_json_reader r;
+    qs_error *err;
+    qs_model *m;
+    const char *buf;
+
+    /* learner */
+    int has_learner;
+    qs_json_token base_tok;  /* learner_model_param.base_score (a string token) */
+    int has_base;
+    int64_t num_feature, num_class, num_target;
+    int has_num_feature, has_num_class;
+    char objective[64];
+    int has_objective;
+
+    /* gradient_booster */
+    char booster[32];        /* outer "name" */
+    char inner_booster[32];  /* dart: gbtree.name */
+    int has_booster, has_inner;
+    f32vec weight_drop;
+    int has_weight_drop;
+    int64_t num_trees_param; /* gbtree_model_param.num_trees, -1 when absent */
+    i64vec tree_info;
+    int has_tree_info, has_trees;
+    i64vec tree_ids;         /* "id" of each tree, in file order */
+    uint64_t num_features;   /* max split index + 1 */
+
+    /* scratch, reused across trees */
+    xtree t;
+    uint32_t *stack;
+    int32_t *map;            /* original node id -> canonical index, -1: unreachable */
+    int32_t *catidx;         /* node id -> index into categories_nodes, -1: none */
+    size_t scratch_cap;
+    uint32_t *words;         /* one category bitset */
+} conv;
+
+static int nomem(conv *c)
+{
+    return qs_fail(c->err, QS_ERR_NOMEM, 0, "out of memory");
+}
+
+static int next(conv *c, qs_json_token *t)
+{
+    return qs_json_next(&c->r, t, c->err);
+}
+
+/* Read the next token and require `type`; `what` names the value. */
+static int expect(conv *c, qs_json_token *t, qs_json_type type, const char *what)
+{
+    if (next(c, t) != 0)
+        return -1;
+    if (t->type != type)
+        return qs_fail_at(c->err, QS_ERR_FORMAT, (long long)t->offset,
+                          "%s should be %s, found %s at byte %zu", what,
+                          qs_json_type_name(type), qs_json_type_name(t->type), t->offset);
+    return 0;
+}
+
+static int duplicate(conv *c, const qs_json_token *k, const char *what)
+{
+    return qs_fail_at(c->err, QS_ERR_FORMAT, (long long)k->offset,
+                      "%s appears twice (byte %zu)", what, k->offset);
+}
+
+/* Parse a decimal integer held in a string (XGBoost writes its parameters as
+ * strings, e.g. "num_feature":"47"); a bare number is accepted too. */
+static int read_param_int(conv *c, const char *what, int64_t *out)
+{
+    qs_json_token t;
+    if (next(c, &t) != 0)
+        return -1;
+    if (t.type == QS_JSON_STRING) {
+        char tmp[32];
+        qs_json_token n = t;
+        if (qs_json_str_decode(&t, tmp, sizeof tmp) >= 0) {
+            n.type = QS_JSON_NUMBER;
+            n.text = tmp;
+            n.len = strlen(tmp);
+            if (qs_json_get_i64(&n, out) == 0)
+                return 0;
+        }
+    } else if (t.type == QS_JSON_NUMBER && qs_json_get_i64(&t, out) == 0) {
+        return 0;
+    }
+    return qs_fail_at(c->err, QS_ERR_FORMAT, (long long)t.offset,
+                      "%s should be an integer (byte %zu)", what, t.offset);
+}
+
+/* Read a string value into out[cap] (decoded). */
+static int read_name(conv *c, const char *what, char *out, size_t cap)
+{
+    qs_json_token t;
+    if (expect(c, &t, QS_JSON_STRING, what) != 0)
+        return -1;
+    if (qs_json_str_decode(&t, out, cap) < 0)
+        return qs_fail_at(c->err, QS_ERR_FORMAT, (long long)t.offset,
+                          "%s is too long (byte %zu)", what, t.offset);
+    return 0;
+}
+
+/* What a token that is not a usable integer is, for messages. */
+static const char *number_kind(const qs_json_token *t)
+{
+    if (t->type != QS_JSON_NUMBER)
+        return qs_json_type_name(t->type);
+    size_t i = t->len && t->text[0] == '-';
+    for (; i < t->len; i++) {
+        if (t->text[i] == 'N' || t->text[i] == 'I')
+            return "NaN or Infinity";
+        if (t->text[i] < '0' || t->text[i] > '9')
+            return "a number with a fraction or exponent";
+    }
+    return "an integer beyond 64 bits";
+}
+
+/* Read an array of integers.  `bools`: true/false count as 1/0 (old models
+ * wrote default_left as booleans).  At most `limit` entries. */
+static int read_int_array(conv *c, const char *what, i64vec *out, int bools, size_t limit)
+{
+    qs_json_token t;
+    if (expect(c, &t, QS_JSON_ARRAY, what) != 0)
+        return -1;
+    out->n = 0;
+    for (;;) {
+        if (next(c, &t) != 0)
+            return -1;
+        if (t.type == QS_JSON_ARRAY_END)
+            return 0;
+        int64_t v;
+        if (bools && (t.type == QS_JSON_TRUE || t.type == QS_JSON_FALSE))
+            v = t.type == QS_JSON_TRUE;
+        else if (qs_json_get_i64(&t, &v) != 0)
+            return qs_fail_at(c->err, QS_ERR_FORMAT, (long long)t.offset,
+                              "%s[%zu] should be an integer, found %s at byte %zu", what, out->n,
+                              number_kind(&t), t.offset);
+        if (out->n >= limit)
+            return qs_fail_at(c->err, QS_ERR_LIMIT, (long long)t.offset,
+                              "%s has more than %zu entries (limit)", what, limit);
+        if (vec_reserve((void **)&out->v, &out->cap, out->n, sizeof *out->v) != 0)
+            return nomem(c);
+        out->v[out->n++] = v;
+    }
+}
+
+/* Read an array of numbers as float32 (strtof of each number's text). */
+static int read_f32_array(conv *c, const char *what, f32vec *out, size_t limit)
+{
+    qs_json_token t;
+    if (expect(c, &t, QS_JSON_ARRAY, what) != 0)
+        return -1;
+    out->n = 0;
+    for (;;) {
+        if (next(c, &t) != 0)
+            return -1;
+        if (t.type == QS_JSON_ARRAY_END)
+            return 0;
+        float v;
+        if (qs_json_get_f32(&t, &v) != 0)
+            return qs_fail_at(c->err, QS_ERR_FORMAT, (long long)t.offset,
+                              "%s[%zu] should be a number, found %s at byte %zu", what, out->n,
+                              qs_json_type_name(t.type), t.offset);
+        if (out->n >= limit)
+            return qs_fail_at(c->err, QS_ERR_LIMIT, (long long)t.offset,
+                              "%s has more than %zu entries (limit)", what, limit);
+        if (vec_reserve((void **)&out->v, &out->cap, out->n, sizeof *out->v) != 0)
+            return nomem(c);
+        out->v[out->n++] = v;
+    }
+}
+
+/* ------------------------------------------------------------- one tree */
+
+static int ensure_scratch(conv *c, size_t n)
+{
+    if (n <= c->scratch_cap)
+        return 0;
+    free(c->stack);
+    free(c->map);
+    free(c->catidx);
+    c->stack = malloc(n * sizeof *c->stack);
+    c->map = malloc(n * sizeof *c->map);
+    c->catidx = malloc(n * sizeof *c->catidx);
+    c->scratch_cap = 0;
+    if (!c->stack || !c->map || !c->catidx)
+        return nomem(c);
+    c->scratch_cap = n;
+    return 0;
+}
+
+/* Build canonical tree number `ti` (file order) from the arrays in c->t. */
+static int build_tree(conv *c, uint64_t ti)
+{
+    xtree *t = &c->t;
+    qs_error *err = c->err;
+    unsigned long long tl = (unsigned long long)ti;
+    static const int required[] = { F_LEFT, F_RIGHT, F_SPLIT_INDICES, F_SPLIT_CONDITIONS,
+                                    F_DEFAULT_LEFT };
+    for (size_t k = 0; k < sizeof required / sizeof required[0]; k++)
+        if (!(t->seen & (1u << required[k])))
+            return qs_fail(err, QS_ERR_FORMAT, 0, "tree %llu: %s is missing", tl,
+                           field_names[required[k]]);
+
+    size_t n = t->arr[F_LEFT].n;
+    for (int f = F_RIGHT; f <= F_SPLIT_TYPE; f++) {
+        if (!(t->seen & (1u << f)))
+            continue;
+        size_t nf = f == F_SPLIT_CONDITIONS ? t->cond.n : t->arr[f].n;
+        if (nf != n)
+            return qs_fail(err, QS_ERR_FORMAT, 0, "tree %llu: left_children has %zu entries, %s %zu",
+                           tl, n, field_names[f], nf);
+    }
+    if (t->num_nodes >= 0 && (uint64_t)t->num_nodes != n)
+        return qs_fail(err, QS_ERR_FORMAT, 0,
+                       "tree %llu: tree_param.num_nodes is %lld, but left_children has %zu entries",
+                       tl, (long long)t->num_nodes, n);
+    if (n == 0)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "tree %llu has no nodes", tl);
+    if (ensure_scratch(c, n) != 0)
+        return -1;
+
+    const int64_t *L = t->arr[F_LEFT].v, *R = t->arr[F_RIGHT].v;
+    const int64_t *SI = t->arr[F_SPLIT_INDICES].v, *DL = t->arr[F_DEFAULT_LEFT].v;
+    const int64_t *ST = (t->seen & (1u << F_SPLIT_TYPE)) ? t->arr[F_SPLIT_TYPE].v : NULL;
+    const float *SC = t->cond.v;
+
+    /* Walk from the root with an explicit stack: every node reached at most
+     * once (a second visit means a cycle or a shared subtree). */
+    for (size_t i = 0; i < n; i++)
+        c->map[i] = -1;
+    uint32_t sp = 0;
+    c->stack[sp++] = 0;
+    c->map[0] = 0;
+    while (sp) {
+        uint32_t i = c->stack[--sp];
+        if (L[i] == -1)
+            continue;   /* a leaf; its right_children entry is ignored, as XGBoost does */
+        int64_t l = L[i], r = R[i];
+        if (l < 0 || (uint64_t)l >= n || r < 0 || (uint64_t)r >= n)
+            return qs_fail(err, QS_ERR_FORMAT, 0,
+                           "tree %llu node %u: children %lld and %lld out of range (%zu nodes)",
+                           tl, i, (long long)l, (long long)r, n);
+        if (r != l + 1)
+            return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                           "tree %llu node %u: right child %lld is not left child %lld + 1; "
+                           "xgboost's predictors assume it is, so the tree's scores are ambiguous",
+                           tl, i, (long long)r, (long long)l);
+        int64_t ch[2] = { l, r };
+        for (int k = 0; k < 2; k++) {
+            if (c->map[ch[k]] != -1)
+                return qs_fail(err, QS_ERR_FORMAT, 0,
+                               "tree %llu node %u: node %lld is reached twice (cycle or shared node)",
+                               tl, i, (long long)ch[k]);
+            c->map[ch[k]] = 0;
+            c->stack[sp++] = (uint32_t)ch[k];
+        }
+    }
+    /* Keep XGBoost's node ids when no node is unreachable; otherwise number
+     * the reachable ones in id order (root stays 0). */
+    uint32_t count = 0;
+    for (size_t i = 0; i < n; i++)
+        if (c->map[i] != -1)
+            c->map[i] = (int32_t)count++;
+
+    /* Category sets: categories_nodes[k] is a node id, its categories are
+     * categories[segments[k] .. segments[k] + sizes[k]). */
+    const i64vec *cn = &t->arr[F_CATEGORIES_NODES], *cs = &t->arr[F_CATEGORIES_SEGMENTS],
+                 *cz = &t->arr[F_CATEGORIES_SIZES], *cv = &t->arr[F_CATEGORIES];
+    size_t ncat = (t->seen & (1u << F_CATEGORIES_NODES)) ? cn->n : 0;
+    for (size_t i = 0; i < n; i++)
+        c->catidx[i] = -1;
+    if (ncat) {
+        if (!ST)
+            return qs_fail(err, QS_ERR_FORMAT, 0,
+                           "tree %llu: categories_nodes is given but split_type is missing", tl);
+        size_t ns = (t->seen & (1u << F_CATEGORIES_SEGMENTS)) ? cs->n : 0;
+        size_t nz = (t->seen & (1u << F_CATEGORIES_SIZES)) ? cz->n : 0;
+        if (ns != ncat || nz != ncat)
+            return qs_fail(err, QS_ERR_FORMAT, 0,
+                           "tree %llu: categories_nodes has %zu entries, categories_segments %zu, "
+                           "categories_sizes %zu", tl, ncat, ns, nz);
+        size_t ncv = (t->seen & (1u << F_CATEGORIES)) ? cv->n : 0;
+        for (size_t k = 0; k < ncat; k++) {
+            int64_t node = cn->v[k];
+            if (node < 0 || (uint64_t)node >= n)
+                return qs_fail(err, QS_ERR_FORMAT, 0,
+                               "tree %llu: categories_nodes[%zu] = %lld is out of range (%zu nodes)",
+                               tl, k, (long long)node, n);
+            /* XGBoost matches the list against node ids in increasing order. */
+            if (k > 0 && node <= cn->v[k - 1])
+                return qs_fail(err, QS_ERR_FORMAT, 0,
+                               "tree %llu: categories_nodes is not increasing at entry %zu", tl, k);
+            if (ST[node] != 1 || L[node] == -1)
+                return qs_fail(err, QS_ERR_FORMAT, 0,
+                               "tree %llu: categories_nodes lists node %lld, which is not a "
+                               "categorical split", tl, (long long)node);
+            int64_t b = cs->v[k], z = cz->v[k];
+            if (b < 0 || z <= 0 || (uint64_t)b > ncv || (uint64_t)z > ncv - (uint64_t)b)
+                return qs_fail(err, QS_ERR_FORMAT, 0,
+                               "tree %llu: category set %zu (segment %lld, size %lld) is outside "
+                               "categories (%zu entries)", tl, k, (long long)b, (long long)z, ncv);
+            c->catidx[node] = (int32_t)k;
+        }
+    }
+
+    if (qs_model_add_tree(c->m, 0, 1.0, err) != 0)
+        return -1;
+    if (qs_model_add_nodes(c->m, count, err) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (c->map[i] < 0)
+            continue;
+        uint32_t ci = (uint32_t)c->map[i];
+        if (L[i] == -1) {
+            qs_node *nd = qs_model_cur_node(c->m, ci);
+            nd->kind = QS_NODE_LEAF;
+            nd->value = SC[i];
+            continue;
+        }
+        if (SI[i] < 0)
+            return qs_fail(err, QS_ERR_FORMAT, 0, "tree %llu node %zu: split index %lld is negative",
+                           tl, i, (long long)SI[i]);
+        if (SI[i] >= (int64_t)QS_MAX_FEATURES)
+            return qs_fail(err, QS_ERR_LIMIT, 0,
+                           "tree %llu node %zu: feature %lld is beyond the limit of %u features",
+                           tl, i, (long long)SI[i], QS_MAX_FEATURES);
+        if (DL[i] != 0 && DL[i] != 1)
+            return qs_fail(err, QS_ERR_FORMAT, 0, "tree %llu node %zu: default_left is %lld, not 0 or 1",
+                           tl, i, (long long)DL[i]);
+        int64_t type = ST ? ST[i] : 0;
+        if (type != 0 && type != 1)
+            return qs_fail(err, QS_ERR_FORMAT, 0, "tree %llu node %zu: split_type is %lld, not 0 or 1",
+                           tl, i, (long long)type);
+        if ((uint64_t)SI[i] + 1 > c->num_features)
+            c->num_features = (uint64_t)SI[i] + 1;
+        int32_t lc = c->map[L[i]], rc = c->map[R[i]];
+        uint32_t off = 0, nwords = 0;
+        if (type == 1) {
+            int32_t k = c->catidx[i];
+            if (k < 0)
+                return qs_fail(err, QS_ERR_FORMAT, 0,
+                               "tree %llu node %zu: categorical split without a category set", tl, i);
+            /* The set's bitset spans categories 0 .. max, as XGBoost sizes it:
+             * a larger category falls outside and goes left. */
+            size_t b = (size_t)cs->v[k], z = (size_t)cz->v[k];
+            int64_t maxc = 0;
+            for (size_t j = b; j < b + z; j++) {
+                int64_t cat = cv->v[j];
+                if (cat < 0)
+                    return qs_fail(err, QS_ERR_FORMAT, 0,
+                                   "tree %llu node %zu: category %lld is negative", tl, i,
+                                   (long long)cat);
+                if (cat >= (int64_t)QS_MAX_CAT_WORDS * 32)
+                    return qs_fail(err, QS_ERR_LIMIT, 0,
+                                   "tree %llu node %zu: category %lld is beyond the limit of %u",
+                                   tl, i, (long long)cat, QS_MAX_CAT_WORDS * 32);
+                if (cat > maxc)
+                    maxc = cat;
+            }
+            nwords = (uint32_t)(maxc / 32 + 1);
+            if (!c->words) {
+                c->words = malloc((size_t)QS_MAX_CAT_WORDS * sizeof *c->words);
+                if (!c->words)
+                    return nomem(c);
+            }
+            memset(c->words, 0, (size_t)nwords * sizeof *c->words);
+            for (size_t j = b; j < b + z; j++)
+                c->words[cv->v[j] / 32] |= 1u << (cv->v[j] % 32);
+            int64_t o = qs_model_add_cat_words(c->m, c->words, nwords, err);
+            if (o < 0)
+                return -1;
+            off = (uint32_t)o;
+        }
+        qs_node *nd = qs_model_cur_node(c->m, ci);
+        nd->feature = (uint32_t)SI[i];
+        nd->left = lc;
+        nd->right = rc;
+        nd->default_left = (uint8_t)DL[i];
+        nd->miss = QS_MISS_NAN;
+        if (type == 1) {
+            nd->kind = QS_NODE_CAT;
+            nd->flags = QS_CAT_NEG_STRICT;   /* members go right; negative values go left */
+            nd->cat_off = off;
+            nd->cat_nwords = nwords;
+        } else {
+            nd->kind = QS_NODE_NUM;
+            /* x < NaN is false for every x, which is what x < -inf gives. */
+            nd->value = isnan(SC[i]) ? -INFINITY : (double)SC[i];
+        }
+    }
+    if (vec_reserve((void **)&c->tree_ids.v, &c->tree_ids.cap, c->tree_ids.n,
+                    sizeof *c->tree_ids.v) != 0)
+        return nomem(c);
+    c->tree_ids.v[c->tree_ids.n++] = (t->seen & (1u << F_ID)) ? t->id : (int64_t)ti;
+    return 0;
+}
+
+/* tree_param: {"num_nodes": "7", "size_leaf_vector": "0", ...} */
+static int parse_tree_param(conv *c, uint64_t ti)
+{
+    qs_json_token t;
+    char what[96];
+    if (expect(c, &t, QS_JSON_OBJECT, "tree_param") != 0)
+        return -1;
+    for (;;) {
+        if (next(c, &t) != 0)
+            return -1;
+        if (t.type == QS_JSON_OBJECT_END)
+            return 0;
+        int64_t v;
+        if (qs_json_str_eq(&t, "num_nodes")) {
+            snprintf(what, sizeof what, "tree %llu: tree_param.num_nodes", (unsigned long long)ti);
+            if (read_param_int(c, what, &v) != 0)
+                return -1;
+            if (v < 0)
+                return qs_fail(c->err, QS_ERR_FORMAT, 0, "%s is negative", what);
+            c->t.num_nodes = v;
+        } else if (qs_json_str_eq(&t, "size_leaf_vector")) {
+            snprintf(what, sizeof what, "tree %llu: tree_param.size_leaf_vector",
+                     (unsigned long long)ti);
+            if (read_param_int(c, what, &v) != 0)
+                return -1;
+            if (v > 1)
+                return qs_fail(c->err, QS_ERR_UNSUPPORTED, 0,
+                               "tree %llu: vector-leaf (multi-target) trees are not supported "
+                               "(size_leaf_vector %lld)", (unsigned long long)ti, (long long)v);
+        } else if (qs_json_skip(&c->r, &t, c->err) != 0) {
+            return -1;
+        }
+    }
+}
+
+static int parse_tree(conv *c, uint64_t ti)
+{
+    xtree *t = &c->t;
+    qs_json_token k;
+    char what[96];
+    t->seen = 0;
+    t->num_nodes = -1;
+    t->id = 0;
+    for (;;) {
+        if (next(c, &k) != 0)
+            return -1;
+        if (k.type == QS_JSON_OBJECT_END)
+            break;
+        int f = -1;
+        for (int j = 0; j < F_NFIELDS; j++)
+            if (qs_json_str_eq(&k, field_names[j])) {
+                f = j;
+                break;
+            }
+        if (f < 0) {   /* base_weights, loss_changes, sum_hessian, parents, ... */
+            if (qs_json_skip(&c->r, &k, c->err) != 0)
+                return -1;
+            continue;
+        }
+        snprintf(what, sizeof what, "tree %llu: %s", (unsigned long long)ti, field_names[f]);
+        if (t->seen & (1u << f))
+            return duplicate(c, &k, what);
+        t->seen |= 1u << f;
+        int rc;
+        if (f == F_SPLIT_CONDITIONS)
+            rc = read_f32_array(c, what, &t->cond, QS_MAX_TREE_NODES);
+        else if (f == F_ID)
+            rc = read_param_int(c, what, &t->id);
+        else if (f == F_TREE_PARAM)
+            rc = parse_tree_param(c, ti);
+        else
+            rc = read_int_array(c, what, &t->arr[f], f == F_DEFAULT_LEFT,
+                                f == F_CATEGORIES ? (size_t)SIZE_MAX / 16 : QS_MAX_TREE_NODES);
+        if (rc != 0)
+            return -1;
+    }
+    return build_tree(c, ti);
+}
+
+/* ------------------------------------------------------ booster objects */
+
+/* gbtree_model_param, trees, tree_info (also the "model" of gblinear, which
+ * has none of them and is refused later by name). */
+static int parse_gbtree_model(conv *c)
+{
+    qs_json_token k, t;
+    if (expect(c, &t, QS_JSON_OBJECT, "gradient_booster.model") != 0)
+        return -1;
+    for (;;) {
+        if (next(c, &k) != 0)
+            return -1;
+        if (k.type == QS_JSON_OBJECT_END)
+            return 0;
+        if (qs_json_str_eq(&k, "trees")) {
+            if (c->has_trees)
+                return duplicate(c, &k, "trees");
+            c->has_trees = 1;
+            if (expect(c, &t, QS_JSON_ARRAY, "trees") != 0)
+                return -1;
+            for (uint64_t ti = 0;; ti++) {
+                if (next(c, &t) != 0)
+                    return -1;
+                if (t.type == QS_JSON_ARRAY_END)
+                    break;
+                if (t.type != QS_JSON_OBJECT)
+                    return qs_fail_at(c->err, QS_ERR_FORMAT, (long long)t.offset,
+                                      "trees[%llu] should be an object, found %s at byte %zu",
+                                      (unsigned long long)ti, qs_json_type_name(t.type), t.offset);
+                if (ti >= QS_MAX_TREES)
+                    return qs_fail(c->err, QS_ERR_LIMIT, 0, "more than %u trees", QS_MAX_TREES);
+                if (parse_tree(c, ti) != 0)
+                    return -1;
+            }
+        } else if (qs_json_str_eq(&k, "tree_info")) {
+            if (c->has_tree_info)
+                return duplicate(c, &k, "tree_info");
+            c->has_tree_info = 1;
+            if (read_int_array(c, "tree_info", &c->tree_info, 0, QS_MAX_TREES) != 0)
+                return -1;
+        } else if (qs_json_str_eq(&k, "gbtree_model_param")) {
+            if (expect(c, &t, QS_JSON_OBJECT, "gbtree_model_param") != 0)
+                return -1;
+            for (;;) {
+                if (next(c, &k) != 0)
+                    return -1;
+                if (k.type == QS_JSON_OBJECT_END)
+                    break;
+                int64_t v;
+                if (qs_json_str_eq(&k, "num_trees")) {
+                    if (read_param_int(c, "gbtree_model_param.num_trees", &v) != 0)
+                        return -1;
+                    c->num_trees_param = v;
+                } else if (qs_json_str_eq(&k, "size_leaf_vector")) {
+                    if (read_param_int(c, "gbtree_model_param.size_leaf_vector", &v) != 0)
+                        return -1;
+                    if (v > 1)
+                        return qs_fail(c->err, QS_ERR_UNSUPPORTED, 0,
+                                       "vector-leaf (multi-target) trees are not supported "
+                                       "(size_leaf_vector %lld)", (long long)v);
+                } else if (qs_json_skip(&c->r, &k, c->err) != 0) {
+                    return -1;
+                }
+            }
+        } else if (qs_json_skip(&c->r, &k, c->err) != 0) {
+            return -1;
+        }
+    }
+}
+
+/* gradient_booster: {"name": "gbtree", "model": {...}} or, for dart,
+ * {"name": "dart", "gbtree": {"name": "gbtree", "model": {...}},
+ *  "weight_drop": [...]}.  `nested` is 1 inside dart's "gbtree" (a fixed
+ * depth of the code, not of the input). */
+static int parse_booster(conv *c, int nested)
+{
+    qs_json_token k, t;
+    if (expect(c, &t, QS_JSON_OBJECT, nested ? "gradient_booster.gbtree" : "gradient_booster") != 0)
+        return -1;
+    for (;;) {
+        if (next(c, &k) != 0)
+            return -1;
+        if (k.type == QS_JSON_OBJECT_END)
+            return 0;
+        if (qs_json_str_eq(&k, "name")) {
+            int *has = nested ? &c->has_inner : &c->has_booster;
+            if (*has)
+                return duplicate(c, &k, "gradient_booster.name");
+            *has = 1;
+            if (read_name(c, "gradient_booster.name", nested ? c->inner_booster : c->booster,
+                          sizeof c->booster) != 0)
+                return -1;
+        } else if (qs_json_str_eq(&k, "model")) {
+            if (parse_gbtree_model(c) != 0)
+                return -1;
+        } else if (!nested && qs_json_str_eq(&k, "gbtree")) {
+            if (parse_booster(c, 1) != 0)
+                return -1;
+        } else if (!nested && qs_json_str_eq(&k, "weight_drop")) {
+            if (c->has_weight_drop)
+                return duplicate(c, &k, "weight_drop");
+            c->has_weight_drop = 1;
+            if (read_f32_array(c, "weight_drop", &c->weight_drop, QS_MAX_TREES) != 0)
+                return -1;
+        } else if (qs_json_skip(&c->r, &k, c->err) != 0) {
+            return -1;
+        }
+    }
+}
+
+static int parse_learner(conv *c)
+{
+    qs_json_token k, t;
+    if (expect(c, &t, QS_JSON_OBJECT, "learner") != 0)
+        return -1;
+    for (;;) {
+        if (next(c, &k) != 0)
+            return -1;
+        if (k.type == QS_JSON_OBJECT_END)
+            return 0;
+        if (qs_json_str_eq(&k, "gradient_booster")) {
+            if (c->has_booster || c->has_trees)
+                return duplicate(c, &k, "gradient_booster");
+            if (parse_booster(c, 0) != 0)
+                return -1;
+        } else if (qs_json_str_eq(&k, "learner_model_param")) {
+            if (expect(c, &t, QS_JSON_OBJECT, "learner_model_param") != 0)
+                return -1;
+            for (;;) {
+                if (next(c, &k) != 0)
+                    return -1;
+                if (k.type == QS_JSON_OBJECT_END)
+                    break;
+                if (qs_json_str_eq(&k, "base_score")) {
+                    if (c->has_base)
+                        return duplicate(c, &k, "base_score");
+                    c->has_base = 1;
+                    if (expect(c, &c->base_tok, QS_JSON_STRING, "base_score") != 0)
+                        return -1;
+                } else if (qs_json_str_eq(&k, "num_feature")) {
+                    if (read_param_int(c, "num_feature", &c->num_feature) != 0)
+                        return -1;
+                    c->has_num_feature = 1;
+                } else if (qs_json_str_eq(&k, "num_class")) {
+                    if (read_param_int(c, "num_class", &c->num_class) != 0)
+                        return -1;
+                    c->has_num_class = 1;
+                } else if (qs_json_str_eq(&k, "num_target")) {
+                    if (read_param_int(c, "num_target", &c->num_target) != 0)
+                        return -1;
+                } else if (qs_json_skip(&c->r, &k, c->err) != 0) {
+                    return -1;
+                }
+            }
+        } else if (qs_json_str_eq(&k, "objective")) {
+            if (expect(c, &t, QS_JSON_OBJECT, "objective") != 0)
+                return -1;
+            for (;;) {
+                if (next(c, &k) != 0)
+                    return -1;
+                if (k.type == QS_JSON_OBJECT_END)
+                    break;
+                if (qs_json_str_eq(&k, "name")) {
+                    if (c->has_objective)
+                        return duplicate(c, &k, "objective.name");
+                    c->has_objective = 1;
+                    if (read_name(c, "objective.name", c->objective, sizeof c->objective) != 0)
+                        return -1;
+                } else if (qs_json_skip(&c->r, &k, c->err) != 0) {
+                    return -1;
+                }
+            }
+        } else if (qs_json_skip(&c->r, &k, c->err) != 0) {
+            return -1;
+        }
+    }
+}
+
+/* ------------------------------------------------------------ finishing */
+
+enum { LINK_IDENTITY, LINK_LOGIT, LINK_LOG };
+
+static const struct objective_info {
+    const char *name;
+    int link;               /* ProbToMargin */
+    const char *transform;  /* PredTransform */
+} objectives[] = {
+    { "reg:squarederror", LINK_IDENTITY, "none" },
+    { "reg:linear", LINK_IDENTITY, "none" },
+    { "reg:squaredlogerror", LINK_IDENTITY, "none" },
+    { "reg:pseudohubererror", LINK_IDENTITY, "none" },
+    { "reg:absoluteerror", LINK_IDENTITY, "none" },
+    { "reg:quantileerror", LINK_IDENTITY, "none" },
+    { "reg:logistic", LINK_LOGIT, "sigmoid" },
+    { "binary:logistic", LINK_LOGIT, "sigmoid" },
+    { "binary:logitraw", LINK_IDENTITY, "none" },
+    { "binary:hinge", LINK_IDENTITY, "hinge" },
+    { "count:poisson", LINK_LOG, "exp" },
+    { "reg:gamma", LINK_LOG, "exp" },
+    { "reg:tweedie", LINK_LOG, "exp" },
+    { "survival:cox", LINK_LOG, "exp" },
+    { "survival:aft", LINK_LOG, "exp" },
+    { "multi:softmax", LINK_IDENTITY, "softmax" },
+    { "multi:softprob", LINK_IDENTITY, "softmax" },
+    { "rank:pairwise", LINK_IDENTITY, "none" },
+    { "rank:ndcg", LINK_IDENTITY, "none" },
+    { "rank:map", LINK_IDENTITY, "none" },
+};
+
+/* base_score is a string holding a JSON number ("5E-1"), or since XGBoost
+ * 3.1 a JSON array of numbers ("[5E-1]", one per output).  Parsed with strtof
+ * like every float32 in the model. */
+static int parse_base_score(conv *c, float *vals, uint32_t k, uint32_t *count)
+{
+    const qs_json_token *bt = &c->base_tok;
+    char small[256];
+    char *s = small;
+    size_t cap = sizeof small;
+    if (bt->len >= cap) {
+        cap = bt->len + 1;
+        s = malloc(cap);
+        if (!s)
+            return nomem(c);
+    }
+    long long n = qs_json_str_decode(bt, s, cap);
+    int rc = -1;
+    qs_json_reader r;
+    qs_json_token t;
+    qs_error e;
+    uint32_t got = 0;
+    if (n < 0)
+        goto bad;
+    qs_json_init(&r, s, (size_t)n, 2, QS_JSON_NONFINITE);
+    if (qs_json_next(&r, &t, &e) != 0)
+        goto bad;
+    if (t.type == QS_JSON_NUMBER) {
+        if (qs_json_get_f32(&t, &vals[0]) != 0)
+            goto bad;
+        got = 1;
+    } else if (t.type == QS_JSON_ARRAY) {
+        for (;;) {
+            if (qs_json_next(&r, &t, &e) != 0)
+                goto bad;
+            if (t.type == QS_JSON_ARRAY_END)
+                break;
+            if (got >= k) {
+                rc = qs_fail(c->err, QS_ERR_FORMAT, 0,
+                             "base_score has more than %u values for %u outputs", k, k);
+                goto out;
+            }
+            if (qs_json_get_f32(&t, &vals[got]) != 0)
+                goto bad;
+            got++;
+        }
+        if (got == 0)
+            goto bad;
+    } else {
+        goto bad;
+    }
+    if (qs_json_next(&r, &t, &e) != 0 || t.type != QS_JSON_END)
+        goto bad;
+    if (got != 1 && got != k) {
+        rc = qs_fail(c->err, QS_ERR_FORMAT, 0, "base_score has %u values for %u outputs", got, k);
+        goto out;
+    }
+    *count = got;
+    rc = 0;
+    goto out;
+bad:
+    rc = qs_fail_at(c->err, QS_ERR_FORMAT, (long long)bt->offset,
+                    "base_score (byte %zu) is not a number or an array of numbers", bt->offset);
+out:
+    if (s != small)
+        free(s);
+    return rc;
+}
+
+/* Put the trees in the order of their ids (XGBoost's order), when the file
+ * lists them otherwise. */
+static int reorder_trees(conv *c, const uint64_t *pos_of_id)
+{
+    qs_model *m = c->m;
+    qs_tree *nt = malloc((size_t)m->num_trees * sizeof *nt);
+    qs_node *nn = malloc((size_t)(m->num_nodes ? m->num_nodes : 1) * sizeof *nn);
+    if (!nt || !nn) {
+        free(nt);
+        free(nn);
+        return nomem(c);
+    }
+    uint64_t off = 0;
+    for (uint64_t k = 0; k < m->num_trees; k++) {
+        const qs_tree *src = &m->trees[pos_of_id[k]];
+        nt[k] = *src;
+        nt[k].node_off = off;
+        memcpy(nn + off, m->nodes + src->node_off, (size_t)src->num_nodes * sizeof *nn);
+        off += src->num_nodes;
+    }
+    free(m->trees);
+    free(m->nodes);
+    m->trees = nt;
+    m->nodes = nn;
+    m->cap_trees = m->num_trees;
+    m->cap_nodes = m->num_nodes ? m->num_nodes : 1;
+    return 0;
+}
+
+static int finish(conv *c)
+{
+    qs_model *m = c->m;
+    qs_error *err = c->err;
+    if (!c->has_learner)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "not an xgboost json model: no \"learner\" object");
+    if (!c->has_booster)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "gradient_booster.name is missing");
+    int dart = 0;
+    if (strcmp(c->booster, "gblinear") == 0)
+        return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                       "gblinear models are linear models, not tree ensembles: not supported");
+    if (strcmp(c->booster, "dart") == 0) {
+        dart = 1;
+        if (c->has_inner && strcmp(c->inner_booster, "gbtree") != 0)
+            return qs_fail(err, QS_ERR_UNSUPPORTED, 0, "dart booster around \"%s\" is not supported",
+                           c->inner_booster);
+    } else if (strcmp(c->booster, "gbtree") != 0) {
+        return qs_fail(err, QS_ERR_UNSUPPORTED, 0, "booster \"%s\" is not supported", c->booster);
+    }
+    if (!c->has_trees)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "gradient_booster.model.trees is missing");
+    uint64_t nt = m->num_trees;
+    if (c->num_trees_param >= 0 && (uint64_t)c->num_trees_param != nt)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "gbtree_model_param.num_trees is %lld, but trees has %llu",
+                       (long long)c->num_trees_param, (unsigned long long)nt);
+    if (!c->has_tree_info)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "gradient_booster.model.tree_info is missing");
+    if (c->tree_info.n != nt)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "tree_info has %zu entries, trees %llu",
+                       c->tree_info.n, (unsigned long long)nt);
+
+    if (c->num_target > 1)
+        return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                       "multi-target models are not supported (num_target %lld)",
+                       (long long)c->num_target);
+    if (c->num_class < 0)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "num_class is negative");
+    if (c->num_class > (int64_t)QS_MAX_CLASSES)
+        return qs_fail(err, QS_ERR_LIMIT, 0, "num_class %lld is beyond the limit of %u",
+                       (long long)c->num_class, QS_MAX_CLASSES);
+    uint32_t k = c->num_class > 1 ? (uint32_t)c->num_class : 1;
+    if (!c->has_num_feature)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "learner_model_param.num_feature is missing");
+    if (c->num_feature < 0)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "num_feature is negative");
+    if (c->num_feature > (int64_t)QS_MAX_FEATURES)
+        return qs_fail(err, QS_ERR_LIMIT, 0, "num_feature %lld is beyond the limit of %u",
+                       (long long)c->num_feature, QS_MAX_FEATURES);
+
+    /* Dart scales tree i by weight_drop[i] (src/gbm/gbtree.cc, Dart): with
+     * weight 1 the sum is the gbtree sum. */
+    if (dart) {
+        if (!c->has_weight_drop)
+            return qs_fail(err, QS_ERR_FORMAT, 0, "dart booster without weight_drop");
+        if (c->weight_drop.n != nt)
+            return qs_fail(err, QS_ERR_FORMAT, 0, "weight_drop has %zu entries, trees %llu",
+                           c->weight_drop.n, (unsigned long long)nt);
+        for (size_t i = 0; i < c->weight_drop.n; i++)
+            if (c->weight_drop.v[i] != 1.0f)
+                return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                               "dart tree %zu has weight_drop %.9g: xgboost adds leaf * weight "
+                               "with a multiply-add that some builds fuse into one rounding (fma) "
+                               "and others round twice, so its scores cannot be reproduced exactly",
+                               i, (double)c->weight_drop.v[i]);
+    }
+
+    /* Objective: the base_score link and the output transform. */
+    if (!c->has_objective)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "learner.objective.name is missing");
+    const struct objective_info *obj = NULL;
+    for (size_t i = 0; i < sizeof objectives / sizeof objectives[0]; i++)
+        if (strcmp(c->objective, objectives[i].name) == 0)
+            obj = &objectives[i];
+    if (!obj)
+        return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                       "objective \"%s\" is unknown: its base_score link cannot be reproduced",
+                       c->objective);
+    if (!c->has_base)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "learner_model_param.base_score is missing");
+    float *bv = malloc((size_t)k * sizeof *bv);
+    if (!bv)
+        return nomem(c);
+    uint32_t nb = 0;
+    if (parse_base_score(c, bv, k, &nb) != 0) {
+        free(bv);
+        return -1;
+    }
+    if (qs_model_set_classes(m, k, err) != 0) {
+        free(bv);
+        return -1;
+    }
+    for (uint32_t j = 0; j < k; j++) {
+        float b = bv[nb == 1 ? 0 : j], margin;
+        if (obj->link == LINK_LOGIT) {
+            if (!(b > 0.0f && b < 1.0f)) {
+                free(bv);
+                return qs_fail(err, QS_ERR_FORMAT, 0, "base_score %.9g is not in (0,1) as %s needs",
+                               (double)b, obj->name);
+            }
+            /* float32 throughout, as regression_loss.h writes it */
+            float odds = 1.0f / b - 1.0f;
+            margin = -logf(odds);
+        } else if (obj->link == LINK_LOG) {
+            if (!(b > 0.0f)) {
+                free(bv);
+                return qs_fail(err, QS_ERR_FORMAT, 0, "base_score %.9g is not positive as %s needs",
+                               (double)b, obj->name);
+            }
+            margin = logf(b);
+        } else {
+            margin = b;
+        }
+        if (!isfinite(margin)) {
+            free(bv);
+            return qs_fail(err, QS_ERR_FORMAT, 0, "base_score %.9g gives a margin that is not finite",
+                           (double)b);
+        }
+        m->base[j] = margin;
+    }
+    free(bv);
+
+    /* Tree ids: a permutation of 0 .. nt-1, trees scored in id order. */
+    uint64_t *pos_of_id = malloc((size_t)(nt ? nt : 1) * sizeof *pos_of_id);
+    if (!pos_of_id)
+        return nomem(c);
+    for (uint64_t i = 0; i < nt; i++)
+        pos_of_id[i] = UINT64_MAX;
+    int identity = 1;
+    for (uint64_t p = 0; p < nt; p++) {
+        int64_t id = c->tree_ids.v[p];
+        if (id < 0 || (uint64_t)id >= nt || pos_of_id[id] != UINT64_MAX) {
+            free(pos_of_id);
+            return qs_fail(err, QS_ERR_FORMAT, 0,
+                           "tree %llu: id %lld is out of range or repeated (%llu trees)",
+                           (unsigned long long)p, (long long)id, (unsigned long long)nt);
+        }
+        pos_of_id[id] = p;
+        if ((uint64_t)id != p)
+            identity = 0;
+    }
+    for (uint64_t id = 0; id < nt; id++) {
+        int64_t g = c->tree_info.v[id];
+        if (g < 0 || (uint64_t)g >= k) {
+            free(pos_of_id);
+            return qs_fail(err, QS_ERR_FORMAT, 0,
+                           "tree_info[%llu] is %lld, but the model has %u output group%s",
+                           (unsigned long long)id, (long long)g, k, k == 1 ? "" : "s");
+        }
+        m->trees[pos_of_id[id]].class_id = (uint32_t)g;
+    }
+    if (!identity && reorder_trees(c, pos_of_id) != 0) {
+        free(pos_of_id);
+        return -1;
+    }
+    free(pos_of_id);
+
+    uint64_t nf = (uint64_t)c->num_feature;
+    if (c->num_features > nf)
+        nf = c->num_features;
+    m->num_features = (uint32_t)nf;
+    m->cmp = QS_CMP_LT;
+    m->float_precision = 1;
+    m->float_accumulate = 1;
+    m->absent_missing = 1;
+    snprintf(m->objective, sizeof m->objective, "%s", c->objective);
+    snprintf(m->transform, sizeof m->transform, "%s", obj->transform);
+    return qs_model_validate(m, err);
+}
+
+/* UBJSON (XGBoost's binary JSON, save_model("m.ubj")) starts with '{' and
+ * then the length marker of the first key, where JSON has whitespace, a
+ * quote or '}'; or with '{' followed by '$' or '#' (optimised object) or a
+ * no-op 'N'. */
+static int looks_like_ubjson(const char *buf, size_t len)
+{
+    if (len < 2 || buf[0] != '{')
+        return 0;
+    return buf[1] != '\0' && strchr("iUIlLN$#", buf[1]) != NULL;
+}
+
+qs_model *qs_convert_xgboost(const char *buf, size_t len, qs_error *err)
+{
+    if (!buf && len) {
+        qs_fail(err, QS_ERR_ARG, 0, "no input buffer");
+        return NULL;
+    }
+    conv c;
+    memset(&c, 0, sizeof c);
+    c.err = err;
+    c.buf = buf;
+    c.num_trees_param = -1;
+    c.m = qs_model_new(QS_SRC_XGBOOST, err);
+    if (!c.m)
+        return NULL;
+    qs_json_init(&c.r, buf, len, 64,
+                 QS_JSON_NONFINITE | (looks_like_ubjson(buf, len) ? QS_JSON_UBJSON : 0));
+
+    int rc = -1;
+    qs_json_token k, t;
+    if (expect(&c, &t, QS_JSON_OBJECT, "an xgboost json model") != 0)
+        goto done;
+    for (;;) {
+        if (next(&c, &k) != 0)
+            goto done;
+        if (k.type == QS_JSON_OBJECT_END)
+            break;
+        if (qs_json_str_eq(&k, "learner")) {
+            if (c.has_learner) {
+                duplicate(&c, &k, "learner");
+                goto done;
+            }
+            c.has_learner = 1;
+            if (parse_learner(&c) != 0)
+                goto done;
+        } else if (qs_json_skip(&c.r, &k, err) != 0) {   /* "version", ... */
+            goto done;
+        }
+    }
+    if (next(&c, &t) != 0)
+        goto done;
+    if (t.type != QS_JSON_END) {
+        qs_fail_at(err, QS_ERR_FORMAT, (long long)t.offset, "json: data after the model at byte %zu",
+                   t.offset);
+        goto done;
+    }
+    rc = finish(&c);
+done:
+    for (int f = 0; f < F_ID; f++)
+        free(c.t.arr[f].v);
+    free(c.t.cond.v);
+    free(c.weight_drop.v);
+    free(c.tree_info.v);
+    free(c.tree_ids.v);
+    free(c.stack);
+    free(c.map);
+    free(c.catidx);
+    free(c.words);
+    if (rc != 0) {
+        qs_model_free(c.m);
+        return NULL;
+    }
+    return c.m;
+}

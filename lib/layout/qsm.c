@@ -1,0 +1,616 @@
+/* qsm.c: the .qsm container (format/qsm.md): a small uncompressed header, a
+ * section table, zstd-compressed sections, CRC-32C everywhere; every length
+ * and count read from the file is checked before it is used. */
+#include "layout/layout.h"
+#include "layout/qsm.h"
+
+#include <string.h>
+#include <zstd.h>
+
+static const unsigned char QSM_MAGIC[8] = { 0x89, 'Q', 'S', 'M', '\r', '\n', 0x1A, '\n' };
+#define QSM_VERSION_MAJOR 1
+#define QSM_VERSION_MINOR 0
+#define QSM_HEADER_SIZE 64u
+#define QSM_ENTRY_SIZE 48u
+#define QSM_MAX_SECTIONS 64u
+#define QSM_MAX_RAW ((uint64_t)1 << 36) /* 64 GiB: refuse absurd sizes up front */
+#define SEC_REQUIRED 0x1u
+#define SEC_ZSTD 0x2u
+
+#define FOURCC(a, b, c, d) ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
+#define SEC_INFO FOURCC('I', 'N', 'F', 'O')
+#define SEC_TREE FOURCC('T', 'R', 'E', 'E')
+#define SEC_QSLY FOURCC('Q', 'S', 'L', 'Y')
+
+/* ------------------------------------------------------------ writing */
+
+typedef struct wbuf {
+    unsigned char *p;
+    size_t n, cap;
+    int oom;
+} wbuf;
+
+static void w_bytes(wbuf *b, const void *src, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->n + n > b->cap) {
+        size_t nc = b->cap ? b->cap : 4096;
+        while (nc < b->n + n)
+            nc *= 2;
+        unsigned char *q = realloc(b->p, nc);
+        if (!q) {
+            b->oom = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->n, src, n);
+    b->n += n;
+}
+
+static void w_u8(wbuf *b, uint8_t v) { w_bytes(b, &v, 1); }
+static void w_u32(wbuf *b, uint32_t v)
+{
+    unsigned char x[4] = { (unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                           (unsigned char)(v >> 24) };
+    w_bytes(b, x, 4);
+}
+static void w_u64(wbuf *b, uint64_t v)
+{
+    w_u32(b, (uint32_t)v);
+    w_u32(b, (uint32_t)(v >> 32));
+}
+static void w_f64(wbuf *b, double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, 8);
+    w_u64(b, v);
+}
+static void w_str(wbuf *b, const char *s, size_t width)
+{
+    char tmp[128] = { 0 };
+    for (size_t i = 0; i + 1 < width && i + 1 < sizeof tmp && s[i]; i++)
+        tmp[i] = s[i];
+    w_bytes(b, tmp, width);
+}
+
+static void put_u32_at(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+    p[2] = (unsigned char)(v >> 16);
+    p[3] = (unsigned char)(v >> 24);
+}
+static void put_u64_at(unsigned char *p, uint64_t v)
+{
+    put_u32_at(p, (uint32_t)v);
+    put_u32_at(p + 4, (uint32_t)(v >> 32));
+}
+
+static void write_info(wbuf *b, const qs_model *m)
+{
+    w_u32(b, (uint32_t)m->source);
+    w_u32(b, (uint32_t)m->cmp);
+    w_u32(b, (uint32_t)m->float_precision);
+    w_u32(b, (uint32_t)m->float_accumulate);
+    w_u32(b, (uint32_t)m->absent_missing);
+    w_u32(b, m->num_features);
+    w_u32(b, m->num_classes);
+    w_u32(b, 0);
+    w_f64(b, m->transform_param);
+    w_str(b, m->transform, 16);
+    w_str(b, m->objective, 64);
+    for (uint32_t c = 0; c < m->num_classes; c++)
+        w_f64(b, m->base[c]);
+}
+
+static void write_trees(wbuf *b, const qs_model *m)
+{
+    w_u64(b, m->num_trees);
+    w_u64(b, m->num_nodes);
+    w_u64(b, m->num_cat_words);
+    for (uint64_t t = 0; t < m->num_trees; t++) {
+        w_u32(b, m->trees[t].class_id);
+        w_u32(b, m->trees[t].num_nodes);
+        w_f64(b, m->trees[t].weight);
+    }
+    for (uint64_t i = 0; i < m->num_nodes; i++) {
+        const qs_node *n = &m->nodes[i];
+        w_u8(b, n->kind);
+        w_u8(b, n->miss);
+        w_u8(b, n->default_left);
+        w_u8(b, n->flags);
+        w_u32(b, n->feature);
+        w_u32(b, (uint32_t)n->left);
+        w_u32(b, (uint32_t)n->right);
+        w_u32(b, n->cat_off);
+        w_u32(b, n->cat_nwords);
+        w_f64(b, n->value);
+    }
+    for (uint64_t i = 0; i < m->num_cat_words; i++)
+        w_u32(b, m->cat_words[i]);
+}
+
+static void write_layout(wbuf *b, const qs_layout *L)
+{
+    w_u32(b, L->delta);
+    w_u32(b, L->tree_block);
+    w_u32(b, L->nblocks);
+    w_u32(b, L->ngroups);
+    w_u32(b, L->ncat);
+    w_u32(b, L->doc_block);
+    w_u64(b, L->nentries);
+    w_u64(b, L->ntrees);
+    w_u64(b, L->nleafvals);
+    for (uint32_t i = 0; i < L->nblocks; i++) {
+        const qs_block *B = &L->blocks[i];
+        w_u32(b, B->kind);
+        w_u32(b, B->width);
+        w_u32(b, B->words);
+        w_u32(b, B->group_begin);
+        w_u32(b, B->group_end);
+        w_u32(b, B->cat_begin);
+        w_u32(b, B->cat_end);
+        w_u32(b, 0);
+        w_u64(b, B->tree_begin);
+        w_u64(b, B->tree_end);
+    }
+    for (uint32_t i = 0; i < L->ngroups; i++) {
+        const qs_group *G = &L->groups[i];
+        w_u32(b, G->feature);
+        w_u32(b, G->rule);
+        w_u32(b, G->begin);
+        w_u32(b, G->end);
+        w_u32(b, G->sp_begin);
+        w_u32(b, G->sp_end);
+    }
+    for (uint64_t i = 0; i < L->nentries; i++)
+        w_f64(b, L->thr[i]);
+    for (uint64_t i = 0; i < L->nentries; i++)
+        w_u32(b, L->etree[i]);
+    for (uint64_t i = 0; i < L->nentries; i++)
+        w_u64(b, L->emask[i]);
+    for (uint32_t i = 0; i < L->ncat; i++) {
+        w_u32(b, L->cats[i].tree);
+        w_u32(b, L->cats[i].node);
+        w_u64(b, L->cats[i].mask);
+    }
+    for (uint64_t t = 0; t < L->ntrees; t++)
+        w_u32(b, L->nleaves[t]);
+    for (uint64_t t = 0; t < L->ntrees; t++)
+        w_u8(b, L->treeflags[t]);
+    for (uint64_t i = 0; i < L->nleafvals; i++)
+        w_f64(b, L->leaves[i]);
+}
+
+int qsm_write(const qs_model *m, const qs_layout *L, unsigned char **out, size_t *out_len,
+              qs_error *err)
+{
+    wbuf sec[3] = { { 0 }, { 0 }, { 0 } };
+    const uint32_t ids[3] = { SEC_INFO, SEC_TREE, SEC_QSLY };
+    write_info(&sec[0], m);
+    write_trees(&sec[1], m);
+    write_layout(&sec[2], L);
+    wbuf f = { 0 };
+    int rc = -1;
+    for (int i = 0; i < 3; i++)
+        if (sec[i].oom)
+            goto nomem;
+    unsigned char hdr[QSM_HEADER_SIZE + 3 * QSM_ENTRY_SIZE];
+    memset(hdr, 0, sizeof hdr);
+    w_bytes(&f, hdr, sizeof hdr);
+    for (int i = 0; i < 3; i++) {
+        size_t bound = ZSTD_compressBound(sec[i].n);
+        unsigned char *z = malloc(bound ? bound : 1);
+        if (!z)
+            goto nomem;
+        size_t zn = ZSTD_compress(z, bound, sec[i].p, sec[i].n, 9);
+        if (ZSTD_isError(zn)) {
+            free(z);
+            qs_fail(err, QS_ERR_IO, 0, "zstd: %s", ZSTD_getErrorName(zn));
+            goto done;
+        }
+        unsigned char *e = hdr + QSM_HEADER_SIZE + (size_t)i * QSM_ENTRY_SIZE;
+        put_u32_at(e + 0, ids[i]);
+        put_u32_at(e + 4, SEC_REQUIRED | SEC_ZSTD);
+        put_u64_at(e + 8, f.n);
+        put_u64_at(e + 16, zn);
+        put_u64_at(e + 24, sec[i].n);
+        put_u32_at(e + 32, qs_crc32c(0, z, zn));
+        w_bytes(&f, z, zn);
+        free(z);
+    }
+    if (f.oom)
+        goto nomem;
+    memcpy(hdr, QSM_MAGIC, 8);
+    hdr[8] = QSM_VERSION_MAJOR;
+    hdr[10] = QSM_VERSION_MINOR;
+    put_u32_at(hdr + 16, QSM_HEADER_SIZE);
+    put_u32_at(hdr + 20, 3);
+    put_u64_at(hdr + 24, f.n);
+    put_u32_at(hdr + 32, qs_crc32c(0, hdr + QSM_HEADER_SIZE, 3 * QSM_ENTRY_SIZE));
+    put_u32_at(hdr + 60, qs_crc32c(0, hdr, 60));
+    memcpy(f.p, hdr, sizeof hdr);
+    *out = f.p;
+    *out_len = f.n;
+    f.p = NULL;
+    rc = 0;
+    goto done;
+nomem:
+    qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+done:
+    for (int i = 0; i < 3; i++)
+        free(sec[i].p);
+    free(f.p);
+    return rc;
+}
+
+int qs_compile(const qs_model *m, const qs_compile_options *opt, unsigned char **out,
+               size_t *out_len, qs_error *err)
+{
+    if (qs_model_validate(m, err) != 0)
+        return -1;
+    qs_layout *L = qs_layout_build(m, opt ? opt->delta : 0, opt ? opt->tree_block : 0,
+                                   opt ? opt->reverse : NULL, err);
+    if (L && opt)
+        L->doc_block = opt->doc_block;
+    if (!L)
+        return -1;
+    int rc = qsm_write(m, L, out, out_len, err);
+    qs_layout_free(L);
+    return rc;
+}
+
+/* ------------------------------------------------------------ reading */
+
+typedef struct rbuf {
+    const unsigned char *p;
+    size_t n, pos;
+    int bad;
+} rbuf;
+
+static int r_need(rbuf *r, uint64_t n)
+{
+    if (r->bad || n > r->n - r->pos) {
+        r->bad = 1;
+        return 0;
+    }
+    return 1;
+}
+static uint32_t get_u32_at(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t get_u64_at(const unsigned char *p)
+{
+    return (uint64_t)get_u32_at(p) | (uint64_t)get_u32_at(p + 4) << 32;
+}
+static uint8_t r_u8(rbuf *r) { return r_need(r, 1) ? r->p[r->pos++] : 0; }
+static uint32_t r_u32(rbuf *r)
+{
+    if (!r_need(r, 4))
+        return 0;
+    uint32_t v = get_u32_at(r->p + r->pos);
+    r->pos += 4;
+    return v;
+}
+static uint64_t r_u64(rbuf *r)
+{
+    if (!r_need(r, 8))
+        return 0;
+    uint64_t v = get_u64_at(r->p + r->pos);
+    r->pos += 8;
+    return v;
+}
+static double r_f64(rbuf *r)
+{
+    uint64_t v = r_u64(r);
+    double d;
+    memcpy(&d, &v, 8);
+    return d;
+}
+static void r_str(rbuf *r, char *dst, size_t width)
+{
+    if (!r_need(r, width))
+        return;
+    memcpy(dst, r->p + r->pos, width);
+    dst[width - 1] = '\0';
+    r->pos += width;
+}
+/* Allocate count*size bytes only if the section still holds that many
+ * records of at least `size` bytes: a small file cannot ask for a huge buffer. */
+static void *r_alloc(rbuf *r, uint64_t count, size_t disk_size, size_t mem_size)
+{
+    if (r->bad || count > (r->n - r->pos) / disk_size) {
+        r->bad = 1;
+        return NULL;
+    }
+    void *p = calloc(count ? (size_t)count : 1, mem_size);
+    if (!p)
+        r->bad = 2;
+    return p;
+}
+
+static int read_info(rbuf *r, qs_model *m, qs_error *err)
+{
+    uint32_t src = r_u32(r), cmp = r_u32(r), fp = r_u32(r), fa = r_u32(r), am = r_u32(r);
+    m->num_features = r_u32(r);
+    uint32_t k = r_u32(r);
+    r_u32(r);
+    m->transform_param = r_f64(r);
+    r_str(r, m->transform, 16);
+    r_str(r, m->objective, 64);
+    if (r->bad)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section is truncated");
+    if (src > QS_SRC_QUICKRANK || cmp > 1 || fp > 1 || fa > QS_ACC_FLOAT_DOUBLE || am > 1 ||
+        !qs_transform_known(m->transform))
+        return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section holds invalid values");
+    m->source = (qs_source)src;
+    m->cmp = (int)cmp;
+    m->float_precision = (int)fp;
+    m->float_accumulate = (int)fa;
+    m->absent_missing = (int)am;
+    if (qs_model_set_classes(m, k, err))
+        return -1;
+    for (uint32_t c = 0; c < k; c++)
+        m->base[c] = r_f64(r);
+    if (r->bad || r->pos != r->n)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section has the wrong size");
+    return 0;
+}
+
+static int read_trees(rbuf *r, qs_model *m, qs_error *err)
+{
+    uint64_t nt = r_u64(r), nn = r_u64(r), nc = r_u64(r);
+    if (r->bad)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "TREE section is truncated");
+    if (nt > QS_MAX_TREES || nc > UINT32_MAX)
+        return qs_fail(err, QS_ERR_LIMIT, 0, "TREE section: counts beyond the limits");
+    m->trees = r_alloc(r, nt, 16, sizeof *m->trees);
+    if (!r->bad)
+        m->num_trees = m->cap_trees = nt;
+    uint64_t off = 0;
+    for (uint64_t t = 0; t < nt && !r->bad; t++) {
+        m->trees[t].class_id = r_u32(r);
+        m->trees[t].num_nodes = r_u32(r);
+        m->trees[t].weight = r_f64(r);
+        m->trees[t].node_off = off;
+        off += m->trees[t].num_nodes;
+    }
+    if (!r->bad && off != nn)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "TREE section: node counts do not add up");
+    m->nodes = r_alloc(r, nn, 32, sizeof *m->nodes);
+    if (!r->bad)
+        m->num_nodes = m->cap_nodes = nn;
+    for (uint64_t i = 0; i < nn && !r->bad; i++) {
+        qs_node *n = &m->nodes[i];
+        n->kind = r_u8(r);
+        n->miss = r_u8(r);
+        n->default_left = r_u8(r);
+        n->flags = r_u8(r);
+        n->feature = r_u32(r);
+        n->left = (int32_t)r_u32(r);
+        n->right = (int32_t)r_u32(r);
+        n->cat_off = r_u32(r);
+        n->cat_nwords = r_u32(r);
+        n->value = r_f64(r);
+    }
+    m->cat_words = r_alloc(r, nc, 4, sizeof *m->cat_words);
+    if (!r->bad)
+        m->num_cat_words = m->cap_cat_words = nc;
+    for (uint64_t i = 0; i < nc && !r->bad; i++)
+        m->cat_words[i] = r_u32(r);
+    if (r->bad == 2)
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+    if (r->bad || r->pos != r->n)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "TREE section has the wrong size");
+    return qs_model_validate(m, err);
+}
+
+static int read_layout(rbuf *r, qs_layout *L, const qs_model *m, qs_error *err)
+{
+    L->delta = r_u32(r);
+    L->tree_block = r_u32(r);
+    L->nblocks = r_u32(r);
+    L->ngroups = r_u32(r);
+    L->ncat = r_u32(r);
+    L->doc_block = r_u32(r);
+    L->nentries = r_u64(r);
+    L->ntrees = r_u64(r);
+    L->nleafvals = r_u64(r);
+    if (r->bad)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "QSLY section is truncated");
+    if (L->ntrees != m->num_trees || L->nentries > UINT32_MAX)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "QSLY section does not match the model");
+    L->blocks = r_alloc(r, L->nblocks, 48, sizeof *L->blocks);
+    for (uint32_t i = 0; i < L->nblocks && !r->bad; i++) {
+        qs_block *B = &L->blocks[i];
+        B->kind = r_u32(r);
+        B->width = r_u32(r);
+        B->words = r_u32(r);
+        B->group_begin = r_u32(r);
+        B->group_end = r_u32(r);
+        B->cat_begin = r_u32(r);
+        B->cat_end = r_u32(r);
+        r_u32(r);
+        B->tree_begin = r_u64(r);
+        B->tree_end = r_u64(r);
+    }
+    L->groups = r_alloc(r, L->ngroups, 24, sizeof *L->groups);
+    for (uint32_t i = 0; i < L->ngroups && !r->bad; i++) {
+        qs_group *G = &L->groups[i];
+        G->feature = r_u32(r);
+        G->rule = r_u32(r);
+        G->begin = r_u32(r);
+        G->end = r_u32(r);
+        G->sp_begin = r_u32(r);
+        G->sp_end = r_u32(r);
+    }
+    L->thr = r_alloc(r, L->nentries, 8, sizeof *L->thr);
+    for (uint64_t i = 0; i < L->nentries && !r->bad; i++)
+        L->thr[i] = r_f64(r);
+    L->etree = r_alloc(r, L->nentries, 4, sizeof *L->etree);
+    for (uint64_t i = 0; i < L->nentries && !r->bad; i++)
+        L->etree[i] = r_u32(r);
+    L->emask = r_alloc(r, L->nentries, 8, sizeof *L->emask);
+    for (uint64_t i = 0; i < L->nentries && !r->bad; i++)
+        L->emask[i] = r_u64(r);
+    L->cats = r_alloc(r, L->ncat, 16, sizeof *L->cats);
+    for (uint32_t i = 0; i < L->ncat && !r->bad; i++) {
+        L->cats[i].tree = r_u32(r);
+        L->cats[i].node = r_u32(r);
+        L->cats[i].mask = r_u64(r);
+    }
+    L->nleaves = r_alloc(r, L->ntrees, 4, sizeof *L->nleaves);
+    L->leaf_off = r->bad ? NULL : calloc(L->ntrees + 1, sizeof *L->leaf_off);
+    uint64_t off = 0;
+    for (uint64_t t = 0; t < L->ntrees && !r->bad && L->leaf_off; t++) {
+        L->nleaves[t] = r_u32(r);
+        L->leaf_off[t] = off;
+        off += L->nleaves[t];
+    }
+    L->treeflags = r_alloc(r, L->ntrees, 1, sizeof *L->treeflags);
+    for (uint64_t t = 0; t < L->ntrees && !r->bad; t++)
+        L->treeflags[t] = r_u8(r);
+    L->leaves = r_alloc(r, L->nleafvals, 8, sizeof *L->leaves);
+    for (uint64_t i = 0; i < L->nleafvals && !r->bad; i++)
+        L->leaves[i] = r_f64(r);
+    if (r->bad == 2 || (!r->bad && !L->leaf_off))
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+    if (r->bad || r->pos != r->n)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "QSLY section has the wrong size");
+    return qs_layout_check(L, m, err);
+}
+
+int qsm_read(const unsigned char *buf, size_t len, qs_model **mp, qs_layout **lp, qs_error *err)
+{
+    *mp = NULL;
+    *lp = NULL;
+    if (len < QSM_HEADER_SIZE || memcmp(buf, QSM_MAGIC, 8) != 0)
+        return qs_fail_at(err, QS_ERR_FORMAT, 0, "not a .qsm file (bad magic number)");
+    /* The version comes before the checksum: a later major version may lay
+     * out its header differently, and should read as "unsupported", not
+     * "corrupt". */
+    unsigned major = buf[8] | buf[9] << 8;
+    if (major != QSM_VERSION_MAJOR)
+        return qs_fail_at(err, QS_ERR_UNSUPPORTED, 8,
+                          ".qsm version %u is not supported (this build reads %u.x)", major,
+                          QSM_VERSION_MAJOR);
+    if (get_u32_at(buf + 60) != qs_crc32c(0, buf, 60))
+        return qs_fail_at(err, QS_ERR_FORMAT, 60, "header checksum mismatch (corrupt file)");
+    uint32_t hsize = get_u32_at(buf + 16), nsec = get_u32_at(buf + 20);
+    uint64_t fsize = get_u64_at(buf + 24);
+    if (hsize != QSM_HEADER_SIZE)
+        return qs_fail_at(err, QS_ERR_FORMAT, 16, "bad header size %u", hsize);
+    if (fsize != len)
+        return qs_fail_at(err, QS_ERR_FORMAT, 24,
+                          "file size %zu differs from the recorded %llu (truncated or padded)",
+                          len, (unsigned long long)fsize);
+    if (nsec == 0 || nsec > QSM_MAX_SECTIONS || (uint64_t)nsec * QSM_ENTRY_SIZE > len - hsize)
+        return qs_fail_at(err, QS_ERR_FORMAT, 20, "bad section count %u", nsec);
+    const unsigned char *tab = buf + hsize;
+    if (get_u32_at(buf + 32) != qs_crc32c(0, tab, (size_t)nsec * QSM_ENTRY_SIZE))
+        return qs_fail_at(err, QS_ERR_FORMAT, 32, "section table checksum mismatch (corrupt file)");
+    uint64_t data0 = hsize + (uint64_t)nsec * QSM_ENTRY_SIZE;
+
+    qs_model *m = qs_model_new(QS_SRC_UNKNOWN, err);
+    qs_layout *L = calloc(1, sizeof *L);
+    int have[3] = { 0, 0, 0 };
+    unsigned char *raw = NULL;
+    if (!m || !L) {
+        qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+        goto fail;
+    }
+    /* Sections are read in a fixed order (INFO, TREE, QSLY) whatever their
+     * order in the table, since each depends on the one before. */
+    for (int want = 0; want < 3; want++) {
+        const uint32_t wid = want == 0 ? SEC_INFO : want == 1 ? SEC_TREE : SEC_QSLY;
+        for (uint32_t s = 0; s < nsec; s++) {
+            const unsigned char *e = tab + (size_t)s * QSM_ENTRY_SIZE;
+            uint32_t id = get_u32_at(e), flags = get_u32_at(e + 4);
+            uint64_t off = get_u64_at(e + 8), stored = get_u64_at(e + 16), rawsz = get_u64_at(e + 24);
+            long long eoff = (long long)(hsize + (uint64_t)s * QSM_ENTRY_SIZE);
+            int known = id == SEC_INFO || id == SEC_TREE || id == SEC_QSLY;
+            if (want == 0) {
+                /* First pass: check every entry. */
+                if (flags & ~(SEC_REQUIRED | SEC_ZSTD)) {
+                    qs_fail_at(err, QS_ERR_UNSUPPORTED, eoff, "section %u uses unknown flags", s);
+                    goto fail;
+                }
+                if (!known && (flags & SEC_REQUIRED)) {
+                    qs_fail_at(err, QS_ERR_UNSUPPORTED, eoff,
+                               "section %u is required but unknown to this build", s);
+                    goto fail;
+                }
+                if (off < data0 || off > len || stored > len - off || rawsz > QSM_MAX_RAW) {
+                    qs_fail_at(err, QS_ERR_FORMAT, eoff, "section %u lies outside the file", s);
+                    goto fail;
+                }
+                if (get_u32_at(e + 32) != qs_crc32c(0, buf + off, (size_t)stored)) {
+                    qs_fail_at(err, QS_ERR_FORMAT, (long long)off,
+                               "section %u checksum mismatch (corrupt file)", s);
+                    goto fail;
+                }
+            }
+            if (id != wid)
+                continue;
+            if (have[want]) {
+                qs_fail_at(err, QS_ERR_FORMAT, eoff, "duplicate section %u", s);
+                goto fail;
+            }
+            have[want] = 1;
+            size_t rn = (size_t)rawsz;
+            /* Believe the recorded size only once the stored bytes agree
+             * with it, so a small crafted file cannot demand a huge buffer. */
+            if ((flags & SEC_ZSTD) ? ZSTD_getFrameContentSize(buf + off, (size_t)stored) != rawsz
+                                   : stored != rawsz) {
+                qs_fail_at(err, QS_ERR_FORMAT, (long long)off,
+                           "section %u does not match its recorded size", s);
+                goto fail;
+            }
+            raw = malloc(rn ? rn : 1);
+            if (!raw) {
+                qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+                goto fail;
+            }
+            if (flags & SEC_ZSTD) {
+                unsigned long long fcs = ZSTD_getFrameContentSize(buf + off, (size_t)stored);
+                size_t got = fcs == rawsz ? ZSTD_decompress(raw, rn, buf + off, (size_t)stored) : 0;
+                if (fcs != rawsz || ZSTD_isError(got) || got != rn) {
+                    qs_fail_at(err, QS_ERR_FORMAT, (long long)off,
+                               "section %u does not decompress to its recorded size", s);
+                    goto fail;
+                }
+            } else {
+                if (stored != rawsz) {
+                    qs_fail_at(err, QS_ERR_FORMAT, eoff, "section %u: size mismatch", s);
+                    goto fail;
+                }
+                memcpy(raw, buf + off, rn);
+            }
+            rbuf r = { raw, rn, 0, 0 };
+            int rc = want == 0 ? read_info(&r, m, err)
+                     : want == 1 ? read_trees(&r, m, err)
+                                 : read_layout(&r, L, m, err);
+            free(raw);
+            raw = NULL;
+            if (rc)
+                goto fail;
+        }
+        if (!have[want]) {
+            qs_fail_at(err, QS_ERR_FORMAT, hsize, "missing %s section",
+                       want == 0 ? "INFO" : want == 1 ? "TREE" : "QSLY");
+            goto fail;
+        }
+    }
+    *mp = m;
+    *lp = L;
+    return 0;
+fail:
+    free(raw);
+    qs_model_free(m);
+    qs_layout_free(L);
+    return -1;
+}

@@ -1,0 +1,12 @@
+/* qsm.h: reading and writing the .qsm container (internal to libqs). */
+#ifndef QS_QSM_H
+#define QS_QSM_H
+
+#include "layout/layout.h"
+
+int qsm_write(const qs_model *m, const qs_layout *L, unsigned char **out, size_t *out_len,
+              qs_error *err);
+/* Parse and fully validate a .qsm image; on success the caller owns *m, *L. */
+int qsm_read(const unsigned char *buf, size_t len, qs_model **m, qs_layout **L, qs_error *err);
+
+#endif

@@ -1,0 +1,27 @@
+# lib/lib.mk: the library's sources, one section per layer (lib/README.md
+# says what each folder may include).  Included by the Makefile.
+
+# common: errors, number parsing, CRC-32C, CPU features and cache sizes
+LIB_SRC += lib/common/error.c lib/common/number.c lib/common/crc32c.c lib/common/cpu.c
+
+# model: the canonical ensemble, its validation, walk and text form
+LIB_SRC += lib/model/model.c lib/model/text.c
+
+# convert: the table of readers, one file per format
+LIB_SRC += lib/convert/convert.c lib/convert/json.c lib/convert/lightgbm.c \
+           lib/convert/xgboost.c lib/convert/quickrank.c
+
+# layout: the QuickScorer layout and the .qsm container
+LIB_SRC += lib/layout/layout.c lib/layout/qsm.c
+
+# score: scorer, workspaces, transforms, the back-end registry and back ends,
+# the threaded matrix driver
+LIB_SRC += lib/score/scorer.c lib/score/workspace.c lib/score/transform.c \
+           lib/score/registry.c lib/score/walk.c lib/score/qs.c lib/score/baselines.c \
+           lib/score/matrix.c
+
+# score/x86: vQS (AVX2, AVX-512), picked at run time
+LIB_SRC += lib/score/x86/vqs.c
+
+# eval: ranking metrics
+LIB_SRC += lib/eval/eval.c

@@ -1,0 +1,423 @@
+/* model.c: canonical ensemble construction, validation and the reference
+ * tree-walk scorer that every other back end is tested against. */
+#include "model/model.h"
+
+#include <errno.h>
+#include <float.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ building */
+
+qs_model *qs_model_new(qs_source src, qs_error *err)
+{
+    qs_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+        return NULL;
+    }
+    m->source = src;
+    m->transform_param = 1.0;
+    strcpy(m->transform, "none");
+    if (qs_model_set_classes(m, 1, err) != 0) {
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void qs_model_free(qs_model *m)
+{
+    if (!m)
+        return;
+    free(m->base);
+    free(m->trees);
+    free(m->nodes);
+    free(m->cat_words);
+    free(m);
+}
+
+int qs_model_set_classes(qs_model *m, uint32_t k, qs_error *err)
+{
+    if (k == 0 || k > QS_MAX_CLASSES)
+        return qs_fail(err, QS_ERR_LIMIT, 0, "number of classes %u is out of range (1..%u)",
+                       k, QS_MAX_CLASSES);
+    double *b = calloc(k, sizeof *b);
+    if (!b)
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+    free(m->base);
+    m->base = b;
+    m->num_classes = k;
+    return 0;
+}
+
+/* Grow an array to hold at least `need` elements of `size` bytes. */
+static int grow(void **p, uint64_t *cap, uint64_t need, size_t size, qs_error *err)
+{
+    if (need <= *cap)
+        return 0;
+    uint64_t nc = *cap ? *cap : 64;
+    while (nc < need)
+        nc *= 2;
+    if (nc > SIZE_MAX / size)
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+    void *q = realloc(*p, (size_t)(nc * size));
+    if (!q)
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+    *p = q;
+    *cap = nc;
+    return 0;
+}
+
+int qs_model_add_tree(qs_model *m, uint32_t class_id, double weight, qs_error *err)
+{
+    if (m->num_trees >= QS_MAX_TREES)
+        return qs_fail(err, QS_ERR_LIMIT, 0, "more than %u trees", QS_MAX_TREES);
+    if (grow((void **)&m->trees, &m->cap_trees, m->num_trees + 1, sizeof *m->trees, err))
+        return -1;
+    qs_tree *t = &m->trees[m->num_trees++];
+    t->class_id = class_id;
+    t->weight = weight;
+    t->node_off = m->num_nodes;
+    t->num_nodes = 0;
+    return 0;
+}
+
+int64_t qs_model_add_nodes(qs_model *m, uint32_t n, qs_error *err)
+{
+    if (m->num_trees == 0) {
+        qs_fail(err, QS_ERR_ARG, 0, "node added before any tree");
+        return -1;
+    }
+    qs_tree *t = &m->trees[m->num_trees - 1];
+    if ((uint64_t)t->num_nodes + n > QS_MAX_TREE_NODES) {
+        qs_fail(err, QS_ERR_LIMIT, 0, "tree %llu has more than %u nodes",
+                (unsigned long long)(m->num_trees - 1), QS_MAX_TREE_NODES);
+        return -1;
+    }
+    if (grow((void **)&m->nodes, &m->cap_nodes, m->num_nodes + n, sizeof *m->nodes, err))
+        return -1;
+    memset(m->nodes + m->num_nodes, 0, (size_t)n * sizeof *m->nodes);
+    m->num_nodes += n;
+    int64_t first = t->num_nodes;
+    t->num_nodes += n;
+    return first;
+}
+
+qs_node *qs_model_cur_node(qs_model *m, uint32_t i)
+{
+    qs_tree *t = &m->trees[m->num_trees - 1];
+    return &m->nodes[t->node_off + i];
+}
+
+int64_t qs_model_add_cat_words(qs_model *m, const uint32_t *w, uint32_t n, qs_error *err)
+{
+    if (n > QS_MAX_CAT_WORDS) {
+        qs_fail(err, QS_ERR_LIMIT, 0, "categorical bitset of %u words (limit %u)", n,
+                QS_MAX_CAT_WORDS);
+        return -1;
+    }
+    if (m->num_cat_words + n > UINT32_MAX) {
+        qs_fail(err, QS_ERR_LIMIT, 0, "too many categorical bitset words");
+        return -1;
+    }
+    if (grow((void **)&m->cat_words, &m->cap_cat_words, m->num_cat_words + n,
+             sizeof *m->cat_words, err))
+        return -1;
+    if (n)
+        memcpy(m->cat_words + m->num_cat_words, w, (size_t)n * sizeof *w);
+    int64_t off = (int64_t)m->num_cat_words;
+    m->num_cat_words += n;
+    return off;
+}
+
+/* ---------------------------------------------------------- validation */
+
+static int is_float_exact(double v)
+{
+    return isnan(v) || (double)(float)v == v;
+}
+
+/* Iterative depth-first check of one tree; also reports leaves and depth. */
+static int check_tree(const qs_model *m, uint64_t ti, uint32_t *leaves_out,
+                      uint32_t *depth_out, uint32_t *stack, uint32_t *depth,
+                      uint8_t *seen, qs_error *err)
+{
+    const qs_tree *t = &m->trees[ti];
+    const qs_node *nd = m->nodes + t->node_off;
+    uint32_t n = t->num_nodes;
+    unsigned long long tl = (unsigned long long)ti;
+    if (n == 0)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "tree %llu has no nodes", tl);
+    if (t->class_id >= m->num_classes)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "tree %llu: class %u out of range (model has %u)",
+                       tl, t->class_id, m->num_classes);
+    if (!isfinite(t->weight))
+        return qs_fail(err, QS_ERR_FORMAT, 0, "tree %llu: weight is not finite", tl);
+    if (m->float_accumulate == QS_ACC_FLOAT_DOUBLE && !is_float_exact(t->weight))
+        return qs_fail(err, QS_ERR_FORMAT, 0, "tree %llu: weight is not a float32 value", tl);
+    if (m->float_accumulate == QS_ACC_FLOAT && t->weight != 1.0)
+        return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                       "tree %llu: per-tree weights are not supported with float32 accumulation", tl);
+    memset(seen, 0, n);
+    uint32_t sp = 0, leaves = 0, maxd = 0;
+    stack[sp] = 0;
+    depth[sp++] = 0;
+    seen[0] = 1;
+    while (sp) {
+        sp--;
+        uint32_t i = stack[sp], d = depth[sp];
+        const qs_node *x = &nd[i];
+        if (d > maxd)
+            maxd = d;
+        if (x->kind == QS_NODE_LEAF) {
+            if (m->float_accumulate && !is_float_exact(x->value))
+                return qs_fail(err, QS_ERR_FORMAT, 0,
+                               "tree %llu node %u: leaf value is not a float32 value", tl, i);
+            leaves++;
+            continue;
+        }
+        if (x->kind != QS_NODE_NUM && x->kind != QS_NODE_CAT)
+            return qs_fail(err, QS_ERR_FORMAT, 0, "tree %llu node %u: bad node kind", tl, i);
+        if (x->feature >= m->num_features)
+            return qs_fail(err, QS_ERR_FORMAT, 0,
+                           "tree %llu node %u: feature %u out of range (model has %u)",
+                           tl, i, x->feature, m->num_features);
+        if (x->miss > QS_MISS_NAN || x->default_left > 1)
+            return qs_fail(err, QS_ERR_FORMAT, 0, "tree %llu node %u: bad missing rule", tl, i);
+        if (x->kind == QS_NODE_NUM) {
+            if (isnan(x->value))
+                return qs_fail(err, QS_ERR_FORMAT, 0, "tree %llu node %u: threshold is NaN", tl, i);
+            if (m->float_precision && !is_float_exact(x->value))
+                return qs_fail(err, QS_ERR_FORMAT, 0,
+                               "tree %llu node %u: threshold is not a float32 value", tl, i);
+        } else {
+            if (x->cat_nwords > QS_MAX_CAT_WORDS ||
+                (uint64_t)x->cat_off + x->cat_nwords > m->num_cat_words)
+                return qs_fail(err, QS_ERR_FORMAT, 0,
+                               "tree %llu node %u: category set out of range", tl, i);
+        }
+        int32_t c[2] = { x->left, x->right };
+        for (int k = 0; k < 2; k++) {
+            if (c[k] < 0 || (uint32_t)c[k] >= n)
+                return qs_fail(err, QS_ERR_FORMAT, 0,
+                               "tree %llu node %u: child %d out of range (tree has %u nodes)",
+                               tl, i, c[k], n);
+            if (seen[c[k]])
+                return qs_fail(err, QS_ERR_FORMAT, 0,
+                               "tree %llu node %u: node %d is reached twice (cycle or shared node)",
+                               tl, i, c[k]);
+            seen[c[k]] = 1;
+            stack[sp] = (uint32_t)c[k];
+            depth[sp++] = d + 1;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (!seen[i])
+            return qs_fail(err, QS_ERR_FORMAT, 0,
+                           "tree %llu: node %u is not reachable from the root", tl, i);
+    if (leaves > QS_MAX_LEAVES)
+        return qs_fail(err, QS_ERR_LIMIT, 0, "tree %llu has %u leaves (limit %u)", tl, leaves,
+                       QS_MAX_LEAVES);
+    if (leaves_out)
+        *leaves_out = leaves;
+    if (depth_out)
+        *depth_out = maxd;
+    return 0;
+}
+
+static int model_scan(const qs_model *m, uint32_t *max_leaves, uint32_t *max_depth,
+                      qs_error *err)
+{
+    if (m->num_classes == 0 || m->num_classes > QS_MAX_CLASSES || !m->base)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "bad number of classes");
+    if (m->num_features > QS_MAX_FEATURES)
+        return qs_fail(err, QS_ERR_LIMIT, 0, "%u features (limit %u)", m->num_features,
+                       QS_MAX_FEATURES);
+    if (m->cmp != QS_CMP_LE && m->cmp != QS_CMP_LT)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "bad comparison");
+    if (m->float_accumulate < QS_ACC_DOUBLE || m->float_accumulate > QS_ACC_FLOAT_DOUBLE)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "bad accumulation mode");
+    if (!isfinite(m->transform_param))
+        return qs_fail(err, QS_ERR_FORMAT, 0, "transform parameter is not finite");
+    if (!qs_transform_known(m->transform))
+        return qs_fail(err, QS_ERR_FORMAT, 0, "unknown transform '%.16s'", m->transform);
+    for (uint32_t c = 0; c < m->num_classes; c++) {
+        if (!isfinite(m->base[c]))
+            return qs_fail(err, QS_ERR_FORMAT, 0, "base score of class %u is not finite", c);
+        if (m->float_accumulate && !is_float_exact(m->base[c]))
+            return qs_fail(err, QS_ERR_FORMAT, 0, "base score of class %u is not a float32 value", c);
+    }
+    uint32_t maxn = 1;
+    uint64_t total = 0;
+    for (uint64_t t = 0; t < m->num_trees; t++) {
+        if (m->trees[t].node_off != total)
+            return qs_fail(err, QS_ERR_FORMAT, 0, "tree %llu: bad node offset",
+                           (unsigned long long)t);
+        total += m->trees[t].num_nodes;
+        if (m->trees[t].num_nodes > maxn)
+            maxn = m->trees[t].num_nodes;
+    }
+    if (total != m->num_nodes)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "node count mismatch");
+    if (maxn > QS_MAX_TREE_NODES)
+        return qs_fail(err, QS_ERR_LIMIT, 0, "tree with %u nodes (limit %u)", maxn,
+                       QS_MAX_TREE_NODES);
+    uint32_t *stack = malloc((size_t)maxn * 2 * sizeof *stack);
+    uint8_t *seen = malloc(maxn);
+    if (!stack || !seen) {
+        free(stack);
+        free(seen);
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+    }
+    uint32_t ml = 0, md = 0;
+    int rc = 0;
+    for (uint64_t t = 0; t < m->num_trees && rc == 0; t++) {
+        uint32_t l = 0, d = 0;
+        rc = check_tree(m, t, &l, &d, stack, stack + maxn, seen, err);
+        if (rc == 0) {
+            if (l > ml)
+                ml = l;
+            if (d > md)
+                md = d;
+        }
+    }
+    free(stack);
+    free(seen);
+    if (max_leaves)
+        *max_leaves = ml;
+    if (max_depth)
+        *max_depth = md;
+    return rc;
+}
+
+int qs_model_validate(const qs_model *m, qs_error *err)
+{
+    return model_scan(m, NULL, NULL, err);
+}
+
+void qs_model_get_info(const qs_model *m, qs_model_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->source = m->source;
+    info->num_features = m->num_features;
+    info->num_classes = m->num_classes;
+    info->num_trees = m->num_trees;
+    info->float_precision = m->float_precision;
+    info->float_accumulate = m->float_accumulate;
+    info->absent_is_missing = m->absent_missing;
+    info->transform = m->transform;
+    uint32_t l = 0, d = 0;
+    qs_error e;
+    if (model_scan(m, &l, &d, &e) == 0) {
+        info->max_leaves = l;
+        info->max_depth = d;
+    }
+    int obl = m->num_trees > 0;
+    for (uint64_t t = 0; t < m->num_trees && obl; t++)
+        obl = qs_tree_is_oblivious(m, &m->trees[t], NULL);
+    info->oblivious = obl;
+}
+
+int qs_transform_known(const char *name)
+{
+    static const char *const names[] = { "none", "sigmoid", "softmax", "exp",
+                                         "ova-sigmoid", "hinge", "unsupported" };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strncmp(name, names[i], 16) == 0)
+            return 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------- oblivious */
+
+static int same_test(const qs_node *a, const qs_node *b)
+{
+    return a->kind == QS_NODE_NUM && b->kind == QS_NODE_NUM && a->feature == b->feature &&
+           a->value == b->value && a->miss == b->miss && a->default_left == b->default_left;
+}
+
+int qs_tree_is_oblivious(const qs_model *m, const qs_tree *t, uint32_t *depth_out)
+{
+    const qs_node *nd = m->nodes + t->node_off;
+    uint32_t n = t->num_nodes;
+    /* A complete tree of depth d has 2^(d+1)-1 nodes. */
+    uint32_t d = 0;
+    while (d < 31 && ((2u << d) - 1u) < n)
+        d++;
+    if (((2u << d) - 1u) != n || d > 16)
+        return 0;
+    /* Breadth-first, level by level, without recursion. */
+    uint32_t *cur = malloc(sizeof *cur * ((size_t)1 << d)), *nxt = malloc(sizeof *nxt * ((size_t)1 << d));
+    if (!cur || !nxt) {
+        free(cur);
+        free(nxt);
+        return 0;
+    }
+    uint32_t cnt = 1;
+    cur[0] = 0;
+    int ok = 1;
+    for (uint32_t lev = 0; lev <= d && ok; lev++) {
+        const qs_node *first = &nd[cur[0]];
+        for (uint32_t i = 0; i < cnt && ok; i++) {
+            const qs_node *x = &nd[cur[i]];
+            if (lev == d)
+                ok = x->kind == QS_NODE_LEAF;
+            else if (!same_test(first, x))
+                ok = 0;
+            else {
+                nxt[2 * i] = (uint32_t)x->left;
+                nxt[2 * i + 1] = (uint32_t)x->right;
+            }
+        }
+        if (lev < d) {
+            uint32_t *tmp = cur;
+            cur = nxt;
+            nxt = tmp;
+            cnt *= 2;
+        }
+    }
+    free(cur);
+    free(nxt);
+    if (ok && depth_out)
+        *depth_out = d;
+    return ok;
+}
+
+/* ------------------------------------------------------------- scoring */
+
+void qs_model_walk_score(const qs_model *m, const double *x, double *out)
+{
+    if (m->float_accumulate) {
+        float acc[QS_MAX_CLASSES > 64 ? 64 : QS_MAX_CLASSES];
+        float *a = m->num_classes <= 64 ? acc : malloc(sizeof(float) * m->num_classes);
+        if (!a) {
+            for (uint32_t c = 0; c < m->num_classes; c++)
+                out[c] = NAN;
+            return;
+        }
+        for (uint32_t c = 0; c < m->num_classes; c++)
+            a[c] = (float)m->base[c];
+        for (uint64_t t = 0; t < m->num_trees; t++) {
+            const qs_tree *tr = &m->trees[t];
+            uint32_t leaf = qs_tree_walk(m, tr, x);
+            double c = tr->weight * m->nodes[tr->node_off + leaf].value;
+            if (m->float_accumulate == QS_ACC_FLOAT_DOUBLE)
+                a[tr->class_id] = (float)((double)a[tr->class_id] + c);
+            else
+                a[tr->class_id] = a[tr->class_id] + (float)c;
+        }
+        for (uint32_t c = 0; c < m->num_classes; c++)
+            out[c] = a[c];
+        if (a != acc)
+            free(a);
+        return;
+    }
+    for (uint32_t c = 0; c < m->num_classes; c++)
+        out[c] = m->base[c];
+    for (uint64_t t = 0; t < m->num_trees; t++) {
+        const qs_tree *tr = &m->trees[t];
+        uint32_t leaf = qs_tree_walk(m, tr, x);
+        out[tr->class_id] += tr->weight * m->nodes[tr->node_off + leaf].value;
+    }
+}

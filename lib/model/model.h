@@ -1,0 +1,158 @@
+/* model.h: the in-memory canonical ensemble shared by the readers, the text
+ * format, the layout and the back ends, with its reference semantics (one
+ * node's decision, the tree walk).  Internal to libqs; depends on common/. */
+#ifndef QS_MODEL_H
+#define QS_MODEL_H
+
+#include "common/common.h"
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* Documented limits (format/ensemble-text.md, README "Limits"). */
+#define QS_MAX_FEATURES   (1u << 24)   /* feature ids 0 .. 2^24-1 */
+#define QS_MAX_CLASSES    4096u
+#define QS_MAX_TREES      (1u << 22)
+#define QS_MAX_TREE_NODES (1u << 20)   /* nodes (internal + leaves) per tree */
+#define QS_MAX_LEAVES     ((QS_MAX_TREE_NODES + 1u) / 2u)
+#define QS_MAX_CAT_WORDS  (1u << 16)   /* 32-bit words per categorical bitset */
+
+/* LightGBM's kZeroThreshold is declared `const double kZeroThreshold = 1e-35f`:
+ * a float literal widened to double, so the band edge is float32(1e-35). */
+#define QS_ZERO_BAND ((double)1e-35f)
+
+enum qs_cmp { QS_CMP_LE = 0, QS_CMP_LT = 1 };   /* goes left iff x <= t / x < t */
+
+/* Accumulation of the per-tree contributions c = weight * leaf, in tree order
+ * from the base margin. */
+enum qs_accum {
+    QS_ACC_DOUBLE = 0,      /* acc += c in double (LightGBM, QuickRank) */
+    QS_ACC_FLOAT = 1,       /* acc = acc + (float)c in float32 (XGBoost; weight 1) */
+    QS_ACC_FLOAT_DOUBLE = 2 /* acc = (float)((double)acc + c): Java's `float += double` (RankLib) */
+};
+
+/* What a numerical node does with special values (LightGBM's missing types;
+ * XGBoost and QuickRank use QS_MISS_NAN). */
+enum qs_miss {
+    QS_MISS_NONE = 0,  /* NaN is replaced by 0.0, then compared */
+    QS_MISS_ZERO = 1,  /* NaN -> 0.0; then |x| <= QS_ZERO_BAND goes to the default side */
+    QS_MISS_NAN = 2    /* NaN goes to the default side */
+};
+
+enum qs_node_kind { QS_NODE_LEAF = 0, QS_NODE_NUM = 1, QS_NODE_CAT = 2 };
+
+/* Categorical rule flags (qs_node.flags). */
+#define QS_CAT_MEMBERS_LEFT 0x1u  /* members of the set go left (LightGBM); else right (XGBoost) */
+#define QS_CAT_NEG_STRICT   0x2u  /* a value < 0 is invalid (XGBoost); else trunc(x) < 0 (LightGBM) */
+
+/* One node.  Leaves: value = leaf output.  NUM: value = threshold.
+ * CAT: the category set is cat_words[cat_off .. cat_off+cat_nwords) of the
+ * model, bit c%32 of word c/32 set for category c.  A NaN input follows
+ * `miss` (QS_MISS_NAN: default side; otherwise it is treated as 0.0); a
+ * value that is not a valid category (negative, or beyond the bitset) goes
+ * to the non-member side. */
+typedef struct qs_node {
+    uint8_t kind;          /* enum qs_node_kind */
+    uint8_t miss;          /* enum qs_miss */
+    uint8_t default_left;  /* 1: special values go left */
+    uint8_t flags;         /* QS_CAT_* */
+    uint32_t feature;
+    int32_t left, right;   /* indices within the tree's node array */
+    uint32_t cat_off, cat_nwords;
+    double value;
+} qs_node;
+
+typedef struct qs_tree {
+    uint32_t class_id;
+    double weight;          /* contribution = weight * leaf value (1.0: none) */
+    uint64_t node_off;      /* into qs_model.nodes; the root is the first node */
+    uint32_t num_nodes;
+} qs_tree;
+
+struct qs_model {
+    qs_source source;
+    int cmp;                /* enum qs_cmp */
+    int float_precision;    /* values and thresholds are float32 */
+    int float_accumulate;   /* enum qs_accum: how scores are summed */
+    int absent_missing;     /* absent sparse feature = missing (XGBoost) */
+    uint32_t num_features;
+    uint32_t num_classes;
+    double *base;           /* [num_classes] initial margin per class */
+    char objective[64];     /* informational, as the source wrote it */
+    char transform[16];     /* "none" "sigmoid" "softmax" "exp" "ova-sigmoid" "hinge" */
+    double transform_param; /* sigmoid scale (LightGBM `sigmoid:`), else 1 */
+
+    qs_tree *trees;    uint64_t num_trees,  cap_trees;
+    qs_node *nodes;    uint64_t num_nodes,  cap_nodes;
+    uint32_t *cat_words; uint64_t num_cat_words, cap_cat_words;
+};
+
+/* ---- construction helpers (return 0, or -1 with err set to NOMEM/LIMIT) */
+qs_model *qs_model_new(qs_source src, qs_error *err);
+int qs_model_set_classes(qs_model *m, uint32_t k, qs_error *err);
+/* Start a new tree; nodes added next belong to it. */
+int qs_model_add_tree(qs_model *m, uint32_t class_id, double weight, qs_error *err);
+/* Append `n` nodes to the current tree; returns the index of the first one
+ * within the tree (nodes are zero-initialised), or -1. */
+int64_t qs_model_add_nodes(qs_model *m, uint32_t n, qs_error *err);
+/* Pointer to node `i` of the current (last) tree. */
+qs_node *qs_model_cur_node(qs_model *m, uint32_t i);
+/* Append a category bitset; returns its offset or -1. */
+int64_t qs_model_add_cat_words(qs_model *m, const uint32_t *w, uint32_t n, qs_error *err);
+
+/* ---- reference semantics: one node's decision and a whole-tree walk */
+static inline int qs_node_goes_left(const qs_model *m, const qs_node *n, double x)
+{
+    if (n->kind == QS_NODE_NUM) {
+        if (isnan(x)) {
+            if (n->miss == QS_MISS_NAN)
+                return n->default_left;
+            x = 0.0;
+        }
+        if (n->miss == QS_MISS_ZERO && x >= -QS_ZERO_BAND && x <= QS_ZERO_BAND)
+            return n->default_left;
+        return m->cmp == QS_CMP_LE ? x <= n->value : x < n->value;
+    }
+    /* categorical */
+    const int members_left = (n->flags & QS_CAT_MEMBERS_LEFT) != 0;
+    if (isnan(x)) {
+        if (n->miss == QS_MISS_NAN)
+            return n->default_left;
+        x = 0.0;
+    }
+    if ((n->flags & QS_CAT_NEG_STRICT) ? x < 0.0 : x <= -1.0)
+        return !members_left;
+    double c = trunc(x);
+    if (!(c < (double)n->cat_nwords * 32.0))
+        return !members_left;
+    uint32_t ci = (uint32_t)c;
+    int member = (m->cat_words[n->cat_off + ci / 32] >> (ci % 32)) & 1u;
+    return member ? members_left : !members_left;
+}
+
+/* Index (within the tree) of the leaf that `x` reaches. */
+static inline uint32_t qs_tree_walk(const qs_model *m, const qs_tree *t, const double *x)
+{
+    const qs_node *nodes = m->nodes + t->node_off;
+    uint32_t i = 0;
+    while (nodes[i].kind != QS_NODE_LEAF)
+        i = (uint32_t)(qs_node_goes_left(m, &nodes[i], x[nodes[i].feature])
+                       ? nodes[i].left : nodes[i].right);
+    return i;
+}
+
+/* Raw scores of one dense document by walking every tree in order, with the
+ * model's accumulation rules.  out[] has num_classes entries.  The model must
+ * have passed qs_model_validate. */
+void qs_model_walk_score(const qs_model *m, const double *x, double *out);
+
+/* Whether tree t is oblivious: complete, and every node of a level tests the
+ * same feature with the same threshold and special-value rules.  *depth_out
+ * receives its depth (0 for a single leaf). */
+int qs_tree_is_oblivious(const qs_model *m, const qs_tree *t, uint32_t *depth_out);
+
+/* Whether `name` is one of the output transforms qs knows. */
+int qs_transform_known(const char *name);
+
+#endif

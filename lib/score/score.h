@@ -1,0 +1,111 @@
+/* score.h: the scorer, the workspace and the back-end interface (internal
+ * to libqs).  Depends on layout/, model/ and common/.
+ *
+ * A back end is one const qs_backend_def: facts (name, summary, flags, what
+ * `auto` prefers) and functions.  Its state is built by `prepare` when a
+ * scorer is loaded or re-laid out, never inside a scoring call, and its
+ * per-workspace scratch by `ws_init` when a workspace is made; after that a
+ * scorer is immutable and any number of threads may score with it, each
+ * with its own workspace.  registry.c lists every back end: adding one is
+ * its own file (or folder), one line there and one line in lib/lib.mk. */
+#ifndef QS_SCORE_H
+#define QS_SCORE_H
+
+#include "layout/layout.h"
+
+typedef struct qs_backend_def qs_backend_def;
+
+struct qs_backend_def {
+    const char *name;
+    const char *summary;      /* one line */
+    unsigned flags;           /* QS_BACKEND_F_* (qs.h) */
+    unsigned auto_rank;       /* auto runs the available back end of highest rank; 0: never */
+    unsigned param;           /* for the functions below (a SIMD level, say) */
+    /* Whether this machine and build can run it: 1, or 0 with the reason
+     * in why[cap] ("this CPU lacks AVX2").  NULL: always. */
+    int (*probe)(const qs_backend_def *d, char *why, size_t cap);
+    /* Build the back end's state for a loaded scorer (*state may stay
+     * NULL).  QS_ERR_UNSUPPORTED for a model it cannot score.  NULL: no
+     * state. */
+    int (*prepare)(const qs_backend_def *d, const qs_scorer *s, void **state, qs_error *err);
+    void (*release)(void *state);
+    /* Per-workspace scratch; NULL: none. */
+    int (*ws_init)(const qs_backend_def *d, const qs_scorer *s, const void *state,
+                   void **scratch, qs_error *err);
+    void (*ws_free)(void *scratch);
+    /* Score slots 0 .. n-1 of w (1 <= n <= w->nslots) into out[d * K + c].
+     * how: QS_HOW_NAMED when the caller named this back end (use its own
+     * kernels throughout), 0 when it runs for `auto` (it may take a faster
+     * exact path for a small batch).  0, or -1 with err. */
+    int (*score)(const qs_backend_def *d, const qs_scorer *s, const void *state,
+                 qs_workspace *w, void *scratch, uint32_t n, double *out, unsigned how,
+                 qs_error *err);
+};
+
+#define QS_HOW_NAMED 1u
+
+/* registry.c */
+extern const qs_backend_def *const qs_backend_table[];
+extern const unsigned qs_backend_table_len;
+#define QS_MAX_BACKENDS 32u
+
+struct qs_scorer {
+    qs_model *m;
+    qs_layout *L;
+    uint64_t max_block_trees; /* largest block, for the workspace's vectors */
+    uint32_t max_words;       /* widest multi-word block */
+    uint32_t doc_block;       /* δ: documents scored together */
+    int auto_backend;         /* what auto runs as */
+    uint8_t prepared[QS_MAX_BACKENDS];
+    void *state[QS_MAX_BACKENDS];
+};
+
+/* One document slot: a dense vector and what was set since its reset. */
+typedef struct qs_slot {
+    double *x;                /* num_features values */
+    uint32_t *touched;        /* ids set since the last reset */
+    uint32_t ntouched, cap_touched;
+    int all_dirty;            /* x must be refilled entirely */
+    int filled;
+    double fill;              /* the absent value x was last filled with */
+} qs_slot;
+
+struct qs_workspace {
+    const qs_scorer *s;
+    uint32_t nslots, cur;
+    qs_slot *slot;
+    const double **xs;        /* slot vectors, for the back ends */
+    double *acc;              /* nslots * num_classes */
+    float *accf;
+    uint8_t ready[QS_MAX_BACKENDS];  /* scratch made for back end b */
+    void *scratch[QS_MAX_BACKENDS];
+};
+
+/* ---- the BWQS driver (qs.c), shared by the scalar and SIMD back ends.
+ * A SIMD kernel set scores `lanes` documents of a batch through one block;
+ * the driver gives it the blocks it takes and scores the others scalar. */
+typedef struct qs_simd_kernel {
+    unsigned level;
+    const void *data;         /* the back end's state */
+    int (*takes)(const qs_block *B);
+    unsigned (*lanes)(unsigned level, const qs_block *B, uint32_t n);
+    void (*block)(const struct qs_simd_kernel *k, unsigned lanes, const qs_model *m,
+                  const qs_layout *L, const qs_block *B, uint64_t *v,
+                  const double *const *xs, unsigned nreal, double *acc, float *accf);
+} qs_simd_kernel;
+#define QS_SIMD_MAX_LANES 64u
+
+/* Score slots 0 .. n-1 blockwise.  vec: scratch of qs_bwqs_vec_bytes(s,
+ * tree_bytes) bytes, 64-byte aligned.  k NULL: scalar only; forced: give
+ * k every block it takes, even for batches that fill under half of its
+ * lanes. */
+void qs_bwqs_score(const qs_scorer *s, qs_workspace *w, void *vec, uint32_t n, double *out,
+                   const qs_simd_kernel *k, int forced);
+/* Scratch bytes of a BWQS back end whose SIMD kernel needs tree_bytes per
+ * tree of a block (0: scalar). */
+size_t qs_bwqs_vec_bytes(const qs_scorer *s, size_t tree_bytes);
+/* Allocate / free that scratch (for a back end's ws_init / ws_free). */
+int qs_bwqs_ws_alloc(const qs_scorer *s, size_t tree_bytes, void **scratch, qs_error *err);
+void qs_bwqs_ws_free(void *scratch);
+
+#endif

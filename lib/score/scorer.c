@@ -1,0 +1,289 @@
+/* scorer.c: loading a .qsm into a scorer, re-laying it out, preparing its
+ * back ends, and dispatching a batch to one of them (the table is in
+ * registry.c; the back ends in their own files). */
+#include "layout/qsm.h"
+#include "score/score.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ back ends */
+
+int qs_backend_count(void) { return (int)qs_backend_table_len; }
+
+static const qs_backend_def *def_of(qs_backend b)
+{
+    return b >= 0 && (unsigned)b < qs_backend_table_len ? qs_backend_table[b] : NULL;
+}
+
+static int probe(const qs_backend_def *d, char *why, size_t cap)
+{
+    if (cap)
+        why[0] = '\0';
+    return d->probe ? d->probe(d, why, cap) : 1;
+}
+
+qs_backend qs_backend_auto(void)
+{
+    qs_backend best = QS_BACKEND_UNKNOWN;
+    unsigned rank = 0;
+    char why[8];
+    for (unsigned i = 0; i < qs_backend_table_len; i++) {
+        const qs_backend_def *d = qs_backend_table[i];
+        if (d->auto_rank > rank && probe(d, why, sizeof why)) {
+            best = (qs_backend)i;
+            rank = d->auto_rank;
+        }
+    }
+    return best;
+}
+
+int qs_backend_get_info(qs_backend b, qs_backend_info *info)
+{
+    if (b == QS_BACKEND_AUTO)
+        b = qs_backend_auto();
+    const qs_backend_def *d = def_of(b);
+    if (!d)
+        return -1;
+    memset(info, 0, sizeof *info);
+    info->name = d->name;
+    info->summary = d->summary;
+    info->flags = d->flags;
+    info->auto_rank = d->auto_rank;
+    info->available = probe(d, info->why, sizeof info->why);
+    return 0;
+}
+
+const char *qs_backend_name(qs_backend b)
+{
+    if (b == QS_BACKEND_AUTO)
+        return "auto";
+    const qs_backend_def *d = def_of(b);
+    return d ? d->name : "?";
+}
+
+qs_backend qs_backend_find(const char *name)
+{
+    if (strcmp(name, "auto") == 0)
+        return QS_BACKEND_AUTO;
+    for (unsigned i = 0; i < qs_backend_table_len; i++)
+        if (strcmp(name, qs_backend_table[i]->name) == 0)
+            return (qs_backend)i;
+    return QS_BACKEND_UNKNOWN;
+}
+
+void qs_build_get_info(qs_build_info *info)
+{
+    static const char *const levels[] = { "", "avx2", "avx512", "avx512,avx2" };
+    info->version = QS_VERSION_STRING;
+    info->openmp = QS_HAVE_OPENMP;
+    info->numa = QS_HAVE_NUMA;
+    info->cuda = QS_HAVE_CUDA;
+    info->cpu_detected = levels[qs_cpu_simd_detected() & 3u];
+    info->cpu_enabled = levels[qs_cpu_simd() & 3u];
+}
+
+/* ------------------------------------------------------------ loading */
+
+static void scorer_sizes(qs_scorer *s)
+{
+    s->max_block_trees = 0;
+    s->max_words = 0;
+    for (uint32_t b = 0; b < s->L->nblocks; b++) {
+        const qs_block *B = &s->L->blocks[b];
+        uint64_t n = B->tree_end - B->tree_begin;
+        if (n > s->max_block_trees)
+            s->max_block_trees = n;
+        if (B->kind == QS_BLOCK_QS && B->width == 0 && B->words > s->max_words)
+            s->max_words = B->words;
+    }
+    s->doc_block = s->L->doc_block ? s->L->doc_block : QS_DEFAULT_DOC_BLOCK;
+}
+
+/* τ when the .qsm stores none: blocks whose QuickScorer data (entries and
+ * leaves) fill about half of the L2 cache, measured best on the bench
+ * workloads; 0 (one block) when the whole model fits. */
+static uint32_t auto_tree_block(const qs_layout *L)
+{
+    uint64_t l2 = qs_cache_size(2);
+    if (l2 == 0)
+        l2 = (uint64_t)1 << 20;
+    /* Scan entries only: special-value lists are read for NaN inputs alone. */
+    uint64_t scan = 0;
+    for (uint32_t g = 0; g < L->ngroups; g++)
+        scan += L->groups[g].end - L->groups[g].begin;
+    uint64_t bytes = scan * (8 + 4 + 8) + L->nleafvals * 8;
+    if (L->ntrees == 0 || bytes <= l2)
+        return 0;
+    uint64_t per_tree = bytes / L->ntrees + 1;
+    uint64_t tau = (l2 / 2) / per_tree;
+    return (uint32_t)(tau < 1 ? 1 : tau > UINT32_MAX - 1 ? UINT32_MAX - 1 : tau);
+}
+
+static void release_all(qs_scorer *s)
+{
+    for (unsigned i = 0; i < qs_backend_table_len; i++) {
+        if (s->state[i] && qs_backend_table[i]->release)
+            qs_backend_table[i]->release(s->state[i]);
+        s->state[i] = NULL;
+    }
+}
+
+/* Build back end i's state for the current layout. */
+static int prepare_one(qs_scorer *s, unsigned i, qs_error *err)
+{
+    const qs_backend_def *d = qs_backend_table[i];
+    char why[160];
+    if (!probe(d, why, sizeof why))
+        return qs_fail(err, QS_ERR_UNSUPPORTED, 0, "back end '%s' is not available: %s",
+                       d->name, why);
+    if (s->state[i] && d->release)
+        d->release(s->state[i]);
+    s->state[i] = NULL;
+    s->prepared[i] = 0;
+    if (d->prepare && d->prepare(d, s, &s->state[i], err) != 0)
+        return -1;
+    s->prepared[i] = 1;
+    return 0;
+}
+
+int qs_scorer_prepare(qs_scorer *s, qs_backend b, qs_error *err)
+{
+    if (b == QS_BACKEND_AUTO)
+        b = s->auto_backend;
+    if (!def_of(b))
+        return qs_fail(err, QS_ERR_ARG, 0, "no back end number %d", b);
+    return prepare_one(s, (unsigned)b, err);
+}
+
+int qs_scorer_prepared(const qs_scorer *s, qs_backend b)
+{
+    if (b == QS_BACKEND_AUTO)
+        b = s->auto_backend;
+    return def_of(b) && s->prepared[b];
+}
+
+qs_scorer *qs_scorer_load(const unsigned char *buf, size_t len, qs_error *err)
+{
+    qs_scorer *s = calloc(1, sizeof *s);
+    if (!s) {
+        qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+        return NULL;
+    }
+    if (qsm_read(buf, len, &s->m, &s->L, err) != 0) {
+        free(s);
+        return NULL;
+    }
+    /* Either the layout is rebuilt from the trees for this machine's cache,
+     * or the stored one must equal what the trees give: a forged QSLY can
+     * then never make the back ends disagree. */
+    uint32_t tau = s->L->tree_block == 0 ? auto_tree_block(s->L) : 0;
+    if (tau ? qs_scorer_relayout(s, tau, QS_KEEP, QS_KEEP, err) != 0
+            : qs_layout_verify(s->L, s->m, err) != 0) {
+        qs_scorer_free(s);
+        return NULL;
+    }
+    scorer_sizes(s);
+    s->auto_backend = qs_backend_auto();
+    if (s->auto_backend < 0) {
+        qs_fail(err, QS_ERR_UNSUPPORTED, 0, "no back end can run on this machine");
+        qs_scorer_free(s);
+        return NULL;
+    }
+    if (prepare_one(s, (unsigned)s->auto_backend, err) != 0) {
+        qs_scorer_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+int qs_scorer_relayout(qs_scorer *s, uint32_t tree_block, uint32_t doc_block, uint32_t delta,
+                       qs_error *err)
+{
+    if (doc_block != QS_KEEP && doc_block > QS_MAX_DOC_BLOCK)
+        return qs_fail(err, QS_ERR_ARG, 0, "document block %u is out of range (1..%u)", doc_block,
+                       QS_MAX_DOC_BLOCK);
+    if (tree_block != QS_KEEP || delta != QS_KEEP) {
+        qs_layout *L = qs_layout_build(s->m, delta == QS_KEEP ? s->L->delta : delta,
+                                       tree_block == QS_KEEP ? s->L->tree_block : tree_block,
+                                       s->L->treeflags, err);
+        if (!L)
+            return -1;
+        L->doc_block = s->L->doc_block;
+        qs_layout_free(s->L);
+        s->L = L;
+    }
+    if (doc_block != QS_KEEP && doc_block != 0)
+        s->L->doc_block = doc_block;
+    scorer_sizes(s);
+    /* Back-end state follows the layout. */
+    for (unsigned i = 0; i < qs_backend_table_len; i++)
+        if (s->prepared[i] && prepare_one(s, i, err) != 0)
+            return -1;
+    return 0;
+}
+
+void qs_scorer_get_blocks(const qs_scorer *s, uint32_t *tree_block, uint32_t *doc_block,
+                          uint32_t *delta, uint32_t *nblocks)
+{
+    if (tree_block)
+        *tree_block = s->L->tree_block;
+    if (doc_block)
+        *doc_block = s->doc_block;
+    if (delta)
+        *delta = s->L->delta;
+    if (nblocks)
+        *nblocks = s->L->nblocks;
+}
+
+void qs_scorer_free(qs_scorer *s)
+{
+    if (!s)
+        return;
+    release_all(s);
+    qs_model_free(s->m);
+    qs_layout_free(s->L);
+    free(s);
+}
+
+const qs_model *qs_scorer_model(const qs_scorer *s) { return s->m; }
+
+int qs_score_digits(const qs_scorer *s) { return s->m->float_accumulate ? 9 : 17; }
+
+/* ------------------------------------------------------------ scoring */
+
+int qs_score_batch(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n, double *out,
+                   qs_error *err)
+{
+    unsigned how = QS_HOW_NAMED;
+    if (b == QS_BACKEND_AUTO) {
+        b = s->auto_backend;
+        how = 0;
+    }
+    const qs_backend_def *d = def_of(b);
+    if (!d)
+        return qs_fail(err, QS_ERR_ARG, 0, "no back end number %d", b);
+    if (n == 0)
+        return 0;
+    if (n > w->nslots)
+        return qs_fail(err, QS_ERR_ARG, 0, "batch of %u documents for a workspace of %u", n,
+                       w->nslots);
+    if (!s->prepared[b])
+        return qs_fail(err, QS_ERR_ARG, 0,
+                       "back end '%s' was not prepared for this scorer (qs_scorer_prepare)",
+                       d->name);
+    if (!w->ready[b])
+        return qs_fail(err, QS_ERR_ARG, 0,
+                       "the workspace was made before back end '%s' was prepared", d->name);
+    return d->score(d, s, s->state[b], w, w->scratch[b], n, out, how, err);
+}
+
+int qs_score_doc(const qs_scorer *s, qs_workspace *w, qs_backend b, double *out, qs_error *err)
+{
+    /* The current slot alone: swap it into position 0 of the batch. */
+    const double *save = w->xs[0];
+    w->xs[0] = w->slot[w->cur].x;
+    int rc = qs_score_batch(s, w, b, 1, out, err);
+    w->xs[0] = save;
+    return rc;
+}

@@ -1,0 +1,566 @@
+/* vqs.c: the vQS kernels (AVX2 and AVX-512) and the back ends `vqs`,
+ * `vqs-avx2` and `vqs-avx512`.  Built without -march: each kernel carries
+ * its own target attribute and runs only where qs_cpu_simd() (common/cpu.c:
+ * CPUID, and XGETBV for the vector registers being saved on context switch)
+ * allows it. */
+#include "score/x86/vqs.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The byte-plane plan of every entry of the blocks the kernel takes. */
+int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P)
+{
+    P->off = calloc(L->nentries ? L->nentries : 1, sizeof *P->off);
+    P->bytes = calloc(L->nentries ? L->nentries : 1, sizeof *P->bytes);
+    if (!P->off || !P->bytes) {
+        qs_vqs_plan_free(P);
+        return -1;
+    }
+    for (uint32_t k = 0; k < L->nblocks; k++) {
+        const qs_block *B = &L->blocks[k];
+        if (!qs_vqs_planes_ok(B))
+            continue;
+        const uint64_t row = (uint64_t)B->width * 8; /* width/8 planes of 64 bytes */
+        const uint64_t wmask = B->width == 64 ? ~0ull : (1ull << B->width) - 1;
+        for (uint32_t g = B->group_begin; g < B->group_end; g++) {
+            const qs_group *G = &L->groups[g];
+            for (int part = 0; part < 2; part++) {
+                uint32_t i0 = part ? G->sp_begin : G->begin, i1 = part ? G->sp_end : G->end;
+                for (uint32_t i = i0; i < i1; i++) {
+                    const uint64_t mk = L->emask[i], nm = ~mk & wmask;
+                    const uint64_t base = (uint64_t)L->etree[i] * row;
+                    if (!nm || L->etree[i] >= B->tree_end - B->tree_begin) {
+                        /* clears nothing: touch plane 0 with all-ones bytes */
+                        P->off[i] = base | base << 32;
+                        P->bytes[i] = 0xFFFF;
+                        continue;
+                    }
+                    const uint32_t a = (uint32_t)__builtin_ctzll(nm) >> 3,
+                                   b = (63u - (uint32_t)__builtin_clzll(nm)) >> 3;
+                    P->off[i] = (base + a * 64u) | (base + b * 64u) << 32;
+                    P->bytes[i] = (uint16_t)(((mk >> (8 * a)) & 0xFF) | ((mk >> (8 * b)) & 0xFF) << 8);
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+void qs_vqs_plan_free(qs_vqs_plan *P)
+{
+    free(P->off);
+    free(P->bytes);
+    P->off = NULL;
+    P->bytes = NULL;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+/* Categorical nodes, lane by lane (no order to scan). */
+static void lanes_categorical(const qs_model *m, const qs_layout *L, const qs_block *B,
+                              uint64_t *v, const double *const *xs, unsigned lanes)
+{
+    for (uint32_t c = B->cat_begin; c < B->cat_end; c++) {
+        const qs_catnode *C = &L->cats[c];
+        const qs_node *n = &m->nodes[C->node];
+        uint64_t *row = v + (uint64_t)(C->tree & ~QS_CAT_REVERSED) * lanes;
+        for (unsigned l = 0; l < lanes; l++)
+            if (qs_node_goes_left(m, n, xs[l][n->feature]) == !!(C->tree & QS_CAT_REVERSED))
+                row[l] &= C->mask;
+    }
+}
+
+/* Exit leaves and accumulation, lane by lane (any class count and mode). */
+static void lanes_leaves(const qs_model *m, const qs_layout *L, const qs_block *B,
+                         const uint64_t *v, unsigned lanes, unsigned nreal, double *acc,
+                         float *accf)
+{
+    const uint32_t K = m->num_classes;
+    const uint32_t nt = (uint32_t)(B->tree_end - B->tree_begin);
+    const int omega = B->kind == QS_BLOCK_OMEGA;
+    for (uint32_t i = 0; i < nt; i++) {
+        uint64_t t = B->tree_begin + i;
+        uint32_t nl = L->nleaves[t];
+        const uint64_t *row = v + (uint64_t)i * lanes;
+        for (unsigned l = 0; l < nreal; l++) {
+            uint64_t leaf = omega ? (row[l] & (nl - 1))
+                                  : (uint64_t)__builtin_ctzll(row[l] | (1ull << (nl - 1)));
+            qs_layout_add_leaf(m, L, t, leaf, acc + (size_t)l * K, accf + (size_t)l * K);
+        }
+    }
+}
+
+/* The lanes' false runs of a group, found together: a branch-free binary
+ * search per lane for the first entry PRED(threshold, x) fails on (a
+ * lane's false nodes are a prefix of the group), the lanes in lockstep so
+ * their loads overlap. */
+#define RUN_ENDS(PRED)                                                                         \
+    do {                                                                                       \
+        uint32_t n = G->end - G->begin;                                                        \
+        while (n > 1) {                                                                        \
+            const uint32_t half = n / 2;                                                       \
+            for (unsigned l = 0; l < lanes; l++)                                               \
+                e[l] = PRED(thr[e[l] + half - 1], x[l]) ? e[l] + half : e[l];                  \
+            n -= half;                                                                         \
+        }                                                                                      \
+        if (n == 1)                                                                            \
+            for (unsigned l = 0; l < lanes; l++)                                               \
+                e[l] += PRED(thr[e[l]], x[l]);                                                 \
+    } while (0)
+
+#define P_LT(t, x) ((t) < (x))
+#define P_LE(t, x) ((t) <= (x))
+#define P_GT(t, x) ((t) > (x))
+#define P_GE(t, x) ((t) >= (x))
+
+/* For each lane: whether it takes the group's special-value list (returned
+ * as a bit set; its run is then empty), else where its false run ends.
+ * Ascending groups hold the nodes x goes right of (t < x for x <= t,
+ * t <= x for x < t), descending ones (reversed trees) those x goes left
+ * of. */
+static inline __attribute__((always_inline)) unsigned long long lanes_ends(const qs_layout *L, const qs_group *G, const double *const *xs,
+                                  unsigned lanes, int lt, uint32_t *e)
+{
+    unsigned long long sp = 0;
+    double x[64];
+    const double *thr = L->thr;
+    for (unsigned l = 0; l < lanes; l++) {
+        double xl = xs[l][G->feature];
+        if (qs_group_special(G, &xl)) {
+            sp |= 1ull << l;
+            xl = 0.0; /* any value: the lane's run is emptied below */
+        }
+        x[l] = xl;
+        e[l] = G->begin;
+    }
+    if (G->rule & QS_GROUP_DESC) {
+        if (lt)
+            RUN_ENDS(P_GT);
+        else
+            RUN_ENDS(P_GE);
+    } else {
+        if (lt)
+            RUN_ENDS(P_LE);
+        else
+            RUN_ENDS(P_LT);
+    }
+    for (unsigned l = 0; l < lanes; l++)
+        if (sp & (1ull << l))
+            e[l] = G->begin;
+    return sp;
+}
+
+/* ------------------------------------------------------------ AVX-512 */
+
+
+#define T512 __attribute__((target("avx512f,avx512dq,avx512cd,avx512vl,avx512bw,avx2,fma,bmi,bmi2,lzcnt")))
+
+/* The false nodes of one group for the lanes in mask k, entries [i, end). */
+#define APPLY512(OP, k, i0, end)                                                               \
+    for (uint32_t i = (i0); i < (end); i++) {                                                  \
+        __m512i *p = (__m512i *)(v + (size_t)etree[i] * 8);                                    \
+        *p = OP(*p, (__mmask8)(k), *p, _mm512_set1_epi64((long long)emask[i]));                \
+    }
+
+/* Every group of the block, LANES documents: the lanes' runs end at e[];
+ * the entries before the nearest end go to every lane still running, then
+ * the next segment to the fewer that remain, and so on, so no entry is
+ * compared per lane and most updates are whole vectors.  APPLY(OP, lanes,
+ * from, to) combines the entries' masks into the lanes' rows. */
+#define GROUPS(LANES, APPLY, OP)                                                               \
+    for (uint32_t g = B->group_begin; g < B->group_end; g++) {                                 \
+        const qs_group *G = &L->groups[g];                                                     \
+        uint32_t e[LANES];                                                                     \
+        const unsigned sp = (unsigned)lanes_ends(L, G, xs, LANES, lt, e);                      \
+        if (sp)                                                                                \
+            APPLY(OP, sp, G->sp_begin, G->sp_end);                                             \
+        for (uint32_t cur = G->begin;;) {                                                      \
+            unsigned k = 0;                                                                    \
+            uint32_t next = UINT32_MAX;                                                        \
+            for (unsigned l = 0; l < (LANES); l++)                                             \
+                if (e[l] > cur) {                                                              \
+                    k |= 1u << l;                                                              \
+                    next = e[l] < next ? e[l] : next;                                          \
+                }                                                                              \
+            if (!k)                                                                            \
+                break;                                                                         \
+            APPLY(OP, k, cur, next);                                                           \
+            cur = next;                                                                        \
+        }                                                                                      \
+    }
+
+T512 static void block512(const qs_model *m, const qs_layout *L, const qs_block *B, uint64_t *v,
+                          const double *const *xs, unsigned nreal, double *acc, float *accf)
+{
+    const int lt = m->cmp == QS_CMP_LT;
+    const int omega = B->kind == QS_BLOCK_OMEGA;
+    const uint32_t nt = (uint32_t)(B->tree_end - B->tree_begin);
+    const uint32_t *etree = L->etree;
+    const uint64_t *emask = L->emask;
+    const __m512i init = omega ? _mm512_setzero_si512() : _mm512_set1_epi64(-1);
+    for (uint32_t i = 0; i < nt; i++)
+        _mm512_store_si512((__m512i *)(v + (size_t)i * 8), init);
+    if (omega) {
+        GROUPS(8, APPLY512, _mm512_mask_or_epi64)
+    } else {
+        GROUPS(8, APPLY512, _mm512_mask_and_epi64)
+        lanes_categorical(m, L, B, v, xs, 8);
+    }
+    if (m->num_classes != 1) {
+        lanes_leaves(m, L, B, v, 8, nreal, acc, accf);
+        return;
+    }
+    /* One class: the 8 documents' sums side by side, each in tree order. */
+    const __mmask8 real = (__mmask8)((1u << nreal) - 1);
+    const uint32_t *nl = L->nleaves + B->tree_begin;
+    const uint64_t *off = L->leaf_off + B->tree_begin;
+    const int mode = m->float_accumulate;
+    __m512d a = _mm512_maskz_loadu_pd(real, acc);
+    __m256 af = _mm256_maskz_loadu_ps(real, accf);
+    for (uint32_t i = 0; i < nt; i++) {
+        __m512i r = _mm512_load_si512((const __m512i *)(v + (size_t)i * 8)), idx;
+        if (omega) {
+            idx = _mm512_and_si512(r, _mm512_set1_epi64((long long)(nl[i] - 1)));
+        } else {
+            r = _mm512_or_si512(r, _mm512_set1_epi64((long long)(1ull << (nl[i] - 1))));
+            __m512i low = _mm512_and_si512(r, _mm512_sub_epi64(_mm512_setzero_si512(), r));
+            idx = _mm512_sub_epi64(_mm512_set1_epi64(63), _mm512_lzcnt_epi64(low));
+        }
+        idx = _mm512_add_epi64(idx, _mm512_set1_epi64((long long)off[i]));
+        __m512d c = _mm512_i64gather_pd(idx, L->leaves, 8);
+        switch (mode) {
+        case QS_ACC_DOUBLE: a = _mm512_add_pd(a, c); break;
+        case QS_ACC_FLOAT: af = _mm256_add_ps(af, _mm512_cvtpd_ps(c)); break;
+        default: af = _mm512_cvtpd_ps(_mm512_add_pd(_mm512_cvtps_pd(af), c)); break;
+        }
+    }
+    _mm512_mask_storeu_pd(acc, real, a);
+    _mm256_mask_storeu_ps(accf, real, af);
+}
+
+/* ---------------------------------------------- AVX-512, byte planes
+ *
+ * QS blocks of up to 64 leaves per tree, 64 documents at once, the leaf
+ * vectors stored as byte planes (as RapidScorer does): plane j of a tree
+ * holds byte j (leaves 8j..8j+7) of the 64 documents' vectors, one byte
+ * per document, so one 512-bit operation updates 64 documents.  A node's
+ * mask clears one contiguous leaf range (its left subtree), which touches
+ * only the planes that range spans: usually one.  The planes a tree has
+ * are those of the block's mask width (width / 8). */
+
+#define BP_LANES 64u
+
+T512 static void bp_apply(const qs_vqs_plan *P, uint8_t *v, uint64_t k, uint32_t i0,
+                          uint32_t end)
+{
+    const __m512i ones = _mm512_set1_epi8(-1);
+    for (uint32_t i = i0; i < end; i++) {
+        const uint64_t o = P->off[i];
+        const uint32_t oa = (uint32_t)o, ob = (uint32_t)(o >> 32), by = P->bytes[i];
+        /* The first and the last plane unconditionally (the same one,
+         * twice, for most nodes: AND is idempotent), so the loop has no
+         * data-dependent branch; planes between them, rarely, after. */
+        __m512i *pa = (__m512i *)(v + oa);
+        *pa = _mm512_and_si512(*pa, _mm512_mask_set1_epi8(ones, k, (char)by));
+        __m512i *pb = (__m512i *)(v + ob);
+        *pb = _mm512_and_si512(*pb, _mm512_mask_set1_epi8(ones, k, (char)(by >> 8)));
+        for (uint32_t j = oa + 64; j < ob; j += 64) {
+            __m512i *p = (__m512i *)(v + j);
+            *p = _mm512_and_si512(*p, _mm512_mask_set1_epi8(ones, k, 0));
+        }
+    }
+}
+
+/* Lowest set bit of each byte (8 for a zero byte). */
+T512 static inline __m512i bp_ctz8(__m512i p)
+{
+    const __m512i tz4 = _mm512_broadcast_i32x4(
+        _mm_setr_epi8(8, 0, 1, 0, 2, 0, 1, 0, 3, 0, 1, 0, 2, 0, 1, 0));
+    const __m512i lo = _mm512_and_si512(p, _mm512_set1_epi8(0x0F));
+    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(p, 4), _mm512_set1_epi8(0x0F));
+    return _mm512_min_epu8(_mm512_shuffle_epi8(tz4, lo),
+                           _mm512_add_epi8(_mm512_shuffle_epi8(tz4, hi), _mm512_set1_epi8(4)));
+}
+
+T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
+                            const qs_block *B, uint8_t *v,
+                            const double *const *xs, unsigned nreal, double *acc, float *accf)
+{
+    const int lt = m->cmp == QS_CMP_LT;
+    const uint32_t nt = (uint32_t)(B->tree_end - B->tree_begin);
+    const uint32_t planes = B->width / 8;
+    const size_t row = (size_t)planes * 64;
+    memset(v, 0xFF, row * nt);
+    for (uint32_t g = B->group_begin; g < B->group_end; g++) {
+        const qs_group *G = &L->groups[g];
+        uint32_t e[BP_LANES];
+        const uint64_t sp = lanes_ends(L, G, xs, BP_LANES, lt, e);
+        if (sp)
+            bp_apply(P, v, sp, G->sp_begin, G->sp_end);
+        /* Entries before the nearest lane's end go to every lane still
+         * running, and so on: each segment one lane set. */
+        const __m512i E0 = _mm512_loadu_si512(e), E1 = _mm512_loadu_si512(e + 16),
+                      E2 = _mm512_loadu_si512(e + 32), E3 = _mm512_loadu_si512(e + 48);
+        const __m512i none = _mm512_set1_epi32(-1);
+        for (uint32_t cur = G->begin;;) {
+            const __m512i c = _mm512_set1_epi32((int)cur);
+            const __mmask16 k0 = _mm512_cmpgt_epu32_mask(E0, c), k1 = _mm512_cmpgt_epu32_mask(E1, c),
+                            k2 = _mm512_cmpgt_epu32_mask(E2, c), k3 = _mm512_cmpgt_epu32_mask(E3, c);
+            const uint64_t k = (uint64_t)k0 | (uint64_t)k1 << 16 | (uint64_t)k2 << 32 |
+                               (uint64_t)k3 << 48;
+            if (!k)
+                break;
+            const __m512i mn = _mm512_min_epu32(
+                _mm512_min_epu32(_mm512_mask_mov_epi32(none, k0, E0), _mm512_mask_mov_epi32(none, k1, E1)),
+                _mm512_min_epu32(_mm512_mask_mov_epi32(none, k2, E2), _mm512_mask_mov_epi32(none, k3, E3)));
+            const uint32_t next = _mm512_reduce_min_epu32(mn);
+            bp_apply(P, v, k, cur, next);
+            cur = next;
+        }
+    }
+    for (uint32_t c = B->cat_begin; c < B->cat_end; c++) {
+        const qs_catnode *C = &L->cats[c];
+        const qs_node *n = &m->nodes[C->node];
+        uint8_t *r = v + (size_t)(C->tree & ~QS_CAT_REVERSED) * row;
+        for (unsigned l = 0; l < BP_LANES; l++)
+            if (qs_node_goes_left(m, n, xs[l][n->feature]) == !!(C->tree & QS_CAT_REVERSED))
+                for (uint32_t j = 0; j < planes; j++)
+                    r[(size_t)j * 64 + l] &= (uint8_t)(C->mask >> (8 * j));
+    }
+    /* Exit leaves: per document the lowest set bit over the planes, the
+     * tree's last leaf forced on (as the scalar kernels do), then 8
+     * documents at a time their contributions gathered and added, each
+     * document's sum in tree order. */
+    const uint32_t K = m->num_classes;
+    const uint32_t *nl = L->nleaves + B->tree_begin;
+    const uint64_t *off = L->leaf_off + B->tree_begin;
+    const int mode = m->float_accumulate;
+    __m512d a[8];
+    __m256 af[8];
+    if (K == 1)
+        for (unsigned q = 0; q < 8; q++) {
+            unsigned r0 = q * 8;
+            __mmask8 real = r0 >= nreal ? 0 : nreal - r0 >= 8 ? 0xFF : (__mmask8)((1u << (nreal - r0)) - 1);
+            a[q] = _mm512_maskz_loadu_pd(real, acc + r0);
+            af[q] = _mm256_maskz_loadu_ps(real, accf + r0);
+        }
+    for (uint32_t i = 0; i < nt; i++) {
+        uint8_t *r = v + (size_t)i * row;
+        const uint32_t last = nl[i] - 1;
+        __m512i *lp = (__m512i *)(r + (size_t)(last >> 3) * 64);
+        *lp = _mm512_or_si512(*lp, _mm512_set1_epi8((char)(1u << (last & 7))));
+        __m512i idx = _mm512_setzero_si512();
+        __mmask64 done = 0;
+        for (uint32_t j = 0; j < planes && done != ~0ull; j++) {
+            const __m512i p = _mm512_load_si512((const __m512i *)(r + (size_t)j * 64));
+            const __mmask64 nz = _mm512_test_epi8_mask(p, p) & ~done;
+            idx = _mm512_mask_add_epi8(idx, nz, bp_ctz8(p), _mm512_set1_epi8((char)(8 * j)));
+            done |= nz;
+        }
+        uint8_t leaf[BP_LANES] __attribute__((aligned(64)));
+        _mm512_store_si512((__m512i *)leaf, idx);
+        if (K != 1) {
+            for (unsigned l = 0; l < nreal; l++)
+                qs_layout_add_leaf(m, L, B->tree_begin + i, leaf[l], acc + (size_t)l * K,
+                                accf + (size_t)l * K);
+            continue;
+        }
+        const __m512i o = _mm512_set1_epi64((long long)off[i]);
+        for (unsigned q = 0; q < 8; q++) {
+            const __m512i ix =
+                _mm512_add_epi64(o, _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(leaf + 8 * q))));
+            const __m512d c = _mm512_i64gather_pd(ix, L->leaves, 8);
+            switch (mode) {
+            case QS_ACC_DOUBLE: a[q] = _mm512_add_pd(a[q], c); break;
+            case QS_ACC_FLOAT: af[q] = _mm256_add_ps(af[q], _mm512_cvtpd_ps(c)); break;
+            default: af[q] = _mm512_cvtpd_ps(_mm512_add_pd(_mm512_cvtps_pd(af[q]), c)); break;
+            }
+        }
+    }
+    if (K == 1)
+        for (unsigned q = 0; q < 8; q++) {
+            unsigned r0 = q * 8;
+            __mmask8 real = r0 >= nreal ? 0 : nreal - r0 >= 8 ? 0xFF : (__mmask8)((1u << (nreal - r0)) - 1);
+            _mm512_mask_storeu_pd(acc + r0, real, a[q]);
+            _mm256_mask_storeu_ps(accf + r0, real, af[q]);
+        }
+}
+
+/* ------------------------------------------------------------ AVX2 */
+
+#define T256 __attribute__((target("avx2,fma,bmi,bmi2")))
+
+/* AVX2 has no mask registers: the lanes to update are all-ones words c;
+ * AND: row &= ~(c & ~mask); OR: row |= c & bits. */
+#define OP256_AND(row, c, mk) _mm256_andnot_si256(_mm256_andnot_si256(mk, c), row)
+#define OP256_OR(row, c, mk) _mm256_or_si256(row, _mm256_and_si256(c, mk))
+
+/* Lane bit set -> all-ones 64-bit lanes. */
+static const int64_t lane_masks4[16][4] __attribute__((aligned(32))) = {
+    { 0, 0, 0, 0 },    { -1, 0, 0, 0 },    { 0, -1, 0, 0 },    { -1, -1, 0, 0 },
+    { 0, 0, -1, 0 },   { -1, 0, -1, 0 },   { 0, -1, -1, 0 },   { -1, -1, -1, 0 },
+    { 0, 0, 0, -1 },   { -1, 0, 0, -1 },   { 0, -1, 0, -1 },   { -1, -1, 0, -1 },
+    { 0, 0, -1, -1 },  { -1, 0, -1, -1 },  { 0, -1, -1, -1 },  { -1, -1, -1, -1 },
+};
+
+#define APPLY256(OP, k, i0, end)                                                               \
+    do {                                                                                       \
+        const __m256i km = _mm256_load_si256((const __m256i *)lane_masks4[k]);                 \
+        for (uint32_t i = (i0); i < (end); i++) {                                              \
+            __m256i *p = (__m256i *)(v + (size_t)etree[i] * 4);                                \
+            *p = OP(*p, km, _mm256_set1_epi64x((long long)emask[i]));                          \
+        }                                                                                      \
+    } while (0)
+
+T256 static void block256(const qs_model *m, const qs_layout *L, const qs_block *B, uint64_t *v,
+                          const double *const *xs, unsigned nreal, double *acc, float *accf)
+{
+    const int lt = m->cmp == QS_CMP_LT;
+    const int omega = B->kind == QS_BLOCK_OMEGA;
+    const uint32_t nt = (uint32_t)(B->tree_end - B->tree_begin);
+    const uint32_t *etree = L->etree;
+    const uint64_t *emask = L->emask;
+    const __m256i init = omega ? _mm256_setzero_si256() : _mm256_set1_epi64x(-1);
+    for (uint32_t i = 0; i < nt; i++)
+        _mm256_store_si256((__m256i *)(v + (size_t)i * 4), init);
+    if (omega) {
+        GROUPS(4, APPLY256, OP256_OR)
+    } else {
+        GROUPS(4, APPLY256, OP256_AND)
+        lanes_categorical(m, L, B, v, xs, 4);
+    }
+    lanes_leaves(m, L, B, v, 4, nreal, acc, accf);
+}
+
+static void kernel_block(const qs_simd_kernel *k, unsigned lanes, const qs_model *m,
+                         const qs_layout *L, const qs_block *B, uint64_t *v,
+                         const double *const *xs, unsigned nreal, double *acc, float *accf)
+{
+    const qs_vqs_plan *P = k->data;
+    if (k->level == QS_SIMD_AVX512 && lanes == BP_LANES && qs_vqs_planes_ok(B) && P && P->off)
+        block512bp(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
+    else if (k->level == QS_SIMD_AVX512)
+        block512(m, L, B, v, xs, nreal, acc, accf);
+    else
+        block256(m, L, B, v, xs, nreal, acc, accf);
+}
+
+#define HAVE_KERNELS 1
+#else /* not x86-64 with GCC or Clang: no SIMD kernels, and the probe says so */
+#define HAVE_KERNELS 0
+#endif
+
+/* ------------------------------------------------------------ back ends */
+
+/* d->param: the level (0: the widest this CPU runs). */
+static unsigned level_of(const qs_backend_def *d)
+{
+    unsigned have = qs_cpu_simd();
+    if (d->param)
+        return have & d->param;
+    return (have & QS_SIMD_AVX512) ? QS_SIMD_AVX512 : (have & QS_SIMD_AVX2) ? QS_SIMD_AVX2 : 0;
+}
+
+static int vqs_probe(const qs_backend_def *d, char *why, size_t cap)
+{
+    if (!HAVE_KERNELS) {
+        snprintf(why, cap, "built without the x86-64 SIMD kernels");
+        return 0;
+    }
+    if (level_of(d))
+        return 1;
+    unsigned want = d->param ? d->param : QS_SIMD_AVX2;
+    const char *name = want == QS_SIMD_AVX512 ? "AVX-512 (F, DQ, CD, VL, BW)" : "AVX2";
+    if (qs_cpu_simd_detected() & want)
+        snprintf(why, cap, "%s disabled by QS_DISABLE_CPU_FEATURES", name);
+    else
+        snprintf(why, cap, "this CPU (or its operating system) lacks %s", name);
+    return 0;
+}
+
+/* The state: the byte-plane plan where the kernel runs with AVX-512. */
+static int vqs_prepare(const qs_backend_def *d, const qs_scorer *s, void **state,
+                       qs_error *err)
+{
+    *state = NULL;
+    if (level_of(d) != QS_SIMD_AVX512)
+        return 0;
+    qs_vqs_plan *P = calloc(1, sizeof *P);
+    if (!P || qs_vqs_plan_build(s->L, P) != 0) {
+        free(P);
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (vQS plan of %llu entries)",
+                       (unsigned long long)s->L->nentries);
+    }
+    *state = P;
+    return 0;
+}
+
+static void vqs_release(void *state)
+{
+    if (state)
+        qs_vqs_plan_free(state);
+    free(state);
+}
+
+static int vqs_ws_init(const qs_backend_def *d, const qs_scorer *s, const void *state,
+                       void **scratch, qs_error *err)
+{
+    return qs_bwqs_ws_alloc(s, QS_VQS_TREE_BYTES, scratch, err);
+}
+
+static int vqs_score(const qs_backend_def *d, const qs_scorer *s, const void *state,
+                     qs_workspace *w, void *scratch, uint32_t n, double *out, unsigned how,
+                     qs_error *err)
+{
+#if HAVE_KERNELS
+    const qs_simd_kernel k = {
+        .level = level_of(d),
+        .data = state,
+        .takes = qs_vqs_block_ok,
+        .lanes = qs_vqs_lanes,
+        .block = kernel_block,
+    };
+    if (!k.level)
+        return qs_fail(err, QS_ERR_UNSUPPORTED, 0, "back end '%s' cannot run on this CPU",
+                       d->name);
+    qs_bwqs_score(s, w, scratch, n, out, &k, (how & QS_HOW_NAMED) != 0);
+    return 0;
+#else
+    return qs_fail(err, QS_ERR_UNSUPPORTED, 0, "back end '%s' is not built", d->name);
+#endif
+}
+
+#define VQS_FUNCS                                                                        \
+    .probe = vqs_probe, .prepare = vqs_prepare, .release = vqs_release,                  \
+    .ws_init = vqs_ws_init, .ws_free = qs_bwqs_ws_free, .score = vqs_score
+
+const qs_backend_def qs_backend_vqs = {
+    .name = "vqs",
+    .summary = "vQS: QuickScorer over several documents per SIMD instruction, the widest "
+               "this CPU runs (AVX-512: 64 documents, AVX2: 4)",
+    .flags = QS_BACKEND_F_SIMD | QS_BACKEND_F_ALIAS,
+    .param = 0,
+    VQS_FUNCS,
+};
+
+const qs_backend_def qs_backend_vqs_avx2 = {
+    .name = "vqs-avx2",
+    .summary = "vQS with AVX2 (4 documents per instruction)",
+    .flags = QS_BACKEND_F_SIMD,
+    .auto_rank = 2,
+    .param = QS_SIMD_AVX2,
+    VQS_FUNCS,
+};
+
+const qs_backend_def qs_backend_vqs_avx512 = {
+    .name = "vqs-avx512",
+    .summary = "vQS with AVX-512 (64 documents per instruction on byte planes; 8 for "
+               "QS-Omega blocks)",
+    .flags = QS_BACKEND_F_SIMD,
+    .auto_rank = 3,
+    .param = QS_SIMD_AVX512,
+    VQS_FUNCS,
+};

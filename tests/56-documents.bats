@@ -1,0 +1,81 @@
+#!/usr/bin/env bats
+# Documents as qs-score reads them: feature ids beyond the model, long number
+# tokens, zstd-compressed input; what qs-score and qs-convert say about a
+# file of the wrong kind.
+
+load test_helper
+
+setup() {
+    T="$BATS_TEST_TMPDIR"
+    D="$FIX/xgb-tiny/docs.letor"
+    qs-convert "$FIX/xgb-tiny/model.json" > "$T/m.txt"
+    qs-compile -o "$T/m.qsm" "$T/m.txt"
+}
+
+@test "feature ids beyond the model: one warning naming the first line; --strict-features refuses" {
+    # Lines 2 and 4 carry ids the 47-feature model does not have (47 is the
+    # first id beyond it; ids are literal, 0-based).
+    printf '1 qid:1 3:1 40:0.5\n0 qid:1 3:1 40:0.5 47:2 900:1\n\n2 qid:2 46:1 1:2\n0 qid:2 48:1 46:1 1:2\n' > "$T/x.letor"
+    printf '1 qid:1 3:1 40:0.5\n0 qid:1 3:1 40:0.5\n\n2 qid:2 46:1 1:2\n0 qid:2 46:1 1:2\n' > "$T/y.letor"
+    run bash -c "qs-score -o '$T/out' '$T/m.qsm' '$T/x.letor' 2> '$T/err'"
+    assert_success
+    run cat "$T/err"
+    assert_output "qs-score: $T/x.letor:2: feature id 900 is beyond the model's 47 features (ids 0..46): ignored, here and on any later line (--strict-features refuses it)"
+    # The same first line, whatever the threads and chunk boundaries.
+    run bash -c "QS_CHUNK_BYTES=16 qs-score --threads 3 '$T/m.qsm' '$T/x.letor' 2>&1 >/dev/null"
+    assert_success
+    assert_output "$(cat "$T/err")"
+    run bash -c "QS_CHUNK_BYTES=16 qs-score --threads 3 --strict-features '$T/m.qsm' '$T/x.letor' 2>&1 >/dev/null"
+    assert_failure 1
+    assert_output --partial "$T/x.letor:2: feature id 900"
+    # The extra ids change nothing.
+    qs-score "$T/m.qsm" "$T/y.letor" > "$T/want"
+    cmp "$T/out" "$T/want"
+    # Within the model's ids: no warning.
+    run bash -c "qs-score '$T/m.qsm' '$T/y.letor' 2>&1 >/dev/null"
+    assert_success
+    assert_output ""
+    run qs-score --strict-features -o "$T/out2" "$T/m.qsm" "$T/x.letor"
+    assert_failure 1
+    assert_output "qs-score: $T/x.letor:2: feature id 900 is beyond the model's 47 features (ids 0..46; --strict-features)"
+    [ ! -e "$T/out2" ]
+    run bash -c "ls '$T' | grep tmp || true"
+    assert_output ""
+    run qs-score --strict-features "$T/m.qsm" "$T/y.letor"
+    assert_success
+}
+
+@test "qs-score reads zstd-compressed documents, streamed in bounded memory" {
+    qs-score "$T/m.qsm" "$D" > "$T/want"
+    zstd -q -c "$D" > "$T/d.zst"
+    run qs-score -o "$T/got" "$T/m.qsm" "$T/d.zst"
+    assert_success
+    cmp "$T/got" "$T/want"
+    run bash -c "qs-score '$T/m.qsm' < '$T/d.zst' > '$T/got'"
+    assert_success
+    cmp "$T/got" "$T/want"
+    # Several frames, many threads, chunk boundaries everywhere.
+    cat "$T/d.zst" "$T/d.zst" > "$T/dd.zst"
+    run bash -c "QS_CHUNK_BYTES=64 qs-score --threads 3 '$T/m.qsm' '$T/dd.zst' > '$T/got'"
+    assert_success
+    cmp "$T/got" <(cat "$T/want" "$T/want")
+    # Truncated or corrupt: exit 1, the file and what zstd says; no output file.
+    head -c 500 "$T/d.zst" > "$T/t.zst"
+    run qs-score -o "$T/out" "$T/m.qsm" "$T/t.zst"
+    assert_failure 1
+    assert_output "qs-score: $T/t.zst: zstd: truncated zstd stream"
+    cp "$T/d.zst" "$T/c.zst"
+    printf 'XXXXXXXX' | dd of="$T/c.zst" bs=1 seek=100 conv=notrunc 2> /dev/null
+    run qs-score -o "$T/out" "$T/m.qsm" "$T/c.zst"
+    assert_failure 1
+    assert_output --regexp "^qs-score: $T/c.zst: zstd: "
+    [ ! -e "$T/out" ]
+    # 2 million documents (52 MB of text in a 5 KB file) in a few MB.
+    command -v /usr/bin/time > /dev/null || skip "no /usr/bin/time"
+    yes "1 qid:1 1:0.5 3:1 7:0.25" | head -2000000 | zstd -q -c > "$T/big.zst"
+    run bash -c "/usr/bin/time -f %M -o '$T/rss' qs-score --threads 1 '$T/m.qsm' '$T/big.zst' | uniq -c"
+    assert_success
+    assert_output --regexp "^ *2000000 0.794156253$"
+    echo "peak RSS: $(cat "$T/rss") KB"
+    [ "$(cat "$T/rss")" -lt 16384 ]
+}

@@ -1,0 +1,156 @@
+#!/usr/bin/env bats
+bats_require_minimum_version 1.5.0
+# qs-score with threads: every thread count writes the same bytes as one
+# thread, errors are reported as one thread reports them, memory stays
+# bounded; qs_score_matrix; NUMA replicas; GNU parallel as the scale-out.
+
+load test_helper
+
+# compiled FIXTURE MODEL: the fixture's .qsm (cached per test)
+compiled() {
+    local q="$BATS_TEST_TMPDIR/$1.qsm"
+    if [ ! -f "$q" ]; then
+        qs-convert "$FIX/$1/$2" > "$BATS_TEST_TMPDIR/$1.txt"
+        qs-compile -o "$q" "$BATS_TEST_TMPDIR/$1.txt"
+    fi
+    echo "$q"
+}
+
+# same_bytes QSM DOCS [qs-score options]: --threads 1, 2, 3 and 5 with
+# chunks of 300 bytes (boundaries inside every query) write the same bytes.
+same_bytes() {
+    local qsm="$1" docs="$2" t; shift 2
+    qs-score --threads 1 "$@" "$qsm" < "$docs" > "$BATS_TEST_TMPDIR/t1"
+    [ -s "$BATS_TEST_TMPDIR/t1" ]
+    for t in 2 3 5; do
+        QS_CHUNK_BYTES=300 qs-score --threads $t "$@" "$qsm" < "$docs" > "$BATS_TEST_TMPDIR/t$t"
+        cmp "$BATS_TEST_TMPDIR/t1" "$BATS_TEST_TMPDIR/t$t" || { echo "--threads $t $* differs"; return 1; }
+    done
+}
+
+@test "--threads 1, 2, 3, 5: the same bytes on every fixture, every option" {
+    local q
+    q=$(compiled lgb-l8 model.txt.zst)
+    same_bytes "$q" "$FIX/lgb-l8/docs.letor"
+    cmp "$BATS_TEST_TMPDIR/t1" "$FIX/lgb-l8/expected.txt"
+    same_bytes "$q" "$FIX/lgb-l8/docs.letor" --annotate
+    q=$(compiled lgb-multiclass model.txt.zst)
+    same_bytes "$q" "$FIX/lgb-multiclass/docs.letor"
+    same_bytes "$q" "$FIX/lgb-multiclass/docs.letor" --transform
+    q=$(compiled xgb-agaricus model.json.zst)
+    same_bytes "$q" "$FIX/xgb-agaricus/docs.letor" --transform
+    cmp "$BATS_TEST_TMPDIR/t1" "$FIX/xgb-agaricus/expected.prob.txt"
+    same_bytes "$q" "$FIX/xgb-agaricus/docs.letor" --absent zero
+    q=$(compiled qr-oblivious model.xml.zst)
+    local b
+    for b in $(backends); do
+        same_bytes "$q" "$FIX/qr-oblivious/docs.letor" --backend "$b"
+    done
+}
+
+@test "--threads with -o: the file appears complete, the same bytes" {
+    local q
+    q=$(compiled lgb-l8 model.txt.zst)
+    QS_CHUNK_BYTES=500 qs-score --threads 3 -o "$BATS_TEST_TMPDIR/out" "$q" "$FIX/lgb-l8/docs.letor"
+    cmp "$BATS_TEST_TMPDIR/out" "$FIX/lgb-l8/expected.txt"
+    run ls "$BATS_TEST_TMPDIR"
+    refute_output --partial ".tmp"
+}
+
+@test "a bad line with threads: everything before it is written, the same message and exit code" {
+    local q
+    q=$(compiled lgb-l8 model.txt.zst)
+    { head -n 120 "$FIX/lgb-l8/docs.letor"; echo "1 qid:9 abc:1"; tail -n +121 "$FIX/lgb-l8/docs.letor"; } \
+        > "$BATS_TEST_TMPDIR/bad.letor"
+    local t
+    for t in 1 2 3; do
+        run --separate-stderr env QS_CHUNK_BYTES=400 qs-score --threads $t "$q" "$BATS_TEST_TMPDIR/bad.letor"
+        [ "$status" = 1 ]
+        [ "$stderr" = "qs-score: $BATS_TEST_TMPDIR/bad.letor:121: bad feature token 'abc:1' (expected INDEX:VALUE)" ]
+        # the 120 documents before it, exactly
+        [ "$output" = "$(head -n 120 "$FIX/lgb-l8/expected.txt")" ]
+    done
+    # With -o nothing appears.
+    run env QS_CHUNK_BYTES=400 qs-score --threads 3 -o "$BATS_TEST_TMPDIR/o" "$q" "$BATS_TEST_TMPDIR/bad.letor"
+    assert_failure 1
+    [ ! -e "$BATS_TEST_TMPDIR/o" ]
+}
+
+@test "--threads and QS_THREADS: range checked; the default is the CPUs this process may run on" {
+    local q
+    q=$(compiled lgb-l8 model.txt.zst)
+    run qs-score --threads 0 "$q" /dev/null
+    assert_failure 2
+    assert_output --partial "bad --threads '0'"
+    run env QS_THREADS=x qs-score "$q" /dev/null
+    assert_failure 2
+    QS_THREADS=3 QS_CHUNK_BYTES=300 qs-score "$q" < "$FIX/lgb-l8/docs.letor" | cmp - "$FIX/lgb-l8/expected.txt"
+    # taskset limits the default to one CPU: the same bytes
+    if command -v taskset >/dev/null; then
+        taskset -c 0 qs-score "$q" < "$FIX/lgb-l8/docs.letor" | cmp - "$FIX/lgb-l8/expected.txt"
+    fi
+    run qs-score --version -v
+    assert_output --regexp "threads: default [0-9]+"
+}
+
+@test "NUMA: forced replicas (QS_NUMA_REPLICAS) score the same; --numa is checked" {
+    local q
+    q=$(compiled lgb-multiclass model.txt.zst)
+    QS_NUMA_REPLICAS=1 qs-score --threads 1 "$q" < "$FIX/lgb-multiclass/docs.letor" > "$BATS_TEST_TMPDIR/one"
+    QS_NUMA_REPLICAS=3 QS_CHUNK_BYTES=300 qs-score --threads 4 "$q" < "$FIX/lgb-multiclass/docs.letor" > "$BATS_TEST_TMPDIR/three"
+    cmp "$BATS_TEST_TMPDIR/one" "$BATS_TEST_TMPDIR/three"
+    cmp "$BATS_TEST_TMPDIR/one" "$FIX/lgb-multiclass/expected.txt"
+    QS_NUMA_REPLICAS=2 qs-score --threads 2 --numa off "$q" < "$FIX/lgb-multiclass/docs.letor" | cmp - "$BATS_TEST_TMPDIR/one"
+    run qs-score --numa sometimes "$q" /dev/null
+    assert_failure 2
+    assert_output --partial "bad --numa 'sometimes'"
+}
+
+@test "NUMA: one replica per node on a machine of two nodes or more" {
+    command -v numactl >/dev/null || skip "numactl is not installed (apt-get install numactl)"
+    local nodes
+    nodes=$(numactl --hardware 2>/dev/null | sed -n 's/^available: \([0-9]*\) nodes.*/\1/p')
+    [ "${nodes:-1}" -ge 2 ] || skip "this machine has ${nodes:-1} NUMA node(s); the per-node replicas need two"
+    local q
+    q=$(compiled lgb-l8 model.txt.zst)
+    QS_CHUNK_BYTES=300 qs-score --threads 4 --numa on "$q" < "$FIX/lgb-l8/docs.letor" | cmp - "$FIX/lgb-l8/expected.txt"
+}
+
+@test "qs_score_matrix: 1, 2, 3 and the default threads equal qs_score_doc bit for bit" {
+    local q
+    for f in "lgb-l8 model.txt.zst" "lgb-multiclass model.txt.zst" "xgb-agaricus model.json.zst" "qr-oblivious model.xml.zst"; do
+        set -- $f
+        q=$(compiled "$1" "$2")
+        run "$UNIT/test_matrix" "$q" "$FIX/$1/docs.letor"
+        assert_success
+        assert_output --regexp "[1-9][0-9]* documents, 10 checks, 0 failures"
+    done
+}
+
+@test "bounded memory: a 1 GB stream (64 MB under sanitizers) through --threads 2, the same bytes as one thread" {
+    local q size=$((1 << 30))
+    [ -n "${SANITIZE:-}" ] && size=$((64 << 20))
+    q=$(compiled lgb-l8 model.txt.zst)
+    # the fixture's documents over and over, cut at a line end
+    stream() { while cat "$FIX/lgb-l8/docs.letor"; do :; done | head -c "$size" | sed '$d'; }
+    local one two rss
+    one=$(stream | qs-score --threads 1 "$q" | md5sum)
+    two=$( { stream | /usr/bin/time -f '%M' -o "$BATS_TEST_TMPDIR/rss" qs-score --threads 2 "$q"; } | md5sum)
+    [ "$one" = "$two" ]
+    rss=$(tail -n 1 "$BATS_TEST_TMPDIR/rss")
+    echo "peak RSS ${rss} KB"
+    # README: 3 chunks of 1 MiB per thread in and out, plus the model and
+    # one workspace per thread; 64 MB is far above that and far below the input.
+    [ -n "${SANITIZE:-}" ] || [ "$rss" -lt 65536 ]
+}
+
+@test "GNU parallel --pipe -k: the same bytes as one qs-score" {
+    command -v parallel >/dev/null || skip "GNU parallel is not installed (apt-get install parallel)"
+    local q
+    q=$(compiled lgb-l8 model.txt.zst)
+    for i in 1 2 3 4 5 6 7 8; do cat "$FIX/lgb-l8/docs.letor"; done > "$BATS_TEST_TMPDIR/docs"
+    qs-score --threads 1 "$q" < "$BATS_TEST_TMPDIR/docs" > "$BATS_TEST_TMPDIR/want"
+    parallel --will-cite --pipe --block 20k -k -j 3 qs-score --threads 1 "$q" \
+        < "$BATS_TEST_TMPDIR/docs" > "$BATS_TEST_TMPDIR/got"
+    cmp "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/got"
+}

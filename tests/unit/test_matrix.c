@@ -1,0 +1,110 @@
+/* test_matrix.c: qs_score_matrix with 1, 2, 3 and the default number of
+ * threads gives the same bits as qs_score_doc, document by document.
+ * Usage: test_matrix MODEL.qsm DOCS.letor */
+#include "score/score.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)n + 1);
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: test_matrix MODEL.qsm DOCS.letor\n");
+        return 2;
+    }
+    size_t mlen, dlen;
+    unsigned char *img = slurp(argv[1], &mlen), *docs = slurp(argv[2], &dlen);
+    if (!img || !docs) {
+        fprintf(stderr, "cannot read the inputs\n");
+        return 2;
+    }
+    qs_error err;
+    qs_scorer *s = qs_scorer_load(img, mlen, &err);
+    if (!s) {
+        fprintf(stderr, "load: %s\n", err.msg);
+        return 2;
+    }
+    const uint32_t F = s->m->num_features ? s->m->num_features : 1, K = s->m->num_classes;
+    qs_workspace *w = qs_workspace_new(s, &err);
+    size_t cap = 1024, n = 0;
+    double *x = malloc(sizeof(double) * F * cap), *ref = malloc(sizeof(double) * K * cap);
+    const char *p = (const char *)docs, *end = p + dlen;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        qs_letor_line meta;
+        int is_doc;
+        qs_workspace_select(w, 0);
+        if (qs_letor_parse(s, w, QS_ABSENT_DEFAULT, p, len, &meta, &is_doc, &err) != 0) {
+            fprintf(stderr, "parse: %s\n", err.msg);
+            return 2;
+        }
+        p = nl ? nl + 1 : end;
+        if (!is_doc)
+            continue;
+        if (n == cap) {
+            cap *= 2;
+            x = realloc(x, sizeof(double) * F * cap);
+            ref = realloc(ref, sizeof(double) * K * cap);
+        }
+        memcpy(x + n * F, w->slot[0].x, sizeof(double) * s->m->num_features);
+        if (qs_score_doc(s, w, QS_BACKEND_AUTO, ref + n * K, &err) != 0) {
+            fprintf(stderr, "score: %s\n", err.msg);
+            return 2;
+        }
+        n++;
+    }
+    long checks = 0, failures = 0;
+    double *got = malloc(sizeof(double) * K * (n ? n : 1));
+    const unsigned counts[] = { 1, 2, 3, 0 };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        memset(got, 0xff, sizeof(double) * K * n);
+        checks++;
+        if (qs_score_matrix(s, QS_BACKEND_AUTO, x, n, F, got, counts[i], &err) != 0) {
+            printf("threads %u: %s\n", counts[i], err.msg);
+            failures++;
+            continue;
+        }
+        checks++;
+        if (memcmp(got, ref, sizeof(double) * K * n) != 0) {
+            printf("threads %u: scores differ from qs_score_doc\n", counts[i]);
+            failures++;
+        }
+    }
+    /* A back end that was not prepared, and a stride too short, are refused. */
+    checks += 2;
+    if (qs_score_matrix(s, qs_backend_find("struct"), x, n, F, got, 2, &err) == 0 ||
+        err.code != QS_ERR_ARG)
+        failures++, printf("an unprepared back end was not refused\n");
+    if (s->m->num_features > 1 &&
+        (qs_score_matrix(s, QS_BACKEND_AUTO, x, n, F - 1, got, 2, &err) == 0 || err.code != QS_ERR_ARG))
+        failures++, printf("a short stride was not refused\n");
+    printf("%zu documents, %ld checks, %ld failures\n", n, checks, failures);
+    free(got);
+    free(x);
+    free(ref);
+    free(img);
+    free(docs);
+    qs_workspace_free(w);
+    qs_scorer_free(s);
+    return failures != 0;
+}

@@ -1,0 +1,39 @@
+/* pipeline.h: qs-score's text path.  Input is read in chunks cut at line
+ * ends; each chunk is parsed, scored and formatted into its own buffer by
+ * one worker (an OpenMP thread with its own workspace); one writer emits
+ * the buffers in input order.  One thread runs the same code in a plain
+ * loop, so every thread count writes the same bytes. */
+#ifndef QS_SCORE_PIPELINE_H
+#define QS_SCORE_PIPELINE_H
+
+#include "tool.h"
+
+/* One input line may be this long (the documented limit), its newline
+ * included. */
+#define PIPE_MAX_LINE ((size_t)256 << 20)
+
+typedef struct pipe_job {
+    qs_scorer **replicas;    /* one scorer per NUMA node (or forced replica) */
+    unsigned nreplicas;
+    int replica_by_node;     /* 1: a thread uses its node's replica; 0: thread % nreplicas */
+    qs_backend backend;
+    qs_absent absent;
+    int annotate, transform;
+    int strict_features;     /* a feature id >= the model's count: error, not warning */
+    unsigned threads;        /* >= 1 */
+    int pin;                 /* pin thread i to the i-th CPU this process may use */
+    size_t chunk_bytes;      /* input per chunk (cut at a line end) */
+    FILE *in;
+    const char *dname;       /* the documents' name for messages */
+    tool_out *out;
+} pipe_job;
+
+/* Score every document of job->in into job->out.  Returns only on success:
+ * errors are reported (the first bad line in input order, after everything
+ * before it has been written) and end the process. */
+void pipe_run(const pipe_job *job);
+
+/* The CPUs this process may run on (sched_getaffinity), at least 1. */
+unsigned pipe_cpus(void);
+
+#endif
