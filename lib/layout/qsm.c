@@ -484,6 +484,172 @@ static int read_layout(rbuf *r, qs_layout *L, const qs_model *m, qs_error *err)
     return qs_layout_check(L, m, err);
 }
 
+/* ------------------------------------------------------------ bounded sections
+ *
+ * A section's recorded raw size is believed only as far as the counts
+ * already read allow (format/qsm.md, "Loading", step 10): INFO by its
+ * largest form; TREE by the counts in its own first 24 bytes (read by
+ * decompressing just those) and, while it is decompressed step by step, by
+ * its tree and node records (a bomb of garbage stops at the first bad
+ * record, not after the whole frame); QSLY by TREE's counts. */
+
+/* zstd windows up to this size are accepted (qs-compile's level 9 uses at
+ * most 2^22): a crafted frame header cannot make the decoder allocate more. */
+#define QSM_WINDOW_LOG_MAX 24
+#define QSM_STEP ((size_t)1 << 20)
+
+/* What the TREE records seen so far imply, checked as they arrive. */
+typedef struct tree_check {
+    uint64_t nt, nn, nc;
+    uint64_t t_done, n_done, sum;
+    uint64_t cur_tree, cur_left, cur_leaves, cur_nodes; /* the tree whose nodes are arriving */
+} tree_check;
+
+static const char *tree_progress(tree_check *c, const unsigned char *p, size_t have)
+{
+    for (; c->t_done < c->nt && 24 + 16 * (c->t_done + 1) <= have; c->t_done++) {
+        uint32_t k = get_u32_at(p + 24 + 16 * c->t_done + 4);
+        if (k == 0 || k > QS_MAX_TREE_NODES)
+            return "TREE section: a tree with no nodes or beyond the node limit";
+        c->sum += k;
+        if (c->sum > c->nn)
+            return "TREE section: node counts do not add up";
+    }
+    if (c->t_done < c->nt)
+        return NULL;
+    if (c->sum != c->nn)
+        return "TREE section: node counts do not add up";
+    const size_t base = 24 + 16 * (size_t)c->nt;
+    for (; c->n_done < c->nn && base + 32 * (c->n_done + 1) <= have; c->n_done++) {
+        while (c->cur_left == 0) {
+            c->cur_left = get_u32_at(p + 24 + 16 * c->cur_tree + 4);
+            c->cur_nodes = c->cur_left;
+            c->cur_leaves = 0;
+            c->cur_tree++;
+        }
+        uint8_t kind = p[base + 32 * c->n_done];
+        if (kind > 2)
+            return "TREE section: a node of unknown kind";
+        c->cur_leaves += kind == 0;
+        /* A binary tree of n nodes has (n + 1) / 2 leaves. */
+        if (--c->cur_left == 0 && c->cur_leaves * 2 != c->cur_nodes + 1)
+            return "TREE section: a tree whose leaves and splits do not match";
+    }
+    return NULL;
+}
+
+/* The raw bytes of a section into a new buffer of exactly rawsz bytes,
+ * checking TREE's records (tc, when not NULL) as they arrive. */
+static unsigned char *section_bytes(const unsigned char *src, uint64_t stored, uint64_t rawsz,
+                                    int zstd, tree_check *tc, unsigned s, long long off,
+                                    qs_error *err)
+{
+    if (!zstd) {
+        unsigned char *raw = malloc(rawsz ? (size_t)rawsz : 1);
+        if (!raw) {
+            qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (section %u: %llu bytes)", s,
+                    (unsigned long long)rawsz);
+            return NULL;
+        }
+        memcpy(raw, src, (size_t)rawsz);
+        const char *why = tc ? tree_progress(tc, raw, (size_t)rawsz) : NULL;
+        if (why) {
+            free(raw);
+            qs_fail(err, QS_ERR_FORMAT, 0, "%s", why);
+            return NULL;
+        }
+        return raw;
+    }
+    ZSTD_DStream *ds = ZSTD_createDStream();
+    size_t cap = rawsz < QSM_STEP ? (size_t)rawsz : QSM_STEP, used = 0;
+    unsigned char *raw = malloc(cap ? cap : 1);
+    if (!ds || !raw) {
+        ZSTD_freeDStream(ds);
+        free(raw);
+        qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (section %u)", s);
+        return NULL;
+    }
+    ZSTD_DCtx_setParameter(ds, ZSTD_d_windowLogMax, QSM_WINDOW_LOG_MAX);
+    ZSTD_inBuffer in = { src, (size_t)stored, 0 };
+    size_t ret = 1;
+    const char *why = NULL;
+    for (;;) {
+        ZSTD_outBuffer out = { raw, cap, used };
+        ret = ZSTD_decompressStream(ds, &out, &in);
+        if (ZSTD_isError(ret)) {
+            why = "does not decompress";
+            break;
+        }
+        int progress = out.pos != used;
+        used = out.pos;
+        if (tc && (why = tree_progress(tc, raw, used)) != NULL)
+            break;
+        if (ret == 0 || (!progress && in.pos == in.size))
+            break;
+        if (used == cap) {
+            if (cap == rawsz) {
+                why = "decompresses to more than its recorded size";
+                break;
+            }
+            size_t nc = cap > rawsz / 2 ? (size_t)rawsz : cap * 2;
+            unsigned char *nr = realloc(raw, nc);
+            if (!nr) {
+                ZSTD_freeDStream(ds);
+                free(raw);
+                qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (section %u: %zu of %llu bytes)",
+                        s, nc, (unsigned long long)rawsz);
+                return NULL;
+            }
+            raw = nr;
+            cap = nc;
+        }
+    }
+    ZSTD_freeDStream(ds);
+    if (!why && (ret != 0 || used != rawsz || in.pos != in.size))
+        why = "does not decompress to its recorded size";
+    if (why) {
+        free(raw);
+        if (tc && strncmp(why, "TREE", 4) == 0)
+            qs_fail(err, QS_ERR_FORMAT, 0, "%s", why);
+        else
+            qs_fail_at(err, QS_ERR_FORMAT, off, "section %u %s", s, why);
+        return NULL;
+    }
+    return raw;
+}
+
+/* TREE's counts, from the first 24 bytes of its raw content. */
+static int tree_counts(const unsigned char *src, uint64_t stored, int zstd, tree_check *tc)
+{
+    unsigned char h[24];
+    if (!zstd) {
+        if (stored < 24)
+            return -1;
+        memcpy(h, src, 24);
+    } else {
+        ZSTD_DStream *ds = ZSTD_createDStream();
+        if (!ds)
+            return -1;
+        ZSTD_DCtx_setParameter(ds, ZSTD_d_windowLogMax, QSM_WINDOW_LOG_MAX);
+        ZSTD_inBuffer in = { src, (size_t)stored, 0 };
+        ZSTD_outBuffer out = { h, sizeof h, 0 };
+        while (out.pos < out.size) {
+            size_t before = in.pos, got = out.pos;
+            size_t ret = ZSTD_decompressStream(ds, &out, &in);
+            if (ZSTD_isError(ret) || ret == 0 || (in.pos == before && out.pos == got))
+                break;
+        }
+        ZSTD_freeDStream(ds);
+        if (out.pos < sizeof h)
+            return -1;
+    }
+    memset(tc, 0, sizeof *tc);
+    tc->nt = get_u64_at(h);
+    tc->nn = get_u64_at(h + 8);
+    tc->nc = get_u64_at(h + 16);
+    return 0;
+}
+
 int qsm_read(const unsigned char *buf, size_t len, qs_model **mp, qs_layout **lp, qs_error *err)
 {
     *mp = NULL;
@@ -570,26 +736,42 @@ int qsm_read(const unsigned char *buf, size_t len, qs_model **mp, qs_layout **lp
                            "section %u does not match its recorded size", s);
                 goto fail;
             }
-            raw = malloc(rn ? rn : 1);
-            if (!raw) {
-                qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
-                goto fail;
-            }
-            if (flags & SEC_ZSTD) {
-                unsigned long long fcs = ZSTD_getFrameContentSize(buf + off, (size_t)stored);
-                size_t got = fcs == rawsz ? ZSTD_decompress(raw, rn, buf + off, (size_t)stored) : 0;
-                if (fcs != rawsz || ZSTD_isError(got) || got != rn) {
-                    qs_fail_at(err, QS_ERR_FORMAT, (long long)off,
-                               "section %u does not decompress to its recorded size", s);
+            /* Then only as large as the counts read so far allow. */
+            tree_check tc;
+            uint64_t most;
+            if (want == 0) {
+                most = 120 + 8 * (uint64_t)QS_MAX_CLASSES;
+            } else if (want == 1) {
+                if (tree_counts(buf + off, stored, (flags & SEC_ZSTD) != 0, &tc) != 0) {
+                    qs_fail(err, QS_ERR_FORMAT, 0, "TREE section is truncated");
+                    goto fail;
+                }
+                if (tc.nt > QS_MAX_TREES || tc.nc > UINT32_MAX || tc.nn < tc.nt ||
+                    tc.nn > tc.nt * QS_MAX_TREE_NODES) {
+                    qs_fail(err, QS_ERR_LIMIT, 0, "TREE section: counts beyond the limits");
+                    goto fail;
+                }
+                most = 24 + 16 * tc.nt + 32 * tc.nn + 4 * tc.nc;
+                if (rawsz != most) {
+                    qs_fail(err, QS_ERR_FORMAT, 0, "TREE section has the wrong size");
                     goto fail;
                 }
             } else {
-                if (stored != rawsz) {
-                    qs_fail_at(err, QS_ERR_FORMAT, eoff, "section %u: size mismatch", s);
-                    goto fail;
-                }
-                memcpy(raw, buf + off, rn);
+                /* Blocks <= trees; groups, categorical entries <= nodes;
+                 * entries <= 2 per node; leaf values <= nodes + trees. */
+                uint64_t T = m->num_trees, M = m->num_nodes;
+                most = 48 + 48 * T + 24 * M + 20 * 2 * M + 16 * M + 5 * T + 8 * (M + T);
             }
+            if (rawsz > most) {
+                qs_fail_at(err, QS_ERR_FORMAT, eoff,
+                           "section %u: raw size %llu is more than its counts allow (%llu)", s,
+                           (unsigned long long)rawsz, (unsigned long long)most);
+                goto fail;
+            }
+            raw = section_bytes(buf + off, stored, rawsz, (flags & SEC_ZSTD) != 0,
+                                want == 1 ? &tc : NULL, s, (long long)off, err);
+            if (!raw)
+                goto fail;
             rbuf r = { raw, rn, 0, 0 };
             int rc = want == 0 ? read_info(&r, m, err)
                      : want == 1 ? read_trees(&r, m, err)
