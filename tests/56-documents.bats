@@ -79,3 +79,66 @@ setup() {
     echo "peak RSS: $(cat "$T/rss") KB"
     [ "$(cat "$T/rss")" -lt 16384 ]
 }
+
+@test "LETOR numbers of 128 bytes and more: read exactly when zero-padded, as format/letor.md says" {
+    z=$(printf '0%.0s' $(seq 200))
+    # Every label and value padded with 200 leading zeros: the same scores.
+    sed -E "s/(^| |:)([0-9])/\1$z\2/g" "$D" > "$T/padded"
+    grep -q "1:${z}0" "$T/padded"
+    qs-score "$T/m.qsm" "$D" > "$T/want"
+    run qs-score -o "$T/got" "$T/m.qsm" "$T/padded"
+    assert_success
+    cmp "$T/got" "$T/want"
+    # A double model too (LightGBM), where the fast path reads doubles.
+    qs-convert "$FIX/lgb-l8/model.txt.zst" | qs-compile -o "$T/l.qsm" -
+    sed -E "s/(^| |:)([0-9])/\1$z\2/g" "$FIX/lgb-l8/docs.letor" > "$T/lpadded"
+    qs-score "$T/l.qsm" "$FIX/lgb-l8/docs.letor" > "$T/lwant"
+    run qs-score -o "$T/lgot" "$T/l.qsm" "$T/lpadded"
+    assert_success
+    cmp "$T/lgot" "$T/lwant"
+    # Outside the fast path (201 significant digits) the 127-byte limit holds.
+    printf '1 qid:1 3:0.5%s1\n' "$z" > "$T/long"
+    run qs-score "$T/m.qsm" "$T/long"
+    assert_failure 1
+    assert_output --partial "$T/long:1: bad feature value in '3:0.50000"
+}
+
+@test "a model of the wrong kind: qs-score, qs-convert and qs-compile say what it is and what to run" {
+    run qs-score -o "$T/out" "$FIX/xgb-tiny/model.json" "$D"
+    assert_failure 1
+    assert_output "qs-score: $FIX/xgb-tiny/model.json: this is an XGBoost JSON model, not a .qsm: convert and compile it first (qs-convert $FIX/xgb-tiny/model.json | qs-compile -o MODEL.qsm)"
+    [ ! -e "$T/out" ]
+    zstd -q -d -c "$FIX/lgb-l8/model.txt.zst" > "$T/lgb.txt"
+    run qs-score "$T/lgb.txt" "$D"
+    assert_failure 1
+    assert_output --partial "$T/lgb.txt: this is a LightGBM text model, not a .qsm"
+    run qs-score "$T/m.txt" "$D"
+    assert_failure 1
+    assert_output "qs-score: $T/m.txt: this is canonical ensemble text (qs-convert's output), not a .qsm: compile it first (qs-compile -o MODEL.qsm $T/m.txt)"
+    run qs-convert -o "$T/out" "$T/m.qsm"
+    assert_failure 1
+    assert_output "qs-convert: $T/m.qsm: this is a compiled .qsm model, which qs-convert does not read (it is already compiled: score it with qs-score)"
+    run qs-compile -o "$T/out" "$T/m.qsm"
+    assert_failure 1
+    assert_output "qs-compile: $T/m.qsm: this is a compiled .qsm model already (score it with qs-score)"
+    [ ! -e "$T/out" ]
+}
+
+@test "scripts/setup.sh installs every command the tests skip without" {
+    want=$(sed -n 's/^want="\(.*\)"$/ \1 /p' "$BATS_TEST_DIRNAME/../scripts/setup.sh")
+    [ -n "$want" ]
+    # command -v NAME ... || skip: NAME's Debian package must be in the list.
+    for cmd in $(grep -ho 'command -v [a-z/][^ )"]*' "$BATS_TEST_DIRNAME"/*.bats | awk '{ print $3 }' | sort -u); do
+        case "$cmd" in
+            /usr/bin/time) pkg=time ;;
+            taskset) continue ;; # util-linux: essential, always installed
+            qs-*) continue ;;    # built here
+            pkg-config) pkg=pkg-config ;;
+            *) pkg=$cmd ;;
+        esac
+        case "$want" in
+            *" $pkg "*) ;;
+            *) echo "tests need $cmd, but setup.sh does not install $pkg"; return 1 ;;
+        esac
+    done
+}

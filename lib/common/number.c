@@ -81,14 +81,18 @@ static int parse_fast(int float_precision, const char *p, size_t n, double *out)
 int qs_parse_number(int float_precision, const char *tok, size_t len, double *out)
 {
     char buf[128];
-    if (len == 0 || len >= sizeof buf)
+    if (len == 0)
         return -1;
 #if FLT_EVAL_METHOD == 0
     /* Only where float and double operations round to their own precision
-     * (SSE, AArch64): x87 extended precision would round twice. */
+     * (SSE, AArch64): x87 extended precision would round twice.  It takes
+     * tokens of any length (format/letor.md: zero padding is fine), so it
+     * comes before the length limit of the strtod path. */
     if (parse_fast(float_precision, tok, len, out))
         return 0;
 #endif
+    if (len >= sizeof buf)
+        return -1;
     memcpy(buf, tok, len);
     buf[len] = '\0';
     char *end;

@@ -340,6 +340,27 @@ int tool_reader_line(tool_reader *r, const char **line, size_t *len)
     }
 }
 
+/* ------------------------------------------------------------ models */
+
+int tool_is_qsm(const char *buf, size_t len)
+{
+    static const unsigned char magic[8] = { 0x89, 'Q', 'S', 'M', '\r', '\n', 0x1A, '\n' };
+    return len >= 8 && memcmp(buf, magic, 8) == 0;
+}
+
+const char *tool_model_kind(const char *buf, size_t len)
+{
+    if (tool_is_qsm(buf, len))
+        return "a compiled .qsm model";
+    switch (qs_detect_format(buf, len)) {
+    case QS_FMT_LIGHTGBM: return "a LightGBM text model";
+    case QS_FMT_XGBOOST: return "an XGBoost JSON model";
+    case QS_FMT_QUICKRANK: return "a QuickRank or RankLib XML model";
+    case QS_FMT_CANONICAL: return "canonical ensemble text (qs-convert's output)";
+    default: return NULL;
+    }
+}
+
 /* ------------------------------------------------------------ streams */
 
 /* A FILE whose reads give the input's text: the bytes as they are, or, when

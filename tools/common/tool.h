@@ -85,6 +85,11 @@ _Noreturn void tool_input_error(const char *name, int err);
 /* (Internal: record a decompression failure for tool_input_error.) */
 void tool_input_failed(const char *name, const char *what);
 
+/* Whether buf holds a .qsm (its magic number); what kind of model file it is
+ * ("a LightGBM text model", "a compiled .qsm model", ...), or NULL. */
+int tool_is_qsm(const char *buf, size_t len);
+const char *tool_model_kind(const char *buf, size_t len);
+
 /* Output that appears only when complete: writes go to a temporary file in
  * the destination's directory, renamed over `path` by tool_out_commit().
  * path "-" (or NULL) means stdout, written directly; so are a character or

@@ -157,6 +157,9 @@ int main(int argc, char **argv)
     char *buf = tool_read_all(in, &len);
     qs_error err;
     qs_error_clear(&err);
+    if (tool_is_qsm(buf, len))
+        tool_die(EXIT_DATA, "%s: this is a compiled .qsm model already (score it with qs-score)",
+                 name);
     if (qs_detect_format(buf, len) == QS_FMT_UNKNOWN)
         tool_die(EXIT_DATA, "%s: not canonical ensemble text (expected 'qs-ensemble 1' on the "
                             "first line; convert models with qs-convert)", name);

@@ -70,6 +70,9 @@ int main(int argc, char **argv)
     char *buf = tool_read_all(in, &len);
     qs_error err;
     qs_error_clear(&err);
+    if (tool_is_qsm(buf, len))
+        tool_die(EXIT_DATA, "%s: this is a compiled .qsm model, which qs-convert does not read "
+                            "(it is already compiled: score it with qs-score)", name);
     if (fmt == QS_FMT_UNKNOWN && qs_detect_format(buf, len) == QS_FMT_UNKNOWN)
         tool_die(EXIT_DATA, "%s: unrecognised model format (expected LightGBM text, XGBoost JSON "
                             "or QuickRank/RankLib XML; use --from to say which)", name);

@@ -270,6 +270,13 @@ int main(int argc, char **argv)
 
     size_t mlen;
     char *mbuf = tool_read_all(mpath, &mlen);
+    const char *kind = tool_is_qsm(mbuf, mlen) ? NULL : tool_model_kind(mbuf, mlen);
+    if (kind && qs_detect_format(mbuf, mlen) == QS_FMT_CANONICAL)
+        tool_die(EXIT_DATA, "%s: this is %s, not a .qsm: compile it first "
+                            "(qs-compile -o MODEL.qsm %s)", mpath, kind, mpath);
+    if (kind)
+        tool_die(EXIT_DATA, "%s: this is %s, not a .qsm: convert and compile it first "
+                            "(qs-convert %s | qs-compile -o MODEL.qsm)", mpath, kind, mpath);
     qs_error err;
     qs_error_clear(&err);
     qs_scorer *s = qs_scorer_load((const unsigned char *)mbuf, mlen, &err);
