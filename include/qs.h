@@ -268,8 +268,11 @@ QS_API int qs_score_matrix(const qs_scorer *s, qs_backend b, const double *x, si
 QS_API void qs_count_node_outcomes(const qs_scorer *s, const qs_workspace *w, uint64_t *false_nodes,
                             uint64_t *true_nodes);
 
-/* Apply the model's output transform (sigmoid, softmax, exp ...) in place. */
+/* Apply the model's output transform (sigmoid, softmax, exp ...) in place:
+ * scores[0 .. qs_transform_columns(s)) are then the output (`argmax`, XGBoost
+ * multi:softmax, leaves one column: the class index). */
 QS_API void qs_transform(const qs_scorer *s, double *scores);
+QS_API uint32_t qs_transform_columns(const qs_scorer *s);
 
 /* Parse one feature value token with the model's precision: strtod for
  * double models, strtof for float32 models (never (float)strtod).

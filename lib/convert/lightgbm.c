@@ -352,8 +352,6 @@ static int set_objective(conv *c)
         /* No objective line: LightGBM has no output conversion (custom
          * objective), the raw score is the output. */
         m->objective[0] = '\0';
-        if (c->average_output)
-            strcpy(m->transform, "unsupported");
         return 0;
     }
     /* Keep it on one printable line; truncated to the field's size. */
@@ -400,9 +398,8 @@ static int set_objective(conv *c)
     } else if (!strcmp(obj, "regression") || !strcmp(obj, "regression_l1") ||
                !strcmp(obj, "quantile") || !strcmp(obj, "huber") || !strcmp(obj, "fair") ||
                !strcmp(obj, "mape")) {
-        /* reg_sqrt: the output is sign(x)*x^2 of the raw score; not a
-         * transform qs knows. */
-        tr = sqrt_flag ? "unsupported" : "none";
+        /* reg_sqrt: the output is sign(x)*x*x of the raw score. */
+        tr = sqrt_flag ? "signed-square" : "none";
     } else if (!strcmp(obj, "poisson") || !strcmp(obj, "gamma") || !strcmp(obj, "tweedie")) {
         tr = "exp";   /* their ConvertOutput is exp whatever else is set */
     } else if (!strcmp(obj, "binary")) {
@@ -436,11 +433,10 @@ static int set_objective(conv *c)
                            "objective says num_class:%lld but the model has %u trees per iteration",
                            (long long)nc, c->per_iter);
     }
-    /* Random forests average the trees before the output function; the raw
-     * score (what predict_raw_score gives) is the plain sum, but the output
-     * cannot be reproduced by a transform of it alone. */
-    if (c->average_output)
-        tr = "unsupported";
+    /* Random forests: the raw score (predict_raw_score) is the plain sum;
+     * the output is the objective's function of sum / iterations, as
+     * GBDT::Predict divides by num_iteration_for_pred_ (set at the end of
+     * conversion, when the trees are counted). */
     if (!strcmp(tr, "unsupported"))
         m->transform_param = 1.0;
     strcpy(m->transform, tr);
@@ -1044,6 +1040,15 @@ qs_model *qs_convert_lightgbm(const char *buf, size_t len, qs_error *err)
     if (convert(&c) != 0 || qs_model_validate(c.m, err) != 0) {
         qs_model_free(c.m);
         return NULL;
+    }
+    if (c.average_output && strcmp(c.m->transform, "unsupported") != 0) {
+        /* GBDT::Predict divides each sum by the iterations (trees / trees
+         * per iteration) before the output function. */
+        uint64_t it = c.per_iter ? c.m->num_trees / c.per_iter : 0;
+        if (it == 0 || it * c.per_iter != c.m->num_trees || it > QS_MAX_TREES)
+            strcpy(c.m->transform, "unsupported");
+        else
+            c.m->transform_average = (uint32_t)it;
     }
     return c.m;
 }

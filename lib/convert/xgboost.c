@@ -766,7 +766,7 @@ static const struct objective_info {
     { "reg:tweedie", LINK_LOG, "exp" },
     { "survival:cox", LINK_LOG, "exp" },
     { "survival:aft", LINK_LOG, "exp" },
-    { "multi:softmax", LINK_IDENTITY, "softmax" },
+    { "multi:softmax", LINK_IDENTITY, "argmax" },
     { "multi:softprob", LINK_IDENTITY, "softmax" },
     { "rank:pairwise", LINK_IDENTITY, "none" },
     { "rank:ndcg", LINK_IDENTITY, "none" },

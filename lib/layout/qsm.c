@@ -9,7 +9,7 @@
 
 static const unsigned char QSM_MAGIC[8] = { 0x89, 'Q', 'S', 'M', '\r', '\n', 0x1A, '\n' };
 #define QSM_VERSION_MAJOR 1
-#define QSM_VERSION_MINOR 0
+#define QSM_VERSION_MINOR 1
 #define QSM_HEADER_SIZE 64u
 #define QSM_ENTRY_SIZE 48u
 #define QSM_MAX_SECTIONS 64u
@@ -98,7 +98,7 @@ static void write_info(wbuf *b, const qs_model *m)
     w_u32(b, (uint32_t)m->absent_missing);
     w_u32(b, m->num_features);
     w_u32(b, m->num_classes);
-    w_u32(b, 0);
+    w_u32(b, m->transform_average);
     w_f64(b, m->transform_param);
     w_str(b, m->transform, 16);
     w_str(b, m->objective, 64);
@@ -338,14 +338,14 @@ static int read_info(rbuf *r, qs_model *m, qs_error *err)
     uint32_t src = r_u32(r), cmp = r_u32(r), fp = r_u32(r), fa = r_u32(r), am = r_u32(r);
     m->num_features = r_u32(r);
     uint32_t k = r_u32(r);
-    r_u32(r);
+    m->transform_average = r_u32(r);
     m->transform_param = r_f64(r);
     r_str(r, m->transform, 16);
     r_str(r, m->objective, 64);
     if (r->bad)
         return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section is truncated");
     if (src > QS_SRC_QUICKRANK || cmp > 1 || fp > 1 || fa > QS_ACC_FLOAT_DOUBLE || am > 1 ||
-        !qs_transform_known(m->transform))
+        !qs_transform_known(m->transform) || m->transform_average > QS_MAX_TREES)
         return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section holds invalid values");
     m->source = (qs_source)src;
     m->cmp = (int)cmp;

@@ -322,7 +322,8 @@ void qs_model_get_info(const qs_model *m, qs_model_info *info)
 int qs_transform_known(const char *name)
 {
     static const char *const names[] = { "none", "sigmoid", "softmax", "exp",
-                                         "ova-sigmoid", "hinge", "unsupported" };
+                                         "ova-sigmoid", "hinge", "argmax", "signed-square",
+                                         "unsupported" };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strncmp(name, names[i], 16) == 0)
             return 1;

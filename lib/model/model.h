@@ -82,6 +82,8 @@ struct qs_model {
     char objective[64];     /* informational, as the source wrote it */
     char transform[16];     /* "none" "sigmoid" "softmax" "exp" "ova-sigmoid" "hinge" */
     double transform_param; /* sigmoid scale (LightGBM `sigmoid:`), else 1 */
+    uint32_t transform_average; /* N > 0: the transform applies to each sum / N
+                                   (LightGBM random forest, N iterations); 0: none */
 
     qs_tree *trees;    uint64_t num_trees,  cap_trees;
     qs_node *nodes;    uint64_t num_nodes,  cap_nodes;

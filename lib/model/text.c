@@ -93,6 +93,8 @@ int qs_model_to_text(const qs_model *m, char **out, size_t *out_len, qs_error *e
     sb_printf(&b, "classes %u\n", m->num_classes);
     sb_printf(&b, "transform %s ", m->transform);
     put_value(&b, m->transform_param);
+    if (m->transform_average)
+        sb_printf(&b, " average %u", m->transform_average);
     sb_printf(&b, "\n");
     for (uint32_t c = 0; c < m->num_classes; c++) {
         sb_printf(&b, "base %u ", c);
@@ -423,10 +425,22 @@ static int read_body(reader *r, qs_model *m)
         return qs_fail(r->err, QS_ERR_FORMAT, r->line, "a model needs at least one class");
     if (qs_model_set_classes(m, k, r->err))
         return -1;
-    if (header(r, "transform", 3))
+    if (header(r, "transform", -1))
         return -1;
+    if (r->ntok == 5 && tok_is(r, 3, "average")) {
+        uint32_t n;
+        if (get_u32(r, 4, QS_MAX_TREES, &n, "average count"))
+            return -1;
+        if (n == 0)
+            return qs_fail(r->err, QS_ERR_FORMAT, r->line, "average count must be at least 1");
+        m->transform_average = n;
+    } else if (r->ntok != 3) {
+        return qs_fail(r->err, QS_ERR_FORMAT, r->line,
+                       "'transform' takes 2 fields, or 4 ending with 'average N'");
+    }
     static const char *const transforms[] = { "none", "sigmoid", "softmax", "exp",
-                                              "ova-sigmoid", "hinge", "unsupported" };
+                                              "ova-sigmoid", "hinge", "argmax", "signed-square",
+                                              "unsupported" };
     int found = 0;
     for (size_t i = 0; i < sizeof transforms / sizeof *transforms; i++)
         if (tok_is(r, 1, transforms[i])) {

@@ -6,12 +6,20 @@
 
 /* ------------------------------------------------------------ transforms */
 
+uint32_t qs_transform_columns(const qs_scorer *s)
+{
+    return strcmp(s->m->transform, "argmax") == 0 ? 1 : s->m->num_classes;
+}
+
 void qs_transform(const qs_scorer *s, double *y)
 {
     const qs_model *m = s->m;
     const uint32_t k = m->num_classes;
     const double a = m->transform_param;
     const int f = m->float_accumulate == QS_ACC_FLOAT; /* XGBoost computes its transforms in float32 */
+    if (m->transform_average)
+        for (uint32_t c = 0; c < k; c++)
+            y[c] /= (double)m->transform_average;
     if (strcmp(m->transform, "sigmoid") == 0 || strcmp(m->transform, "ova-sigmoid") == 0) {
         for (uint32_t c = 0; c < k; c++)
             y[c] = f ? (double)(1.0f / (1.0f + expf(-(float)a * (float)y[c])))
@@ -22,19 +30,40 @@ void qs_transform(const qs_scorer *s, double *y)
     } else if (strcmp(m->transform, "hinge") == 0) {
         for (uint32_t c = 0; c < k; c++)
             y[c] = y[c] > 0.0 ? 1.0 : 0.0;
+    } else if (strcmp(m->transform, "argmax") == 0) {
+        /* XGBoost multi:softmax: the class of the largest margin, the first
+         * on ties (FindMaxIndex), into y[0]; qs_transform_columns says 1. */
+        uint32_t best = 0;
+        for (uint32_t c = 1; c < k; c++)
+            if (y[c] > y[best])
+                best = c;
+        y[0] = (double)best;
+    } else if (strcmp(m->transform, "signed-square") == 0) {
+        /* LightGBM reg_sqrt: Common::Sign(x) * x * x, left to right. */
+        for (uint32_t c = 0; c < k; c++) {
+            const double x = y[c];
+            y[c] = (double)((x > 0.0) - (x < 0.0)) * x * x;
+        }
     } else if (strcmp(m->transform, "softmax") == 0) {
         double mx = y[0];
         for (uint32_t c = 1; c < k; c++)
             if (y[c] > mx)
                 mx = y[c];
         if (f) {
-            float sum = 0.0f;
+            /* XGBoost's common::Softmax (1.x and 2.x): the maximum and each
+             * expf(x - max) in float32, their sum in double, each divided
+             * by that sum rounded to float32. */
+            float wmax = (float)y[0];
+            for (uint32_t c = 1; c < k; c++)
+                wmax = fmaxf((float)y[c], wmax);
+            double wsum = 0.0;
             for (uint32_t c = 0; c < k; c++) {
-                y[c] = (double)expf((float)y[c] - (float)mx);
-                sum += (float)y[c];
+                float e = expf((float)y[c] - wmax);
+                y[c] = (double)e;
+                wsum += e;
             }
             for (uint32_t c = 0; c < k; c++)
-                y[c] = (double)((float)y[c] / sum);
+                y[c] = (double)((float)y[c] / (float)wsum);
         } else {
             double sum = 0.0;
             for (uint32_t c = 0; c < k; c++) {

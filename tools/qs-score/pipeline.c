@@ -227,7 +227,8 @@ static int flush_batch(worker *wk, chunk *c, uint32_t n)
                 put(c, dm->qid, dm->qid_len);
             put(c, "\t", 1);
         }
-        for (uint32_t k = 0; k < wk->K; k++)
+        const uint32_t ncol = job->transform ? qs_transform_columns(wk->s) : wk->K;
+        for (uint32_t k = 0; k < ncol; k++)
             c->out_len += (size_t)snprintf(c->out + c->out_len, 32, "%s%.*g", k ? "\t" : "",
                                            wk->digits, sc[k]);
         c->out[c->out_len++] = '\n';

@@ -1,0 +1,70 @@
+#!/usr/bin/env bats
+# --transform bit for bit against the libraries' own predict() output, for
+# the transforms that need more than a per-class function: XGBoost
+# multi:softprob (float32 exps summed in double) and multi:softmax (the class
+# index), LightGBM random forests (sum / iterations first) and reg_sqrt.
+# Fixtures: tests/fixtures/transforms (make.py says how they were made).
+
+load test_helper
+
+F="$BATS_TEST_DIRNAME/fixtures/transforms"
+
+# transform_exact NAME MODEL: convert, compile (and a reversed, small-block
+# layout), score NAME's documents with --transform on every back end, and
+# compare with the library's predictions as text (the same digits: %.9g of
+# XGBoost's float32, %.17g of LightGBM's double).
+transform_exact() {
+    local name="$1" model="$2" T="$BATS_TEST_TMPDIR" b
+    qs-convert "$model" > "$T/m.txt"
+    qs-compile -o "$T/m.qsm" "$T/m.txt"
+    qs-compile --reverse-all --tree-block 7 --doc-block 5 -o "$T/r.qsm" "$T/m.txt"
+    for q in "$T/m.qsm" "$T/r.qsm"; do
+        for b in $(backends); do
+            [ "$b" = oblivious ] && continue
+            qs-score --backend "$b" --transform "$q" "$F/$name.docs.letor.zst" > "$T/got" ||
+                { echo "qs-score --backend $b failed"; return 1; }
+            if ! cmp -s "$T/got" "$F/$name.pred.txt"; then
+                echo "back end $b ($q): $(diff "$T/got" "$F/$name.pred.txt" | grep -c '^<') lines differ"
+                diff "$T/got" "$F/$name.pred.txt" | head -4
+                return 1
+            fi
+        done
+    done
+}
+
+@test "xgboost multi:softprob --transform: XGBoost's probabilities bit for bit (5 classes)" {
+    transform_exact xgb-softprob "$F/xgb-softprob.json.zst"
+    run awk -F'\t' 'NF != 5' "$F/xgb-softprob.pred.txt"
+    assert_output ""
+}
+
+@test "xgboost multi:softmax --transform: the class index, one column, as XGBoost predicts" {
+    transform_exact xgb-softmax "$F/xgb-softmax.json.zst"
+    grep -q '^transform argmax ' "$BATS_TEST_TMPDIR/m.txt"
+    # Raw scores are still one column per class.
+    run bash -c "qs-score '$BATS_TEST_TMPDIR/m.qsm' '$F/xgb-softmax.docs.letor.zst' | awk -F'\t' '{ print NF }' | sort -u"
+    assert_output 5
+}
+
+@test "lightgbm random forest --transform: sum / iterations, then the objective's function" {
+    transform_exact lgb-rf-binary "$F/lgb-rf-binary.txt.zst"
+    grep -q '^transform sigmoid 0x1p+0 average 30$' "$BATS_TEST_TMPDIR/m.txt"
+    transform_exact lgb-rf-regression "$F/lgb-rf-regression.txt.zst"
+    transform_exact lgb-rf-multiclass "$F/lgb-rf-multiclass.txt.zst"
+}
+
+@test "lightgbm reg_sqrt --transform: sign(x) * x * x" {
+    transform_exact lgb-sqrt "$F/lgb-sqrt.txt.zst"
+    grep -q '^transform signed-square ' "$BATS_TEST_TMPDIR/m.txt"
+}
+
+@test "canonical text: 'average N' after the transform is checked" {
+    T="$BATS_TEST_TMPDIR"
+    qs-convert "$F/lgb-rf-binary.txt.zst" > "$T/m.txt"
+    for bad in 'average 0' 'average x' 'averages 3' 'average'; do
+        sed "s/^transform sigmoid 0x1p+0 average 30$/transform sigmoid 0x1p+0 $bad/" "$T/m.txt" > "$T/bad.txt"
+        run qs-compile -o "$T/out.qsm" "$T/bad.txt"
+        assert_failure 1
+        [ ! -e "$T/out.qsm" ]
+    done
+}
