@@ -113,7 +113,8 @@ static int read_chunk(reader *r, chunk *c)
         r->eof = 1;
         return 1;
     }
-    memcpy(c->in, r->carry, r->carry_len);
+    if (r->carry_len)
+        memcpy(c->in, r->carry, r->carry_len);
     c->in_len = r->carry_len;
     r->carry_len = 0;
     size_t scanned = 0; /* c->in[0 .. scanned) holds no newline */
@@ -137,7 +138,8 @@ static int read_chunk(reader *r, chunk *c)
                 r->eof = 1;
                 return 1;
             }
-            memcpy(r->carry, c->in + keep, c->in_len - keep);
+            if (c->in_len > keep)
+                memcpy(r->carry, c->in + keep, c->in_len - keep);
             r->carry_len = c->in_len - keep;
             c->in_len = keep;
             return 1;
@@ -198,7 +200,8 @@ static void worker_free(worker *wk)
 
 static void put(chunk *c, const char *s, size_t n)
 {
-    memcpy(c->out + c->out_len, s, n);
+    if (n)
+        memcpy(c->out + c->out_len, s, n);
     c->out_len += n;
 }
 
