@@ -377,6 +377,10 @@ typedef struct zin {
     int bad;                   /* a zstd error was reported */
 } zin;
 
+/* The streams open now (so that an exit with one open is not a leak). */
+static zin *open_zin[16];
+
+
 
 static size_t zin_raw(zin *z)
 {
@@ -437,6 +441,9 @@ static ssize_t zin_read(void *cookie, char *buf, size_t size)
 static int zin_close(void *cookie)
 {
     zin *z = cookie;
+    for (size_t i = 0; i < sizeof open_zin / sizeof open_zin[0]; i++)
+        if (open_zin[i] == z)
+            open_zin[i] = NULL;
     int rc = z->f != stdin ? fclose(z->f) : 0;
     ZSTD_freeDStream(z->zs);
     free(z->raw);
@@ -492,6 +499,11 @@ FILE *tool_open_input(const char *path, const char **name)
     FILE *r = fopencookie(z, "r", io);
     if (!r)
         tool_die(EXIT_SYSTEM, "%s: out of memory (input stream)", *name);
+    for (size_t i = 0; i < sizeof open_zin / sizeof open_zin[0]; i++)
+        if (!open_zin[i]) {
+            open_zin[i] = z;
+            break;
+        }
     return r;
 }
 
