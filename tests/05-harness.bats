@@ -42,7 +42,7 @@ setup() { T="$BATS_TEST_TMPDIR"; }
     assert_failure 2
 }
 
-@test "compare_scores: fails on nan, -0 and one ulp, and on a respelled value" {
+@test "compare_scores: fails on nan, -0 and one ulp, and on a respelled value; compare_values only on values" {
     local want="$FIX/lgb-l8/expected.txt"
     run compare_scores "$want" "$want"
     assert_success
@@ -64,6 +64,16 @@ setup() { T="$BATS_TEST_TMPDIR"; }
     assert_output --partial "only the formatting differs"
     run compare_scores <(head -3 "$want") "$want"
     assert_failure
+    # compare_values, for oracles written with other formatting: values.
+    run compare_values "$T/spelled" "$want"
+    assert_success
+    run compare_values "$T/mz" "$T/z"
+    assert_failure
+    run compare_values "$T/nan" "$want"
+    assert_failure
+    printf '1.0158557\n' > "$T/f9"
+    run compare_values --float <(printf '1.01585567\n') "$T/f9"
+    assert_success
 }
 
 @test "sanitizer builds: a UBSan report exits 87 and an ASan report 86 (scripts/check.sh's codes)" {
