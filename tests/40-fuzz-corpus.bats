@@ -36,6 +36,6 @@ replay() {
     local bin="$QS_ROOT/bin/fuzz/replay_text"
     [ -x "$bin" ] || skip "$bin not built"
     run "$bin" "$BATS_TEST_TMPDIR/no-such-file"
-    assert_failure
+    assert_failure 1
     assert_output --partial "no-such-file"
 }
