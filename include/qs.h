@@ -61,7 +61,8 @@ typedef enum qs_source {
     QS_SRC_UNKNOWN = 0,
     QS_SRC_LIGHTGBM = 1,
     QS_SRC_XGBOOST = 2,
-    QS_SRC_QUICKRANK = 3
+    QS_SRC_QUICKRANK = 3,
+    QS_SRC_CATBOOST = 4
 } qs_source;
 
 typedef struct qs_model qs_model;   /* a canonical tree ensemble */
