@@ -110,7 +110,8 @@ static int read_chunk(reader *r, chunk *c)
         r->eof = 1;
         return 1;
     }
-    memcpy(c->in, r->carry, r->carry_len);
+    if (r->carry_len) /* r->carry is NULL before the first chunk: memcpy(p, NULL, 0) is undefined */
+        memcpy(c->in, r->carry, r->carry_len);
     c->in_len = r->carry_len;
     r->carry_len = 0;
     size_t scanned = 0; /* c->in[0 .. scanned) holds no newline */
@@ -134,7 +135,8 @@ static int read_chunk(reader *r, chunk *c)
                 r->eof = 1;
                 return 1;
             }
-            memcpy(r->carry, c->in + keep, c->in_len - keep);
+            if (c->in_len > keep)
+                memcpy(r->carry, c->in + keep, c->in_len - keep);
             r->carry_len = c->in_len - keep;
             c->in_len = keep;
             return 1;
