@@ -6,6 +6,10 @@
 
 load test_helper
 
+# CatBoost prints its predictions with its own formatting: compare the
+# values, bit for bit (tests/unit/cmpscores.c).
+SCORE_COMPARE=values
+
 C="$BATS_TEST_DIRNAME/fixtures/catboost"
 CB() { printf '%s\n' "$SHARED/catboost/models/$1"; }
 

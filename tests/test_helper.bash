@@ -57,6 +57,12 @@ keep_file() {
 # sign of zero kept, and the documented output format at once.  On a
 # difference, prints the first differing values and fails.
 compare_scores() {
+    # A test file whose oracles are written by another program's formatting
+    # sets SCORE_COMPARE=values: the values are then compared bit for bit.
+    if [ "${SCORE_COMPARE:-bytes}" = values ]; then
+        compare_values "$1" "$2"
+        return
+    fi
     local got want
     got=$(keep_file "$1" got) && want=$(keep_file "$2" want) || return 1
     cmp -s "$got" "$want" && return 0
