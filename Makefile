@@ -155,7 +155,7 @@ check: all
 	    case ",$$cpu," in *",$$off,"*) ;; *) echo "# conformance with $$off disabled: skipped, this CPU lacks $$off"; continue ;; esac; \
 	    echo "# conformance with QS_DISABLE_CPU_FEATURES=$$off"; \
 	    SANITIZE='$(SANITIZE)' QS_DISABLE_CPU_FEATURES=$$off QS_TEST_LAYOUT_ONLY=1 \
-	        ./scripts/check.sh tests/20-conformance.bats || exit 1; \
+	        ./scripts/check.sh -- tests/20-conformance.bats || exit 1; \
 	done
 
 demo: all

@@ -21,7 +21,7 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-for t in lightgbm xgboost quickrank text qsm letor eval; do
+for t in lightgbm xgboost catboost quickrank text qsm letor eval; do
     mkdir -p "$C/$t"
     rm -f "$C/$t"/gen-*
 done
@@ -87,6 +87,14 @@ for f in "$FIX"/xgboost/*.json "$FIX"/xgboost/*.ubj; do
     keep "$f" "$C/xgboost/gen-$(basename "$f")"
 done
 
+# ------------------------------------------------------------ catboost
+for f in "$FIX"/catboost/*.json; do
+    keep "$f" "$C/catboost/gen-$(basename "$f")"
+done
+if [ -f "$SHARED/catboost/models/single_tree/model.json" ]; then
+    keep "$SHARED/catboost/models/single_tree/model.json" "$C/catboost/gen-single_tree.json"
+fi
+
 # ------------------------------------------------------------ quickrank
 for f in "$FIX"/quickrank/*.xml "$FIX"/quickrank/ranklib_*.txt "$FIX"/quickrank/bad_random_forest.txt \
          "$FIX"/quickrank/bad_garbage.bin; do
@@ -102,8 +110,8 @@ fi
 # Every model seed that converts gives a canonical text seed, and that text
 # a .qsm (as qs-compile writes it, zstd sections) and its unpacked twin
 # (stored sections, records open to mutation).
-${CC:-cc} -std=c11 -O1 -Iinclude -o "$tmp/qsm_unpack" fuzz/qsm_unpack.c lib/crc32c.c -lzstd
-for f in "$C"/lightgbm/gen-* "$C"/xgboost/gen-* "$C"/quickrank/gen-*; do
+${CC:-cc} -std=c11 -O1 -Iinclude -Ilib -o "$tmp/qsm_unpack" fuzz/qsm_unpack.c lib/common/crc32c.c -lzstd
+for f in "$C"/lightgbm/gen-* "$C"/xgboost/gen-* "$C"/catboost/gen-* "$C"/quickrank/gen-*; do
     base=$(basename "$(dirname "$f")")-$(basename "$f" | sed 's/^gen-//; s/\.[a-z]*$//')
     "$BIN/qs-convert" "$f" > "$tmp/t" 2>/dev/null || continue
     keep "$tmp/t" "$C/text/gen-$base.txt"

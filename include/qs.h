@@ -61,7 +61,8 @@ typedef enum qs_source {
     QS_SRC_UNKNOWN = 0,
     QS_SRC_LIGHTGBM = 1,
     QS_SRC_XGBOOST = 2,
-    QS_SRC_QUICKRANK = 3
+    QS_SRC_QUICKRANK = 3,
+    QS_SRC_CATBOOST = 4
 } qs_source;
 
 typedef struct qs_model qs_model;   /* a canonical tree ensemble */
@@ -74,7 +75,8 @@ typedef enum qs_format {
     QS_FMT_LIGHTGBM = 1,   /* LightGBM text model (v3/v4) */
     QS_FMT_XGBOOST = 2,    /* XGBoost JSON model */
     QS_FMT_QUICKRANK = 3,  /* QuickRank / RankLib XML */
-    QS_FMT_CANONICAL = 4   /* qs canonical ensemble text */
+    QS_FMT_CANONICAL = 4,  /* qs canonical ensemble text */
+    QS_FMT_CATBOOST = 5    /* CatBoost JSON model (save_model(format="json")) */
 } qs_format;
 
 /* Guess a model's format from its first bytes. */
@@ -86,6 +88,7 @@ QS_API qs_format qs_detect_format(const char *buf, size_t len);
 QS_API qs_model *qs_convert_lightgbm(const char *buf, size_t len, qs_error *err);
 QS_API qs_model *qs_convert_xgboost(const char *buf, size_t len, qs_error *err);
 QS_API qs_model *qs_convert_quickrank(const char *buf, size_t len, qs_error *err);
+QS_API qs_model *qs_convert_catboost(const char *buf, size_t len, qs_error *err);
 /* Dispatch on `fmt` (QS_FMT_UNKNOWN: detect). */
 QS_API qs_model *qs_convert(qs_format fmt, const char *buf, size_t len, qs_error *err);
 

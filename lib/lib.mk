@@ -9,7 +9,7 @@ LIB_SRC += lib/model/model.c lib/model/text.c
 
 # convert: the table of readers, one file per format
 LIB_SRC += lib/convert/convert.c lib/convert/json.c lib/convert/lightgbm.c \
-           lib/convert/xgboost.c lib/convert/quickrank.c
+           lib/convert/xgboost.c lib/convert/quickrank.c lib/convert/catboost.c
 
 # layout: the QuickScorer layout and the .qsm container
 LIB_SRC += lib/layout/layout.c lib/layout/qsm.c

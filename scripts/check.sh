@@ -1,21 +1,59 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # check.sh: run the bats suite and end with one summary line
-# ("N passed, N failed, N skipped"); exit non-zero if any test failed.
-set -u
+# ("N passed, N failed, N skipped").  Exits non-zero if a test failed, if
+# bats itself failed, or if fewer tests ran than the suite holds (bats --count).
+#
+#   scripts/check.sh [BATS-OPTION...] [-- FILE-OR-DIR...]     (default: tests/)
+#
+# With SANITIZE set (make check SANITIZE=...), a sanitizer report must fail
+# its test: ASan exits 86 and UBSan 87, codes no tool uses
+# (tests/05-harness.bats checks both with a deliberately broken program).
+set -u -o pipefail
 cd "$(dirname "$0")/.."
 if [ -n "${SANITIZE:-}" ]; then
-    # A sanitizer report must fail its test: give it an exit code no tool uses.
     export ASAN_OPTIONS="exitcode=86:detect_leaks=1:abort_on_error=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
-    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+    export UBSAN_OPTIONS="exitcode=87:print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
     echo "# sanitizers: $SANITIZE"
 fi
+export SANITIZE="${SANITIZE:-}"
+
+opts=()
+targets=()
+while [ $# -gt 0 ]; do
+    if [ "$1" = -- ]; then
+        shift
+        targets=("$@")
+        break
+    fi
+    opts+=("$1")
+    shift
+done
+[ ${#targets[@]} -gt 0 ] || targets=(tests/)
+
+if ! expected=$(bats --count "${opts[@]}" "${targets[@]}") || [ -z "$expected" ]; then
+    echo "check.sh: bats --count failed" >&2
+    exit 1
+fi
+
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-[ $# -gt 0 ] || set -- tests/
-bats --tap "$@" | tee "$log"
-rc=$?
-pass=$(grep -c '^ok .*' "$log" | tr -d ' ')
-skip=$(grep -c '^ok .* # skip' "$log" | tr -d ' ')
-fail=$(grep -c '^not ok ' "$log" | tr -d ' ')
+bats --tap "${opts[@]}" "${targets[@]}" | tee "$log"
+rc=${PIPESTATUS[0]}
+ran=$(grep -cE '^(not )?ok ' "$log")
+pass=$(grep -c '^ok ' "$log")
+skip=$(grep -c '^ok .* # skip' "$log")
+fail=$(grep -c '^not ok ' "$log")
 echo "$((pass - skip)) passed, $fail failed, $skip skipped"
-[ "$rc" = 0 ] && [ "$fail" = 0 ]
+status=0
+if [ "$rc" != 0 ]; then
+    echo "check.sh: bats exited with status $rc" >&2
+    status=1
+fi
+if [ "$fail" != 0 ]; then
+    status=1
+fi
+if [ "$ran" -lt "$expected" ]; then
+    echo "check.sh: only $ran of the suite's $expected tests ran" >&2
+    status=1
+fi
+exit "$status"

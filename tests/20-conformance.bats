@@ -2,7 +2,9 @@
 # Oracle conformance: every LightGBM, XGBoost and QuickRank model in the shared
 # reference data, converted, compiled and scored by every back end, must give
 # the training library's own scores bit for bit.  (Generated list; one test per
-# model so a failure names it.)
+# model so a failure names it.)  Then the transformed oracle files
+# (test.prob.*.txt), XGBoost's own parser's scores (test.pred.xgbfile.txt) and
+# which vQS kernels this CPU left out.
 
 load test_helper
 
@@ -85,7 +87,7 @@ setup() { require_shared; }
 }
 
 @test "lightgbm lineartree_l15_t20 is refused, not scored wrongly" {
-    [ -f "$SHARED/lightgbm/models/lineartree_l15_t20/model.txt" ] || skip "missing model"
+    [ -f "$SHARED/lightgbm/models/lineartree_l15_t20/model.txt" ] || { echo "missing model"; return 1; }
     run qs-convert "$SHARED/lightgbm/models/lineartree_l15_t20/model.txt"
     assert_failure 3
     assert_output --partial "linear"
@@ -108,19 +110,19 @@ setup() { require_shared; }
 }
 
 @test "quickrank qr_oblivious_d3_t100" {
-    conform "$SHARED/quickrank/models/qr_oblivious_d3_t100/model.xml" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/quickrank/models/qr_oblivious_d3_t100/scores.txt"
+    OBLIVIOUS=yes conform "$SHARED/quickrank/models/qr_oblivious_d3_t100/model.xml" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/quickrank/models/qr_oblivious_d3_t100/scores.txt"
 }
 
 @test "quickrank qr_oblivious_d4_t500" {
-    conform "$SHARED/quickrank/models/qr_oblivious_d4_t500/model.xml" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/quickrank/models/qr_oblivious_d4_t500/scores.txt"
+    OBLIVIOUS=yes conform "$SHARED/quickrank/models/qr_oblivious_d4_t500/model.xml" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/quickrank/models/qr_oblivious_d4_t500/scores.txt"
 }
 
 @test "quickrank qr_oblivious_d5_t1000" {
-    conform "$SHARED/quickrank/models/qr_oblivious_d5_t1000/model.xml" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/quickrank/models/qr_oblivious_d5_t1000/scores.txt"
+    OBLIVIOUS=yes conform "$SHARED/quickrank/models/qr_oblivious_d5_t1000/model.xml" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/quickrank/models/qr_oblivious_d5_t1000/scores.txt"
 }
 
 @test "quickrank qr_oblivious_d6_t1000" {
-    conform "$SHARED/quickrank/models/qr_oblivious_d6_t1000/model.xml" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/quickrank/models/qr_oblivious_d6_t1000/scores.txt"
+    OBLIVIOUS=yes conform "$SHARED/quickrank/models/qr_oblivious_d6_t1000/model.xml" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/quickrank/models/qr_oblivious_d6_t1000/scores.txt"
 }
 
 @test "xgboost agaricus-logistic-d4-t50 (absent = missing)" {
@@ -249,4 +251,75 @@ setup() { require_shared; }
 
 @test "xgboost mq2008missing-ndcg-lg32-t1000 (--absent zero)" {
     conform "$SHARED/xgboost/mq2008missing-ndcg-lg32-t1000/model.json" "$SHARED/letor/mq2008-missing/test.txt" "$SHARED/xgboost/mq2008missing-ndcg-lg32-t1000/test.pred.dense.txt" --absent zero
+}
+
+@test "xgboost agaricus-logistic-d4-t50 --transform (sigmoid: test.prob.missing.txt)" {
+    conform "$SHARED/xgboost/agaricus-logistic-d4-t50/model.json" "$SHARED/svmlight/agaricus/test.txt" "$SHARED/xgboost/agaricus-logistic-d4-t50/test.prob.missing.txt" --transform
+}
+
+@test "xgboost higgs-logistic-lg32-t500 --transform (sigmoid: test.prob.missing.txt)" {
+    conform "$SHARED/xgboost/higgs-logistic-lg32-t500/model.json" "$SHARED/svmlight/higgs/test.txt" "$SHARED/xgboost/higgs-logistic-lg32-t500/test.prob.missing.txt" --transform
+}
+
+@test "every transformed oracle file (test.prob.*.txt) has a test above" {
+    local f name n=0
+    for f in "$SHARED"/xgboost/*/test.prob.*.txt; do
+        [ -f "$f" ] || continue
+        n=$((n + 1))
+        name=${f#"$SHARED"/xgboost/}
+        grep -qF "/xgboost/$name\" --transform" "$BATS_TEST_FILENAME" ||
+            { echo "no conformance test for $f"; return 1; }
+    done
+    [ "$n" -gt 0 ] || { echo "no test.prob.*.txt under $SHARED/xgboost"; return 1; }
+}
+
+# The rule of xgboost/README.md: test.pred.xgbfile.txt is what XGBoost's own
+# text parser gave; it equals test.pred.missing.txt except where that parser
+# rounds a value to another float32 than strtof does (info.json,
+# missing_vs_xgbfile.docs_differing documents).  So qs-score (absent =
+# missing) must reproduce every line of it but exactly those.
+@test "xgboost test.pred.xgbfile.txt: equal to qs-score but on the documents XGBoost's parser misreads (info.json)" {
+    command -v jq > /dev/null || skip "jq not found (needed to read info.json)"
+    local d m docs want got n=0 differing
+    for d in "$SHARED"/xgboost/*/; do
+        [ -f "$d/test.pred.xgbfile.txt" ] || continue
+        n=$((n + 1))
+        m=$(ls "$d"model.json "$d"model.json.zst 2> /dev/null | head -1)
+        docs="$SHARED/$(jq -r .test_file "$d/info.json")"
+        want=$(jq -r .missing_vs_xgbfile.docs_differing "$d/info.json")
+        qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" "$m"
+        qs-score "$BATS_TEST_TMPDIR/m.qsm" "$docs" > "$BATS_TEST_TMPDIR/got"
+        got=$(paste "$BATS_TEST_TMPDIR/got" "$d/test.pred.xgbfile.txt" | awk -F'\t' '$1 != $2' | wc -l)
+        [ "$(wc -l < "$BATS_TEST_TMPDIR/got")" = "$(wc -l < "$d/test.pred.xgbfile.txt")" ] ||
+            { echo "$d: line counts differ"; return 1; }
+        [ "$got" = "$want" ] || { echo "$d: $got documents differ from test.pred.xgbfile.txt, info.json says $want"; return 1; }
+        if [ "$want" = 0 ]; then compare_scores "$BATS_TEST_TMPDIR/got" "$d/test.pred.xgbfile.txt"; fi
+    done
+    echo "$n xgbfile oracles"
+    [ "$n" -ge 16 ]
+}
+
+# On a CPU without AVX-512 or AVX2 the vQS kernels drop out of every test
+# above (and of the unit tests): say so.  Where /proc/cpuinfo lists the
+# features, the kernels must be run exactly where the CPU has them.
+@test "vQS kernels: run here exactly where the CPU has them (a skip names the ones left out)" {
+    local missing want_avx512=no want_avx2=no flags f k w
+    missing=$(missing_kernels)
+    if [ -r /proc/cpuinfo ] && grep -q '^flags' /proc/cpuinfo; then
+        flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+        case "$flags" in *" avx2 "*) want_avx2=yes ;; esac
+        want_avx512=yes
+        for f in avx512f avx512dq avx512cd avx512vl avx512bw; do
+            case "$flags" in *" $f "*) ;; *) want_avx512=no ;; esac
+        done
+        for k in avx2 avx512; do
+            eval "w=\$want_$k"
+            if printf '%s\n' $missing | grep -qx "vqs-$k"; then
+                [ "$w" = no ] || { echo "the CPU has $k but qs-score does not run vqs-$k"; return 1; }
+            else
+                [ "$w" = yes ] || { echo "qs-score runs vqs-$k but /proc/cpuinfo lacks $k"; return 1; }
+            fi
+        done
+    fi
+    [ -z "$missing" ] || skip "this CPU does not run $(echo $missing): oracle files and unit tests were not scored with it"
 }

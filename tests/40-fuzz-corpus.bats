@@ -26,6 +26,7 @@ replay() {
 
 @test "fuzz corpus: lightgbm converter" { replay lightgbm; }
 @test "fuzz corpus: xgboost converter (json, ubjson)" { replay xgboost; }
+@test "fuzz corpus: catboost converter" { replay catboost; }
 @test "fuzz corpus: quickrank converter" { replay quickrank; }
 @test "fuzz corpus: canonical text reader and round trip" { replay text; }
 @test "fuzz corpus: .qsm loader, every back end against the walk" { replay qsm; }
@@ -36,6 +37,6 @@ replay() {
     local bin="$QS_ROOT/bin/fuzz/replay_text"
     [ -x "$bin" ] || skip "$bin not built"
     run "$bin" "$BATS_TEST_TMPDIR/no-such-file"
-    assert_failure
+    assert_failure 1
     assert_output --partial "no-such-file"
 }

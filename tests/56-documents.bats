@@ -145,6 +145,7 @@ setup() {
             /usr/bin/time) pkg=time ;;
             taskset) continue ;; # util-linux: essential, always installed
             qs-*) continue ;;    # built here
+            script) continue ;;  # bsdutils: essential, always installed
             pkg-config) pkg=pkg-config ;;
             *) pkg=$cmd ;;
         esac

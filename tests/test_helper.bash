@@ -35,27 +35,59 @@ plain() {
     printf '%s\n' "$dst"
 }
 
-# compare_scores GOT WANT: every value (every tab-separated column) equal as
-# doubles; prints the first differences and fails otherwise.
-compare_scores() {
-    local n_got n_want got="$1" want="$2"
-    # Pipes (process substitution) can be read once: keep a copy.
-    if [ ! -f "$got" ]; then cat "$got" > "$BATS_TEST_TMPDIR/cmp.got"; got="$BATS_TEST_TMPDIR/cmp.got"; fi
-    if [ ! -f "$want" ]; then cat "$want" > "$BATS_TEST_TMPDIR/cmp.want"; want="$BATS_TEST_TMPDIR/cmp.want"; fi
-    set -- "$got" "$want"
-    n_got=$(wc -l < "$1"); n_want=$(wc -l < "$2")
-    if [ "$n_got" != "$n_want" ]; then
-        echo "line counts differ: got $n_got, want $n_want"
-        return 1
+# A QS_BACKEND left in the environment would narrow every test to one back
+# end: only a test that sets it (for one command) gets one.
+unset QS_BACKEND
+
+# keep_file PATH NAME: PATH itself when it is a regular file, else (a pipe from
+# process substitution, which can be read once) a copy in $BATS_TEST_TMPDIR.
+keep_file() {
+    if [ -f "$1" ]; then
+        printf '%s\n' "$1"
+    else
+        cat "$1" > "$BATS_TEST_TMPDIR/cmp.$2"
+        printf '%s\n' "$BATS_TEST_TMPDIR/cmp.$2"
     fi
-    paste "$1" "$2" | awk -F'\t' '
-        { n = NF / 2
-          for (i = 1; i <= n; i++)
-              if (($i + 0) != ($(i + n) + 0)) {
-                  bad++
-                  if (bad <= 5) printf "line %d col %d: got %s want %s\n", NR, i, $i, $(i + n)
-              } }
-        END { if (bad) { printf "%d values differ\n", bad; exit 1 } }'
+}
+
+# compare_scores GOT WANT: GOT must equal WANT byte for byte.  Every oracle
+# and fixture score file is written the way qs-score writes (%.17g of a double
+# sum, %.9g of a float32 one, tab-separated columns; checked when this helper
+# was written), so equal bytes mean equal bits, NaN only equal to NaN and the
+# sign of zero kept, and the documented output format at once.  On a
+# difference, prints the first differing values and fails.
+compare_scores() {
+    # A test file whose oracles are written by another program's formatting
+    # sets SCORE_COMPARE=values: the values are then compared bit for bit.
+    if [ "${SCORE_COMPARE:-bytes}" = values ]; then
+        compare_values "$1" "$2"
+        return
+    fi
+    local got want
+    got=$(keep_file "$1" got) && want=$(keep_file "$2" want) || return 1
+    cmp -s "$got" "$want" && return 0
+    echo "scores differ from $2 (byte comparison):"
+    if [ -x "$UNIT/cmpscores" ]; then
+        if "$UNIT/cmpscores" "$got" "$want"; then
+            echo "(the values are the same bits: only the formatting differs)"
+        fi
+    else
+        cmp "$got" "$want" || true
+    fi
+    return 1
+}
+
+# compare_values [--float] GOT WANT: for an oracle written with other
+# formatting than qs-score's: every value parsed (strtod, or strtof with
+# --float) and compared bit for bit by tests/unit/cmpscores.c (NaN equals only
+# NaN, -0 is not 0, same line and column counts).
+compare_values() {
+    local opt=
+    if [ "$1" = --float ]; then opt=--float; shift; fi
+    local got want
+    got=$(keep_file "$1" got) && want=$(keep_file "$2" want) || return 1
+    [ -x "$UNIT/cmpscores" ] || { echo "$UNIT/cmpscores not built"; return 1; }
+    "$UNIT/cmpscores" $opt "$got" "$want"
 }
 
 # A QS_BACKEND left in the environment would narrow every test silently:
@@ -84,18 +116,39 @@ backends() {
 }
 
 # score_all QSM DOCS WANT [qs-score options...]: score with every back end
-# (one that refuses the model as unsupported, exit 3, is skipped) and compare.
+# and compare.  The list must not be empty and, unless QS_BACKEND picks one,
+# must hold the back ends every build has.  `oblivious` refuses a model with a
+# tree that is not oblivious (exit 3, with its message): a test scoring an
+# oblivious model says so with OBLIVIOUS=yes, and there a refusal fails.
 score_all() {
     local qsm="$1" docs="$2" want="$3"; shift 3
-    local b rc list
-    list=$(backends) || return 1
-    [ -n "$list" ] || { echo "no back ends to test"; return 1; }
+    local b rc list all err="$BATS_TEST_TMPDIR/score_all.err"
+    list=$(backends) || { echo "cannot list the back ends"; return 1; }
+    [ -n "$list" ] || { echo "the list of back ends is empty"; return 1; }
+    if [ -z "${QS_BACKEND:-}" ]; then
+        # every back end this build knows is listed, available or not
+        all=$(qs-score --list-backends | cut -f1)
+        for b in $QS_KNOWN_BACKENDS; do
+            printf '%s\n' $all | grep -qx -- "$b" ||
+                { echo "back end $b is missing from --list-backends:" $all; return 1; }
+        done
+        if [ "${QS_TEST_LAYOUT_ONLY:-0}" != 1 ]; then
+            for b in walk qs struct vpred oblivious; do
+                printf '%s\n' $list | grep -qx -- "$b" ||
+                    { echo "back end $b is missing from the list:" $list; return 1; }
+            done
+        fi
+    fi
     for b in $list; do
         rc=0
-        QS_BACKEND= qs-score --backend "$b" "$@" "$qsm" < "$docs" > "$BATS_TEST_TMPDIR/got.$b" || rc=$?
-        if [ "$rc" = 3 ] && [ "$b" = oblivious ]; then continue; fi
-        [ "$rc" = 0 ] || { echo "qs-score --backend $b failed ($rc)"; return 1; }
-        compare_scores "$BATS_TEST_TMPDIR/got.$b" "$want" || { echo "back end $b differs"; return 1; }
+        QS_BACKEND= qs-score --backend "$b" "$@" "$qsm" < "$docs" > "$BATS_TEST_TMPDIR/got.$b" 2> "$err" || rc=$?
+        if [ "$rc" = 3 ] && [ "$b" = oblivious ] && [ "${OBLIVIOUS:-no}" != yes ] &&
+            grep -q "back end 'oblivious' scores only models whose trees are all oblivious" "$err"; then
+            continue
+        fi
+        [ "$rc" = 0 ] || { echo "qs-score --backend $b $* failed ($rc):"; cat "$err"; return 1; }
+        [ ! -s "$err" ] || { echo "qs-score --backend $b $* wrote to standard error:"; cat "$err"; return 1; }
+        compare_scores "$BATS_TEST_TMPDIR/got.$b" "$want" || { echo "back end $b differs ($*)"; return 1; }
     done
 }
 
@@ -114,10 +167,16 @@ layout_backends() {
 # conform MODEL DOCS ORACLE [qs-score options...]: convert, compile (cached per
 # file), then score DOCS with every back end and compare with ORACLE bit for
 # bit; then again with another layout (every tree reversed, small tree and
-# document blocks, another Δ), which must not change a bit either.
+# document blocks, another Δ), which must not change a bit either, and with
+# that layout scored in batches of 64 documents (qs-score --doc-block 64), so
+# that every vQS kernel runs, the 64-document byte planes included (they take
+# batches of at least 32).
 conform() {
     local model="$1" docs="$2" oracle="$3"; shift 3
-    [ -f "$model" ] || skip "missing $model"
+    local f
+    for f in "$model" "$docs" "$oracle"; do
+        [ -f "$f" ] || { echo "missing $f (the reference data is incomplete)"; return 1; }
+    done
     local key qsm
     key=$(printf '%s' "$model" | cksum | cut -d' ' -f1)
     qsm="$BATS_FILE_TMPDIR/$key.qsm"
@@ -129,6 +188,8 @@ conform() {
     fi
     score_all "$qsm" "$docs" "$oracle" "$@" || return 1
     layout_backends "$qsm.alt" "$docs" "$oracle" "$@" || { echo "(reversed layout)"; return 1; }
+    layout_backends "$qsm.alt" "$docs" "$oracle" --doc-block 64 "$@" ||
+        { echo "(reversed layout, --doc-block 64)"; return 1; }
     conform_threads "$qsm" "$docs" "$@" || return 1
 }
 
@@ -143,5 +204,24 @@ conform_threads() {
             { echo "--threads $t failed"; return 1; }
         cmp "$BATS_TEST_TMPDIR/thr.1" "$BATS_TEST_TMPDIR/thr.$t" ||
             { echo "--threads $t differs from --threads 1"; return 1; }
+    done
+}
+
+# missing_kernels: the vQS kernels (vqs-avx2, vqs-avx512) that are not among
+# the back ends this CPU runs, one per line.
+missing_kernels() {
+    local k list
+    list=$(QS_BACKEND= backends)
+    for k in vqs-avx2 vqs-avx512; do
+        printf '%s\n' $list | grep -qx -- "$k" || echo "$k"
+    done
+}
+
+# note_missing_kernels WHAT: say on the TAP stream (fd 3) which vQS kernels
+# WHAT did not cover on this CPU, so that their absence is not silent.
+note_missing_kernels() {
+    local k
+    for k in $(missing_kernels); do
+        echo "# note: $1 ran without $k: this CPU does not run it" >&3
     done
 }

@@ -2,8 +2,37 @@
  * table of readers that turn each format into the canonical model.  A new
  * reader is one file in this folder and one row of `readers` below. */
 #include "convert/convert.h"
+#include "convert/json.h"
 
 #include <string.h>
+
+/* Whether a JSON object is a CatBoost model rather than an XGBoost one:
+ * among its first top-level keys (at most 8, the values in between skipped)
+ * one that only CatBoost writes comes before XGBoost's "learner" or
+ * "version".  CatBoost writes its keys sorted, "features_info" first. */
+static int looks_like_catboost(const char *p, size_t n)
+{
+    static const char *const cb[] = { "features_info", "oblivious_trees", "scale_and_bias",
+                                      "model_info", "ctr_data", "trees" };
+    qs_json_reader r;
+    qs_json_token t;
+    qs_error e;
+    qs_json_init(&r, p, n, 0, QS_JSON_NONFINITE);
+    if (qs_json_next(&r, &t, &e) != 0 || t.type != QS_JSON_OBJECT)
+        return 0;   /* UBJSON and malformed JSON go to the XGBoost reader */
+    for (int i = 0; i < 8; i++) {
+        if (qs_json_next(&r, &t, &e) != 0 || t.type != QS_JSON_KEY)
+            return 0;
+        for (size_t j = 0; j < sizeof cb / sizeof cb[0]; j++)
+            if (qs_json_str_eq(&t, cb[j]))
+                return 1;
+        if (qs_json_str_eq(&t, "learner") || qs_json_str_eq(&t, "version"))
+            return 0;
+        if (qs_json_skip(&r, &t, &e) != 0)
+            return 0;
+    }
+    return 0;
+}
 
 qs_format qs_detect_format(const char *buf, size_t len)
 {
@@ -21,7 +50,7 @@ qs_format qs_detect_format(const char *buf, size_t len)
     if (STARTS("qs-ensemble"))
         return QS_FMT_CANONICAL;
     if (*p == '{')
-        return QS_FMT_XGBOOST;
+        return looks_like_catboost(p, n) ? QS_FMT_CATBOOST : QS_FMT_XGBOOST;
     if (*p == '#') {
         /* Canonical text may open with comments; RankLib opens with `##` lines. */
         size_t k = 0;
@@ -50,6 +79,7 @@ static const qs_reader readers[] = {
     { QS_FMT_LIGHTGBM, "LightGBM text", qs_convert_lightgbm },
     { QS_FMT_XGBOOST, "XGBoost JSON or UBJSON", qs_convert_xgboost },
     { QS_FMT_QUICKRANK, "QuickRank/RankLib XML", qs_convert_quickrank },
+    { QS_FMT_CATBOOST, "CatBoost JSON", qs_convert_catboost },
     { QS_FMT_CANONICAL, "qs canonical ensemble text", qs_model_from_text },
 };
 
@@ -61,7 +91,7 @@ qs_model *qs_convert(qs_format fmt, const char *buf, size_t len, qs_error *err)
         if (readers[i].format == fmt)
             return readers[i].read(buf, len, err);
     qs_fail(err, QS_ERR_FORMAT, 0,
-            "unrecognised model format (expected LightGBM text, XGBoost JSON or "
-            "QuickRank/RankLib XML)");
+            "unrecognised model format (expected LightGBM text, XGBoost JSON, "
+            "CatBoost JSON or QuickRank/RankLib XML)");
     return NULL;
 }

@@ -9,7 +9,9 @@
 
 static const unsigned char QSM_MAGIC[8] = { 0x89, 'Q', 'S', 'M', '\r', '\n', 0x1A, '\n' };
 #define QSM_VERSION_MAJOR 1
-#define QSM_VERSION_MINOR 1
+#define QSM_VERSION_MINOR 0
+#define QSM_VERSION_MINOR_AFFINE 1 /* written only for models with an output affine (AFFN) */
+#define QSM_VERSION_MINOR_AVERAGE 2 /* written only for models with a transform average */
 #define QSM_HEADER_SIZE 64u
 #define QSM_ENTRY_SIZE 48u
 #define QSM_MAX_SECTIONS 64u
@@ -21,6 +23,7 @@ static const unsigned char QSM_MAGIC[8] = { 0x89, 'Q', 'S', 'M', '\r', '\n', 0x1
 #define SEC_INFO FOURCC('I', 'N', 'F', 'O')
 #define SEC_TREE FOURCC('T', 'R', 'E', 'E')
 #define SEC_QSLY FOURCC('Q', 'S', 'L', 'Y')
+#define SEC_AFFN FOURCC('A', 'F', 'F', 'N')
 
 /* ------------------------------------------------------------ writing */
 
@@ -106,6 +109,14 @@ static void write_info(wbuf *b, const qs_model *m)
         w_f64(b, m->base[c]);
 }
 
+/* AFFN (version 1.1): the output affine, for models that have one. */
+static void write_affine(wbuf *b, const qs_model *m)
+{
+    w_f64(b, m->out_scale);
+    for (uint32_t c = 0; c < m->num_classes; c++)
+        w_f64(b, m->out_bias[c]);
+}
+
 static void write_trees(wbuf *b, const qs_model *m)
 {
     w_u64(b, m->num_trees);
@@ -188,20 +199,33 @@ static void write_layout(wbuf *b, const qs_layout *L)
 int qsm_write(const qs_model *m, const qs_layout *L, unsigned char **out, size_t *out_len,
               qs_error *err)
 {
-    wbuf sec[3] = { { 0 }, { 0 }, { 0 } };
-    const uint32_t ids[3] = { SEC_INFO, SEC_TREE, SEC_QSLY };
-    write_info(&sec[0], m);
-    write_trees(&sec[1], m);
-    write_layout(&sec[2], L);
+    /* A model with an output affine gets an AFFN section, listed first so
+     * that a reader of version 1.0 refuses the file (unknown required
+     * section: unsupported) before it looks at anything else; every other
+     * model is written exactly as by version 1.0. */
+    wbuf sec[4] = { { 0 }, { 0 }, { 0 }, { 0 } };
+    uint32_t ids[4];
+    int ns = 0;
+    if (m->out_affine) {
+        ids[ns] = SEC_AFFN;
+        write_affine(&sec[ns++], m);
+    }
+    ids[ns] = SEC_INFO;
+    write_info(&sec[ns++], m);
+    ids[ns] = SEC_TREE;
+    write_trees(&sec[ns++], m);
+    ids[ns] = SEC_QSLY;
+    write_layout(&sec[ns++], L);
     wbuf f = { 0 };
     int rc = -1;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < ns; i++)
         if (sec[i].oom)
             goto nomem;
-    unsigned char hdr[QSM_HEADER_SIZE + 3 * QSM_ENTRY_SIZE];
+    unsigned char hdr[QSM_HEADER_SIZE + 4 * QSM_ENTRY_SIZE];
+    const size_t hlen = QSM_HEADER_SIZE + (size_t)ns * QSM_ENTRY_SIZE;
     memset(hdr, 0, sizeof hdr);
-    w_bytes(&f, hdr, sizeof hdr);
-    for (int i = 0; i < 3; i++) {
+    w_bytes(&f, hdr, hlen);
+    for (int i = 0; i < ns; i++) {
         size_t bound = ZSTD_compressBound(sec[i].n);
         unsigned char *z = malloc(bound ? bound : 1);
         if (!z)
@@ -226,13 +250,15 @@ int qsm_write(const qs_model *m, const qs_layout *L, unsigned char **out, size_t
         goto nomem;
     memcpy(hdr, QSM_MAGIC, 8);
     hdr[8] = QSM_VERSION_MAJOR;
-    hdr[10] = QSM_VERSION_MINOR;
+    hdr[10] = m->transform_average ? QSM_VERSION_MINOR_AVERAGE
+              : m->out_affine      ? QSM_VERSION_MINOR_AFFINE
+                                   : QSM_VERSION_MINOR;
     put_u32_at(hdr + 16, QSM_HEADER_SIZE);
-    put_u32_at(hdr + 20, 3);
+    put_u32_at(hdr + 20, (uint32_t)ns);
     put_u64_at(hdr + 24, f.n);
-    put_u32_at(hdr + 32, qs_crc32c(0, hdr + QSM_HEADER_SIZE, 3 * QSM_ENTRY_SIZE));
+    put_u32_at(hdr + 32, qs_crc32c(0, hdr + QSM_HEADER_SIZE, (size_t)ns * QSM_ENTRY_SIZE));
     put_u32_at(hdr + 60, qs_crc32c(0, hdr, 60));
-    memcpy(f.p, hdr, sizeof hdr);
+    memcpy(f.p, hdr, hlen);
     *out = f.p;
     *out_len = f.n;
     f.p = NULL;
@@ -241,7 +267,7 @@ int qsm_write(const qs_model *m, const qs_layout *L, unsigned char **out, size_t
 nomem:
     qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
 done:
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < ns; i++)
         free(sec[i].p);
     free(f.p);
     return rc;
@@ -344,7 +370,7 @@ static int read_info(rbuf *r, qs_model *m, qs_error *err)
     r_str(r, m->objective, 64);
     if (r->bad)
         return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section is truncated");
-    if (src > QS_SRC_QUICKRANK || cmp > 1 || fp > 1 || fa > QS_ACC_FLOAT_DOUBLE || am > 1 ||
+    if (src > QS_SRC_CATBOOST || cmp > 1 || fp > 1 || fa > QS_ACC_FLOAT_DOUBLE || am > 1 ||
         !qs_transform_known(m->transform) || m->transform_average > QS_MAX_TREES)
         return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section holds invalid values");
     m->source = (qs_source)src;
@@ -359,6 +385,19 @@ static int read_info(rbuf *r, qs_model *m, qs_error *err)
     if (r->bad || r->pos != r->n)
         return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section has the wrong size");
     return 0;
+}
+
+/* AFFN: decoded after TREE and QSLY (it needs INFO's class count); the
+ * model is validated again with it. */
+static int read_affine(rbuf *r, qs_model *m, qs_error *err)
+{
+    m->out_affine = 1;
+    m->out_scale = r_f64(r);
+    for (uint32_t c = 0; c < m->num_classes; c++)
+        m->out_bias[c] = r_f64(r);
+    if (r->bad || r->pos != r->n)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "AFFN section has the wrong size");
+    return qs_model_validate(m, err);
 }
 
 static int read_trees(rbuf *r, qs_model *m, qs_error *err)
@@ -683,22 +722,24 @@ int qsm_read(const unsigned char *buf, size_t len, qs_model **mp, qs_layout **lp
 
     qs_model *m = qs_model_new(QS_SRC_UNKNOWN, err);
     qs_layout *L = calloc(1, sizeof *L);
-    int have[3] = { 0, 0, 0 };
+    int have[4] = { 0, 0, 0, 0 };
     unsigned char *raw = NULL;
     if (!m || !L) {
         qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
         goto fail;
     }
-    /* Sections are read in a fixed order (INFO, TREE, QSLY) whatever their
-     * order in the table, since each depends on the one before. */
-    for (int want = 0; want < 3; want++) {
-        const uint32_t wid = want == 0 ? SEC_INFO : want == 1 ? SEC_TREE : SEC_QSLY;
+    /* Sections are read in a fixed order (INFO, TREE, QSLY, then the
+     * optional AFFN) whatever their order in the table, since each depends
+     * on the one before. */
+    for (int want = 0; want < 4; want++) {
+        const uint32_t wid = want == 0 ? SEC_INFO : want == 1 ? SEC_TREE
+                             : want == 2 ? SEC_QSLY : SEC_AFFN;
         for (uint32_t s = 0; s < nsec; s++) {
             const unsigned char *e = tab + (size_t)s * QSM_ENTRY_SIZE;
             uint32_t id = get_u32_at(e), flags = get_u32_at(e + 4);
             uint64_t off = get_u64_at(e + 8), stored = get_u64_at(e + 16), rawsz = get_u64_at(e + 24);
             long long eoff = (long long)(hsize + (uint64_t)s * QSM_ENTRY_SIZE);
-            int known = id == SEC_INFO || id == SEC_TREE || id == SEC_QSLY;
+            int known = id == SEC_INFO || id == SEC_TREE || id == SEC_QSLY || id == SEC_AFFN;
             if (want == 0) {
                 /* First pass: check every entry. */
                 if (flags & ~(SEC_REQUIRED | SEC_ZSTD)) {
@@ -756,6 +797,8 @@ int qsm_read(const unsigned char *buf, size_t len, qs_model **mp, qs_layout **lp
                     qs_fail(err, QS_ERR_FORMAT, 0, "TREE section has the wrong size");
                     goto fail;
                 }
+            } else if (want == 3) {
+                most = 8 + 8 * (uint64_t)m->num_classes; /* AFFN: scale, bias per class */
             } else {
                 /* Blocks <= trees; groups, categorical entries <= nodes;
                  * entries <= 2 per node; leaf values <= nodes + trees. */
@@ -775,13 +818,14 @@ int qsm_read(const unsigned char *buf, size_t len, qs_model **mp, qs_layout **lp
             rbuf r = { raw, rn, 0, 0 };
             int rc = want == 0 ? read_info(&r, m, err)
                      : want == 1 ? read_trees(&r, m, err)
-                                 : read_layout(&r, L, m, err);
+                     : want == 2 ? read_layout(&r, L, m, err)
+                                 : read_affine(&r, m, err);
             free(raw);
             raw = NULL;
             if (rc)
                 goto fail;
         }
-        if (!have[want]) {
+        if (!have[want] && want < 3) {
             qs_fail_at(err, QS_ERR_FORMAT, hsize, "missing %s section",
                        want == 0 ? "INFO" : want == 1 ? "TREE" : "QSLY");
             goto fail;

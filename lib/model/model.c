@@ -18,6 +18,7 @@ qs_model *qs_model_new(qs_source src, qs_error *err)
     }
     m->source = src;
     m->transform_param = 1.0;
+    m->out_scale = 1.0;
     strcpy(m->transform, "none");
     if (qs_model_set_classes(m, 1, err) != 0) {
         free(m);
@@ -31,6 +32,7 @@ void qs_model_free(qs_model *m)
     if (!m)
         return;
     free(m->base);
+    free(m->out_bias);
     free(m->trees);
     free(m->nodes);
     free(m->cat_words);
@@ -42,11 +44,16 @@ int qs_model_set_classes(qs_model *m, uint32_t k, qs_error *err)
     if (k == 0 || k > QS_MAX_CLASSES)
         return qs_fail(err, QS_ERR_LIMIT, 0, "number of classes %u is out of range (1..%u)",
                        k, QS_MAX_CLASSES);
-    double *b = calloc(k, sizeof *b);
-    if (!b)
+    double *b = calloc(k, sizeof *b), *ob = calloc(k, sizeof *ob);
+    if (!b || !ob) {
+        free(b);
+        free(ob);
         return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+    }
     free(m->base);
+    free(m->out_bias);
     m->base = b;
+    m->out_bias = ob;
     m->num_classes = k;
     return 0;
 }
@@ -229,7 +236,7 @@ static int check_tree(const qs_model *m, uint64_t ti, uint32_t *leaves_out,
 static int model_scan(const qs_model *m, uint32_t *max_leaves, uint32_t *max_depth,
                       qs_error *err)
 {
-    if (m->num_classes == 0 || m->num_classes > QS_MAX_CLASSES || !m->base)
+    if (m->num_classes == 0 || m->num_classes > QS_MAX_CLASSES || !m->base || !m->out_bias)
         return qs_fail(err, QS_ERR_FORMAT, 0, "bad number of classes");
     if (m->num_features > QS_MAX_FEATURES)
         return qs_fail(err, QS_ERR_LIMIT, 0, "%u features (limit %u)", m->num_features,
@@ -247,6 +254,18 @@ static int model_scan(const qs_model *m, uint32_t *max_leaves, uint32_t *max_dep
             return qs_fail(err, QS_ERR_FORMAT, 0, "base score of class %u is not finite", c);
         if (m->float_accumulate && !is_float_exact(m->base[c]))
             return qs_fail(err, QS_ERR_FORMAT, 0, "base score of class %u is not a float32 value", c);
+    }
+    if (m->out_affine != 0 && m->out_affine != 1)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "bad output affine flag");
+    if (m->out_affine) {
+        if (m->float_accumulate != QS_ACC_DOUBLE)
+            return qs_fail(err, QS_ERR_FORMAT, 0,
+                           "an output scale and bias need accumulate double");
+        if (!isfinite(m->out_scale))
+            return qs_fail(err, QS_ERR_FORMAT, 0, "output scale is not finite");
+        for (uint32_t c = 0; c < m->num_classes; c++)
+            if (!isfinite(m->out_bias[c]))
+                return qs_fail(err, QS_ERR_FORMAT, 0, "output bias of class %u is not finite", c);
     }
     uint32_t maxn = 1;
     uint64_t total = 0;
@@ -387,7 +406,27 @@ int qs_tree_is_oblivious(const qs_model *m, const qs_tree *t, uint32_t *depth_ou
 
 /* ------------------------------------------------------------- scoring */
 
+void qs_model_finish_scores(const qs_model *m, double *out, size_t n)
+{
+    if (!m->out_affine)
+        return;
+    const uint32_t K = m->num_classes;
+    for (size_t d = 0; d < n; d++)
+        for (uint32_t c = 0; c < K; c++) {
+            /* Two statements: the product is rounded before the sum (no
+             * contraction into a fused multiply-add). */
+            double p = m->out_scale * out[d * K + c];
+            out[d * K + c] = p + m->out_bias[c];
+        }
+}
+
 void qs_model_walk_score(const qs_model *m, const double *x, double *out)
+{
+    qs_model_walk_sum(m, x, out);
+    qs_model_finish_scores(m, out, 1);
+}
+
+void qs_model_walk_sum(const qs_model *m, const double *x, double *out)
 {
     if (m->float_accumulate) {
         float acc[QS_MAX_CLASSES > 64 ? 64 : QS_MAX_CLASSES];

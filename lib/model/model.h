@@ -84,6 +84,13 @@ struct qs_model {
     double transform_param; /* sigmoid scale (LightGBM `sigmoid:`), else 1 */
     uint32_t transform_average; /* N > 0: the transform applies to each sum / N
                                    (LightGBM random forest, N iterations); 0: none */
+    /* Output affine (CatBoost's scale_and_bias): with out_affine set, each raw
+     * score is out_scale * s[c] + out_bias[c] in double, applied once to the
+     * finished sum (qs_model_finish_scores).  Off (0, 1, zeros) for the other
+     * sources, whose scores it then leaves untouched. */
+    int out_affine;
+    double out_scale;
+    double *out_bias;       /* [num_classes] */
 
     qs_tree *trees;    uint64_t num_trees,  cap_trees;
     qs_node *nodes;    uint64_t num_nodes,  cap_nodes;
@@ -145,9 +152,21 @@ static inline uint32_t qs_tree_walk(const qs_model *m, const qs_tree *t, const d
 }
 
 /* Raw scores of one dense document by walking every tree in order, with the
- * model's accumulation rules.  out[] has num_classes entries.  The model must
- * have passed qs_model_validate. */
+ * model's accumulation rules and then its output affine: the reference
+ * semantics.  out[] has num_classes entries.  The model must have passed
+ * qs_model_validate. */
 void qs_model_walk_score(const qs_model *m, const double *x, double *out);
+
+/* The same sum without the output affine: what every back end computes
+ * (the `walk` back end calls this); qs_score_batch then applies the affine
+ * once, for every back end, with qs_model_finish_scores. */
+void qs_model_walk_sum(const qs_model *m, const double *x, double *out);
+
+/* Apply the output affine to n documents' scores out[d * K + c] in place:
+ * out = out_scale * s, rounded to double, then + out_bias[c], rounded to
+ * double (two roundings, never a fused multiply-add).  Nothing when
+ * out_affine is off. */
+void qs_model_finish_scores(const qs_model *m, double *out, size_t n);
 
 /* Whether tree t is oblivious: complete, and every node of a level tests the
  * same feature with the same threshold and special-value rules.  *depth_out

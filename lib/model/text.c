@@ -5,7 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Version 2 is version 1 plus the output affine lines (`out-scale`,
+ * `out-bias`); the writer uses it only for models that have one, so every
+ * other model is written as version 1, byte for byte as before. */
 #define TEXT_VERSION 1
+#define TEXT_VERSION_AFFINE 2
 
 /* ------------------------------------------------------------ writer */
 
@@ -50,6 +54,7 @@ static const char *src_name(qs_source s)
     case QS_SRC_LIGHTGBM: return "lightgbm";
     case QS_SRC_XGBOOST: return "xgboost";
     case QS_SRC_QUICKRANK: return "quickrank";
+    case QS_SRC_CATBOOST: return "catboost";
     default: return "unknown";
     }
 }
@@ -72,7 +77,7 @@ int qs_model_to_text(const qs_model *m, char **out, size_t *out_len, qs_error *e
     sbuf b = { malloc(1 << 16), 0, 1 << 16, 0 };
     if (!b.p)
         return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
-    sb_printf(&b, "qs-ensemble %d\n", TEXT_VERSION);
+    sb_printf(&b, "qs-ensemble %d\n", m->out_affine ? TEXT_VERSION_AFFINE : TEXT_VERSION);
     sb_printf(&b, "source %s\n", src_name(m->source));
     /* The objective is free text from the source; keep it on one line. */
     char obj[sizeof m->objective + 1];
@@ -100,6 +105,16 @@ int qs_model_to_text(const qs_model *m, char **out, size_t *out_len, qs_error *e
         sb_printf(&b, "base %u ", c);
         put_value(&b, m->base[c]);
         sb_printf(&b, "\n");
+    }
+    if (m->out_affine) {
+        sb_printf(&b, "out-scale ");
+        put_value(&b, m->out_scale);
+        sb_printf(&b, "\n");
+        for (uint32_t c = 0; c < m->num_classes; c++) {
+            sb_printf(&b, "out-bias %u ", c);
+            put_value(&b, m->out_bias[c]);
+            sb_printf(&b, "\n");
+        }
     }
     sb_printf(&b, "trees %llu\n", (unsigned long long)m->num_trees);
     for (uint64_t t = 0; t < m->num_trees; t++) {
@@ -377,10 +392,10 @@ static int read_body(reader *r, qs_model *m)
     char b[48];
     if (header(r, "qs-ensemble", 2) || get_u64(r, 1, UINT64_MAX, &ver, "version"))
         return -1;
-    if (ver != TEXT_VERSION)
+    if (ver != TEXT_VERSION && ver != TEXT_VERSION_AFFINE)
         return qs_fail(r->err, QS_ERR_UNSUPPORTED, r->line,
-                       "ensemble text version %llu is not supported (this build reads %d)",
-                       (unsigned long long)ver, TEXT_VERSION);
+                       "ensemble text version %llu is not supported (this build reads %d and %d)",
+                       (unsigned long long)ver, TEXT_VERSION, TEXT_VERSION_AFFINE);
     if (header(r, "source", 2))
         return -1;
     if (tok_is(r, 1, "lightgbm"))
@@ -389,6 +404,8 @@ static int read_body(reader *r, qs_model *m)
         m->source = QS_SRC_XGBOOST;
     else if (tok_is(r, 1, "quickrank"))
         m->source = QS_SRC_QUICKRANK;
+    else if (tok_is(r, 1, "catboost"))
+        m->source = QS_SRC_CATBOOST;
     else if (tok_is(r, 1, "unknown"))
         m->source = QS_SRC_UNKNOWN;
     else
@@ -459,6 +476,20 @@ static int read_body(reader *r, qs_model *m)
             return qs_fail(r->err, QS_ERR_FORMAT, r->line, "expected 'base %u VALUE'", c);
         if (get_num(r, 2, m->float_accumulate, &m->base[c], "base score"))
             return -1;
+    }
+    if (ver == TEXT_VERSION_AFFINE) {
+        m->out_affine = 1;
+        if (header(r, "out-scale", 2) || get_num(r, 1, 0, &m->out_scale, "output scale"))
+            return -1;
+        for (uint32_t c = 0; c < m->num_classes; c++) {
+            uint32_t ci;
+            if (header(r, "out-bias", 3) || get_u32(r, 1, QS_MAX_CLASSES, &ci, "class"))
+                return -1;
+            if (ci != c)
+                return qs_fail(r->err, QS_ERR_FORMAT, r->line, "expected 'out-bias %u VALUE'", c);
+            if (get_num(r, 2, 0, &m->out_bias[c], "output bias"))
+                return -1;
+        }
     }
     uint64_t ntrees;
     if (header(r, "trees", 2) || get_u64(r, 1, QS_MAX_TREES, &ntrees, "tree count"))

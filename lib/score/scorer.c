@@ -275,7 +275,12 @@ int qs_score_batch(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n
     if (!w->ready[b])
         return qs_fail(err, QS_ERR_ARG, 0,
                        "the workspace was made before back end '%s' was prepared", d->name);
-    return d->score(d, s, s->state[b], w, w->scratch[b], n, out, how, err);
+    /* The back ends compute the sum; the output affine (CatBoost's scale
+     * and bias) is applied here, once, for all of them. */
+    int rc = d->score(d, s, s->state[b], w, w->scratch[b], n, out, how, err);
+    if (rc == 0)
+        qs_model_finish_scores(s->m, out, n);
+    return rc;
 }
 
 int qs_score_doc(const qs_scorer *s, qs_workspace *w, qs_backend b, double *out, qs_error *err)

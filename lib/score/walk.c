@@ -1,5 +1,6 @@
 /* walk.c: the `walk` back end, the reference tree walk of model/ (every
- * other back end is tested against it). */
+ * other back end is tested against it).  Like every back end it returns the
+ * sum; qs_score_batch applies the model's output affine. */
 #include "score/score.h"
 
 static int walk_score(const qs_backend_def *d, const qs_scorer *s, const void *state,
@@ -8,7 +9,7 @@ static int walk_score(const qs_backend_def *d, const qs_scorer *s, const void *s
 {
     const qs_model *m = s->m;
     for (uint32_t i = 0; i < n; i++)
-        qs_model_walk_score(m, w->xs[i], out + (size_t)i * m->num_classes);
+        qs_model_walk_sum(m, w->xs[i], out + (size_t)i * m->num_classes);
     return 0;
 }
 

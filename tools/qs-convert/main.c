@@ -1,4 +1,4 @@
-/* qs-convert: translate a LightGBM, XGBoost or QuickRank/RankLib model into
+/* qs-convert: translate a LightGBM, XGBoost, CatBoost or QuickRank/RankLib model into
  * the canonical ensemble text, losslessly, or refuse it loudly. */
 #include "tool.h"
 
@@ -9,15 +9,15 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: qs-convert [--from lightgbm|xgboost|quickrank] [-o FILE] [MODEL|-]\n"
+            "usage: qs-convert [--from lightgbm|xgboost|catboost|quickrank] [-o FILE] [MODEL|-]\n"
             "\n"
-            "Reads a trained model (LightGBM text, XGBoost JSON, QuickRank or RankLib XML;\n"
-            "zstd-compressed input is read transparently; the format is detected unless\n"
-            "--from is given) and writes the canonical ensemble text (format/ensemble-text.md)\n"
+            "Reads a trained model (LightGBM text, XGBoost JSON, CatBoost JSON, QuickRank or\n"
+            "RankLib XML; zstd-compressed input is read transparently; the format is detected\n"
+            "unless --from is given) and writes the canonical ensemble text (format/ensemble-text.md)\n"
             "to standard output, or to FILE (written to a temporary name, then renamed).\n"
             "A model that cannot be scored exactly is refused (exit 3).\n"
             "\n"
-            "  --from FMT     the input format: lightgbm, xgboost or quickrank (ranklib)\n"
+            "  --from FMT     the input format: lightgbm, xgboost, catboost or quickrank (ranklib)\n"
             "  -o, --output F write to F instead of standard output\n"
             "  -h, --help     this help\n"
             "  -V, --version  version\n"
@@ -45,10 +45,13 @@ int main(int argc, char **argv)
                 fmt = QS_FMT_LIGHTGBM;
             else if (strcmp(optarg, "xgboost") == 0)
                 fmt = QS_FMT_XGBOOST;
+            else if (strcmp(optarg, "catboost") == 0)
+                fmt = QS_FMT_CATBOOST;
             else if (strcmp(optarg, "quickrank") == 0 || strcmp(optarg, "ranklib") == 0)
                 fmt = QS_FMT_QUICKRANK;
             else {
-                tool_warn("unknown format '%s' (expected lightgbm, xgboost or quickrank)", optarg);
+                tool_warn("unknown format '%s' (expected lightgbm, xgboost, catboost or quickrank)",
+                          optarg);
                 usage(stderr);
                 return EXIT_USAGE;
             }
@@ -74,8 +77,9 @@ int main(int argc, char **argv)
         tool_die(EXIT_DATA, "%s: this is a compiled .qsm model, which qs-convert does not read "
                             "(it is already compiled: score it with qs-score)", name);
     if (fmt == QS_FMT_UNKNOWN && qs_detect_format(buf, len) == QS_FMT_UNKNOWN)
-        tool_die(EXIT_DATA, "%s: unrecognised model format (expected LightGBM text, XGBoost JSON "
-                            "or QuickRank/RankLib XML; use --from to say which)", name);
+        tool_die(EXIT_DATA, "%s: unrecognised model format (expected LightGBM text, XGBoost JSON, "
+                            "CatBoost JSON or QuickRank/RankLib XML; use --from to say which)",
+                 name);
     qs_model *m = qs_convert(fmt, buf, len, &err);
     free(buf);
     if (!m)

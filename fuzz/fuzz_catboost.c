@@ -1,0 +1,13 @@
+/* fuzz_catboost.c: libFuzzer target for the CatBoost JSON converter (qs_convert_catboost) and the format detection in front of it; a model it accepts must validate, round-trip as text (version 2, with the output affine), compile (.qsm with AFFN), load and score identically on every back end. */
+#include "fuzz_common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *buf = (const char *)data;
+    (void)qs_detect_format(buf, size);
+    qs_error err;
+    qs_error_clear(&err);
+    qs_model *m = qs_convert_catboost(buf, size, &err);
+    fuzz_converted(m, &err, "qs_convert_catboost");
+    return 0;
+}

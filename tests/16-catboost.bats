@@ -1,0 +1,182 @@
+#!/usr/bin/env bats
+# CatBoost JSON models: the shared oracles (CatBoost's own predictions,
+# ../shared/data/catboost), hand-made fixtures whose scores follow CatBoost's
+# rule (tests/fixtures/catboost/README.md), the output affine in the text and
+# the .qsm, and the models that must be refused.
+
+load test_helper
+
+# CatBoost prints its predictions with its own formatting: compare the
+# values, bit for bit (tests/unit/cmpscores.c).
+SCORE_COMPARE=values
+
+C="$BATS_TEST_DIRNAME/fixtures/catboost"
+CB() { printf '%s\n' "$SHARED/catboost/models/$1"; }
+
+# shared NAME ORACLE [qs-score options]: a shared model against its oracle,
+# every back end, a second layout and the threaded paths.
+shared() {
+    require_shared
+    local d
+    d=$(CB "$1")
+    [ -d "$d" ] || skip "missing $d"
+    conform "$d/model.json" "$d/test.letor" "$d/$2" "${@:3}"
+}
+
+@test "catboost hand-made model: float32 >, NaN as false/true/as is, depth 0 to 3, scale and bias" {
+    conform "$C/tiny.json" "$C/tiny.letor" "$C/tiny.pred"
+}
+
+@test "catboost hand-made multiclass model: leaf-major values, one bias per class" {
+    conform "$C/multi.json" "$C/multi.letor" "$C/multi.pred"
+}
+
+@test "catboost shared: single_tree" { shared single_tree pred_raw.txt; }
+@test "catboost shared: shallow_trees (200 stumps)" { shared shallow_trees pred_raw.txt; }
+@test "catboost shared: many_borders" { shared many_borders pred_raw.txt; }
+@test "catboost shared: deep_trees (depth 8)" { shared deep_trees pred_raw.txt; }
+@test "catboost shared: large_features (50 features)" { shared large_features pred_raw.txt; }
+@test "catboost shared: extreme_values" { shared extreme_values pred_raw.txt; }
+@test "catboost shared: nan_as_false" { shared nan_as_false pred_raw.txt; }
+@test "catboost shared: nan_as_true" { shared nan_as_true pred_raw.txt; }
+@test "catboost shared: multiclass_5 (5 columns)" { shared multiclass_5 pred_raw.txt; }
+
+@test "catboost shared: float_binary, Probability = sigmoid of the raw score" {
+    shared float_binary pred_probability.txt --transform
+}
+
+@test "catboost shared: float_regression, Exponent = exp of the raw score (bias -0.013)" {
+    require_shared
+    local d t
+    d=$(CB float_regression)
+    t="$BATS_TEST_TMPDIR/m.txt"
+    qs-convert "$d/model.json" > "$t"
+    # RMSE's own output is the raw value; the oracle holds CatBoost's
+    # Exponent prediction type, which is exp(raw): say so in the text.
+    run grep -c '^transform none 0x1p+0$' "$t"
+    assert_output 1
+    sed 's/^transform none 0x1p+0$/transform exp 0x1p+0/' "$t" > "$BATS_TEST_TMPDIR/exp.txt"
+    conform "$BATS_TEST_TMPDIR/exp.txt" "$d/test.letor" "$d/pred_exponent.txt" --transform
+}
+
+@test "catboost: MultiClass's softmax is not claimed exact (--transform refused), raw scores are" {
+    qs-convert "$C/multi.json" > "$BATS_TEST_TMPDIR/m.txt"
+    run grep '^transform ' "$BATS_TEST_TMPDIR/m.txt"
+    assert_output "transform unsupported 0x1p+0"
+    qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" "$BATS_TEST_TMPDIR/m.txt"
+    run qs-score --transform "$BATS_TEST_TMPDIR/m.qsm" < "$C/multi.letor"
+    assert_failure 3
+}
+
+@test "catboost: detected without --from; XGBoost JSON is still XGBoost" {
+    run qs-convert "$C/tiny.json"
+    assert_success
+    assert_line --index 1 "source catboost"
+    run qs-convert "$FIX/xgb-tiny/model.json"
+    assert_success
+    assert_line --index 1 "source xgboost"
+    run qs-convert --from catboost "$FIX/xgb-tiny/model.json"
+    assert_failure 1
+    assert_output --partial "not a catboost json model"
+}
+
+@test "catboost: the canonical text is version 2 with the affine, and round-trips byte for byte" {
+    local m t
+    for m in "$C/tiny.json" "$C/multi.json"; do
+        qs-convert "$m" > "$BATS_TEST_TMPDIR/a.txt"
+        qs-convert "$BATS_TEST_TMPDIR/a.txt" > "$BATS_TEST_TMPDIR/b.txt"
+        cmp "$BATS_TEST_TMPDIR/a.txt" "$BATS_TEST_TMPDIR/b.txt"
+    done
+    t="$BATS_TEST_TMPDIR/t.txt"
+    qs-convert "$C/tiny.json" > "$t"
+    run sed -n '1p;/^out-/p' "$t"
+    assert_output "$(printf 'qs-ensemble 2\nout-scale 0x1.6666666666666p-1\nout-bias 0 -0x1.aa5c5f7c6759bp-7')"
+    if [ -d "$SHARED/catboost/models" ]; then
+        for m in "$SHARED"/catboost/models/*/model.json; do
+            qs-convert "$m" > "$BATS_TEST_TMPDIR/a.txt"
+            qs-convert "$BATS_TEST_TMPDIR/a.txt" > "$BATS_TEST_TMPDIR/b.txt"
+            cmp "$BATS_TEST_TMPDIR/a.txt" "$BATS_TEST_TMPDIR/b.txt" || { echo "$m"; return 1; }
+        done
+    fi
+}
+
+@test "catboost: .qsm 1.1 with AFFN listed first; models without an affine stay 1.0" {
+    qs-convert "$C/tiny.json" > "$BATS_TEST_TMPDIR/c.txt"
+    qs-compile -o "$BATS_TEST_TMPDIR/c.qsm" "$BATS_TEST_TMPDIR/c.txt"
+    # minor version (offset 10), section count (20), first section id (64)
+    run od -An -tu2 -j10 -N2 "$BATS_TEST_TMPDIR/c.qsm"
+    assert_output --regexp '^ +1$'
+    run od -An -tu4 -j20 -N4 "$BATS_TEST_TMPDIR/c.qsm"
+    assert_output --regexp '^ +4$'
+    run od -An -c -j64 -N4 "$BATS_TEST_TMPDIR/c.qsm"
+    assert_output --regexp 'A +F +F +N'
+    qs-convert "$FIX/xgb-tiny/model.json" > "$BATS_TEST_TMPDIR/x.txt"
+    qs-compile -o "$BATS_TEST_TMPDIR/x.qsm" "$BATS_TEST_TMPDIR/x.txt"
+    run od -An -tu2 -j10 -N2 "$BATS_TEST_TMPDIR/x.qsm"
+    assert_output --regexp '^ +0$'
+    run od -An -tu4 -j20 -N4 "$BATS_TEST_TMPDIR/x.qsm"
+    assert_output --regexp '^ +3$'
+    run sed -n 1p "$BATS_TEST_TMPDIR/x.txt"
+    assert_output "qs-ensemble 1"
+}
+
+@test "canonical text: the affine lines belong to version 2 only, and are required there" {
+    local t="$BATS_TEST_TMPDIR/t.txt"
+    qs-convert "$C/tiny.json" > "$t"
+    grep -v '^out-scale ' "$t" > "$BATS_TEST_TMPDIR/noscale.txt"
+    run qs-convert "$BATS_TEST_TMPDIR/noscale.txt"
+    assert_failure 1
+    assert_output --partial "expected 'out-scale'"
+    sed '1s/.*/qs-ensemble 1/' "$t" > "$BATS_TEST_TMPDIR/v1.txt"
+    run qs-convert "$BATS_TEST_TMPDIR/v1.txt"
+    assert_failure 1
+    assert_output --partial "expected 'trees'"
+    sed 's/^accumulate double$/accumulate float/' "$t" > "$BATS_TEST_TMPDIR/fl.txt"
+    run qs-convert "$BATS_TEST_TMPDIR/fl.txt"
+    assert_failure 1
+    assert_output --partial "need accumulate double"
+    sed '1s/.*/qs-ensemble 3/' "$t" > "$BATS_TEST_TMPDIR/v3.txt"
+    run qs-convert "$BATS_TEST_TMPDIR/v3.txt"
+    assert_failure 3
+}
+
+@test "catboost: categorical features, CTRs, non-symmetric trees and unknown fields are refused (exit 3)" {
+    run qs-convert "$C/categorical.json"
+    assert_failure 3
+    assert_output --partial "categorical features"
+    run qs-convert "$C/ctr.json"
+    assert_failure 3
+    assert_output --partial '"OnlineCtr"'
+    run qs-convert "$C/nonsymmetric.json"
+    assert_failure 3
+    assert_output --partial "non-symmetric trees"
+    run qs-convert "$C/unknown-field.json"
+    assert_failure 3
+    assert_output --partial '"leaf_scale"'
+    sed 's/"AsTrue"/"AsMaybe"/' "$C/tiny.json" > "$BATS_TEST_TMPDIR/nan.json"
+    run qs-convert "$BATS_TEST_TMPDIR/nan.json"
+    assert_failure 3
+    assert_output --partial "AsMaybe"
+    # a border that is not a float32 value (CatBoost writes float32 borders)
+    sed 's/"border": 0.5,/"border": 0.1,/' "$C/tiny.json" > "$BATS_TEST_TMPDIR/b.json"
+    run qs-convert "$BATS_TEST_TMPDIR/b.json"
+    assert_failure 3
+    assert_output --partial "not a float32 value"
+}
+
+@test "catboost: malformed models are errors (exit 1) that say what was expected" {
+    run qs-convert "$C/bad-leaf-count.json"
+    assert_failure 1
+    assert_output --partial "7 leaf values, expected 8"
+    head -c 700 "$C/tiny.json" > "$BATS_TEST_TMPDIR/cut.json"
+    run qs-convert "$BATS_TEST_TMPDIR/cut.json"
+    assert_failure 1
+    sed 's/"float_feature_index": 2/"float_feature_index": 9/' "$C/tiny.json" > "$BATS_TEST_TMPDIR/f.json"
+    run qs-convert "$BATS_TEST_TMPDIR/f.json"
+    assert_failure 1
+    assert_output --partial "float feature 9 is not described"
+    sed 's/"scale_and_bias": \[/"scale_and_bias": [[1], /' "$C/tiny.json" > "$BATS_TEST_TMPDIR/s.json"
+    run qs-convert "$BATS_TEST_TMPDIR/s.json"
+    assert_failure 1
+    assert_output --partial "scale_and_bias"
+}

@@ -1,0 +1,255 @@
+#!/usr/bin/env bash
+# mutate.sh: a test of the test suite.  Each mutation breaks a scratch copy
+# of the repository on purpose (the working tree is never touched), builds
+# it, and runs the bats files that should notice; the suite must FAIL for
+# every one of them.
+#
+#   tests/mutate.sh [--all] [--keep] [MUTATION...]     (default: every mutation)
+#   tests/mutate.sh --list
+#
+# One line per mutation:
+#   mutation NAME: suite failed (good): ...
+#   mutation NAME: suite PASSED (bad): ...
+#   mutation NAME: not applied (...)          (the code it patches has changed)
+#   mutation NAME: skipped (...)              (it needs something this tree lacks)
+# Exit status: 1 if any mutation went unnoticed or could not be applied,
+# else 0.
+#
+# The bats files of a mutation are run in order until one fails (--all runs
+# them all).  The copy holds the tracked and untracked, not ignored, files of
+# the working tree.  Builds run with make -j$MUTATE_JOBS (default 2); the
+# sanitizer mutation builds the copy with SANITIZE=address,undefined and runs
+# its files through scripts/check.sh, as make check does.  Takes a few
+# minutes.
+set -u -o pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+jobs=${MUTATE_JOBS:-2}
+all=no
+keep=no
+want=()
+for a in "$@"; do
+    case "$a" in
+        --all) all=yes ;;
+        --keep) keep=yes ;;
+        --list) want=(--list) ;;
+        -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -*) echo "mutate.sh: unknown option $a" >&2; exit 2 ;;
+        *) want+=("$a") ;;
+    esac
+done
+
+# ------------------------------------------------------------ the mutations
+# Each is a function mut_NAME that patches the copy in the current directory
+# (returning non-zero when its pattern is not found), and three variables:
+# what it breaks, which build (plain or san), the bats files to run.
+
+# patch FILE PERL-SUBSTITUTION: apply it; fail when it changed nothing.
+patch() {
+    local file="$1" expr="$2"
+    [ -f "$file" ] || { echo "no $file"; return 1; }
+    cp "$file" "$file.orig"
+    perl -0pi -e "$expr" "$file"
+    if cmp -s "$file" "$file.orig"; then
+        rm -f "$file.orig"
+        echo "pattern not found in $file"
+        return 1
+    fi
+    rm -f "$file.orig"
+}
+
+names=(nan ulp negzero oblivious byteplane-cat ubsan-pipe empty-list-backends)
+
+what_nan="qs-score's score formatter prints nan for every score"
+build_nan=plain
+files_nan="tests/10-pipeline.bats tests/20-conformance.bats"
+mut_nan() {
+    patch tools/qs-score/pipeline.c 's/(for \(uint32_t k = 0; k < wk->K; k\+\+\)\n\s*)(c->out_len \+=)/${1}sc[k] = __builtin_nan(""), $2/'
+}
+
+what_ulp="STRUCT+ (struct) scores the first document of a run one ulp too high"
+build_ulp=plain
+files_ulp="tests/10-pipeline.bats tests/20-conformance.bats"
+mut_ulp() {
+    patch lib/score/baselines.c 's/(acc_add\(b->acc, &o\[tr->cls\], [^;]*;\n\s*\}\n)/$1        { static int once; if (!once++) o[0] = __builtin_nextafter(o[0], __builtin_inf()); }\n/'
+}
+
+what_negzero="qs-score prints -0 for a score of 0"
+build_negzero=plain
+files_negzero="tests/10-pipeline.bats tests/20-conformance.bats"
+mut_negzero() {
+    patch tools/qs-score/pipeline.c 's/(for \(uint32_t k = 0; k < wk->K; k\+\+\)\n\s*)(c->out_len \+=)/${1}sc[k] = sc[k] == 0 ? -0.0 : sc[k], $2/'
+}
+
+what_oblivious="the oblivious back end refuses every model (exit 3)"
+build_oblivious=plain
+files_oblivious="tests/10-pipeline.bats tests/20-conformance.bats"
+mut_oblivious() {
+    patch lib/score/baselines.c 's/(int qs_baselines_has_oblivious\(const qs_baselines \*b\)\s*\{)\s*return b->obl;/$1 (void)b; return 0;/'
+}
+
+# Only the AVX-512 byte-plane kernel (batches of 32 or more documents) gets
+# categorical nodes of reversed trees wrong: no fixture has both, so only the
+# reversed conformance layout scored with --doc-block 64 can see it.
+what_byteplane_cat="the AVX-512 byte-plane kernel ignores the reversal of categorical nodes"
+build_byteplane_cat=plain
+files_byteplane_cat="tests/20-conformance.bats"
+needs_byteplane_cat() {
+    bin/qs-score --list-backends | grep -q '^vqs-avx512	yes	' ||
+        { echo "this CPU does not run vqs-avx512"; return 1; }
+}
+mut_byteplane_cat() {
+    patch lib/score/x86/vqs.c 's/(l < BP_LANES; l\+\+\)\s*\n\s*if \(qs_node_goes_left\(m, n, xs\[l\]\[n->feature\]\) == )!!\(C->tree & QS_CAT_REVERSED\)/${1}0/'
+}
+
+what_ubsan_pipe="qs-convert overflows a signed int at exit when its output is a pipe (a UBSan report, sanitizer build)"
+build_ubsan_pipe=san
+files_ubsan_pipe="tests/35-hostile.bats tests/10-pipeline.bats"
+mut_ubsan_pipe() {
+    patch tools/qs-convert/main.c 's/(int main\(int argc, char \*\*argv\)\s*\{)/#include <limits.h>\n#include <sys\/stat.h>\nstatic void mutant_trip(void)\n{\n    struct stat st;\n    fflush(stdout);\n    if (fstat(1, &st) == 0 && S_ISFIFO(st.st_mode)) {\n        volatile int big = INT_MAX;\n        volatile int sum = big + 1;\n        (void)sum;\n    }\n}\n\n$1\n    atexit(mutant_trip);/'
+}
+
+# qs-score --list-backends (machine-readable: name<TAB>yes|no: reason<TAB>
+# flags<TAB>summary) is how the suite learns the back ends: a qs-score whose
+# list is empty must fail the suite.  Done with a wrapper in bin/, so that it does not
+# depend on how the option is written.
+what_empty_list_backends="qs-score --list-backends prints nothing"
+build_empty_list_backends=plain
+files_empty_list_backends="tests/10-pipeline.bats tests/20-conformance.bats"
+needs_empty_list_backends() {
+    bin/qs-score --list-backends > /dev/null 2>&1 ||
+        { echo "this qs-score has no --list-backends yet"; return 1; }
+}
+mut_empty_list_backends() { :; }
+after_build_empty_list_backends() {
+    local real
+    real=$(readlink -f bin/qs-score)
+    rm -f bin/qs-score
+    printf '#!/bin/sh\nfor a; do [ "$a" = --list-backends ] && exit 0; done\nexec "%s" "$@"\n' "$real" > bin/qs-score
+    chmod +x bin/qs-score
+}
+
+if [ "${want[*]:-}" = --list ]; then
+    for n in "${names[@]}"; do
+        v="what_${n//-/_}"
+        printf '%-20s %s\n' "$n" "${!v}"
+    done
+    exit 0
+fi
+[ ${#want[@]} -gt 0 ] || want=("${names[@]}")
+for n in "${want[@]}"; do
+    declare -F "mut_${n//-/_}" > /dev/null || { echo "mutate.sh: no mutation '$n' (--list)" >&2; exit 2; }
+done
+
+# ------------------------------------------------------------ the copies
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/qs-mutate.XXXXXX")
+cleanup() {
+    if [ "$keep" = yes ]; then
+        echo "# scratch copies kept in $scratch"
+    else
+        rm -rf "$scratch"
+    fi
+}
+trap cleanup EXIT
+
+# The reference data: where the tests would find it from the real checkout.
+if [ -z "${QS_SHARED_DATA:-}" ] && [ -d "$root/../shared/data" ]; then
+    export QS_SHARED_DATA="$root/../shared/data"
+fi
+[ -n "${QS_SHARED_DATA:-}" ] ||
+    echo "# note: no reference data (../shared/data or QS_SHARED_DATA): the conformance files will skip"
+unset QS_BACKEND
+
+log="$scratch/log"
+mkdir -p "$scratch/base"
+(cd "$root" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -C "$scratch/base" -xf - ||
+    { echo "mutate.sh: cannot copy the working tree" >&2; exit 2; }
+
+# build_base KIND: an unmutated copy (plain or san), built once, in
+# $scratch/base-KIND; each mutation's copy starts from it and reuses its
+# objects, so that only the patched file is recompiled.
+declare -A built
+build_base() {
+    local kind="$1" dir="$scratch/base-$1"
+    [ -z "${built[$kind]:-}" ] || return 0
+    rm -rf "$dir"
+    cp -a "$scratch/base" "$dir"
+    echo "# building the unmutated copy ($kind)"
+    if [ "$kind" = san ]; then
+        (cd "$dir" && make -j"$jobs" SANITIZE=address,undefined) > "$scratch/build-$kind.log" 2>&1
+    else
+        (cd "$dir" && make -j"$jobs") > "$scratch/build-$kind.log" 2>&1
+    fi || { echo "mutate.sh: the unmutated copy does not build ($kind):" >&2; tail -20 "$scratch/build-$kind.log" >&2; exit 2; }
+    built[$kind]=1
+}
+
+# run_files DIR KIND FILES...: run the bats files in DIR until one fails;
+# prints a summary; returns 0 when one failed (the good outcome).
+run_files() {
+    local dir="$1" kind="$2" f failed=0 ran=0 total nfail
+    shift 2
+    for f in "$@"; do
+        ran=$((ran + 1))
+        if [ "$kind" = san ]; then
+            (cd "$dir" && SANITIZE=address,undefined ./scripts/check.sh -- "$f") > "$log" 2>&1
+        else
+            (cd "$dir" && bats --tap "$f") > "$log" 2>&1
+        fi
+        local rc=$?
+        nfail=$(grep -c '^not ok ' "$log")
+        total=$(grep -cE '^(not )?ok ' "$log")
+        if [ "$rc" != 0 ]; then
+            failed=1
+            echo "$nfail of $total tests failed in $f; first: $(grep -m1 '^not ok ' "$log" | sed 's/^not ok [0-9]* //')"
+            [ "$all" = yes ] || break
+        fi
+    done
+    [ "$failed" = 1 ] || echo "all $ran files passed: $*"
+    [ "$failed" = 1 ]
+}
+
+unnoticed=0
+for n in "${want[@]}"; do
+    id=${n//-/_}
+    w="what_$id"
+    b="build_$id"
+    fl="files_$id"
+    kind=${!b}
+    build_base "$kind"
+    dir="$scratch/mut-$n"
+    rm -rf "$dir"
+    cp -a "$scratch/base-$kind" "$dir"
+    cd "$dir" || exit 2
+    if declare -F "needs_$id" > /dev/null && ! why=$("needs_$id"); then
+        echo "mutation $n: skipped ($why)"
+        cd "$scratch" && rm -rf "$dir"
+        continue
+    fi
+    if ! why=$("mut_$id"); then
+        echo "mutation $n: not applied ($why)"
+        unnoticed=1
+        cd "$scratch" && rm -rf "$dir"
+        continue
+    fi
+    if [ "$kind" = san ]; then
+        make -j"$jobs" SANITIZE=address,undefined > "$scratch/build-$n.log" 2>&1
+    else
+        make -j"$jobs" > "$scratch/build-$n.log" 2>&1
+    fi || {
+        echo "mutation $n: not applied (the mutated copy does not build: $(grep -m1 'error' "$scratch/build-$n.log"))"
+        unnoticed=1
+        cd "$scratch" && rm -rf "$dir"
+        continue
+    }
+    if declare -F "after_build_$id" > /dev/null; then "after_build_$id"; fi
+    # shellcheck disable=SC2086
+    if summary=$(run_files "$dir" "$kind" ${!fl}); then
+        echo "mutation $n: suite failed (good): ${!w}: $summary"
+    else
+        echo "mutation $n: suite PASSED (bad): ${!w}: $summary"
+        unnoticed=1
+    fi
+    cd "$scratch" || exit 2
+    [ "$keep" = yes ] || rm -rf "$dir"
+done
+exit "$unnoticed"
