@@ -55,6 +55,15 @@ setup() {
     assert_output ""
     run qs-score --strict-features "$T/m.qsm" "$T/y.letor"
     assert_success
+    # A QuickRank model counts only the features its trees use: ids beyond
+    # are normal there, and not warned about (--strict-features still applies).
+    qs-convert "$FIX/qr-oblivious/model.xml.zst" | qs-compile -o "$T/q.qsm" -
+    run bash -c "qs-score '$T/q.qsm' '$FIX/qr-oblivious/docs.letor' 2>&1 >/dev/null"
+    assert_success
+    assert_output ""
+    run qs-score --strict-features "$T/q.qsm" "$FIX/qr-oblivious/docs.letor"
+    assert_failure 1
+    assert_output --partial "--strict-features"
 }
 
 @test "qs-score reads zstd-compressed documents, streamed in bounded memory" {

@@ -316,12 +316,24 @@ static uint32_t model_features(const pipe_job *job)
     return info.num_features;
 }
 
+/* Whether the model's feature count is the training data's (LightGBM's
+ * max_feature_idx + 1, XGBoost's num_feature), so that a larger id is a
+ * mismatch worth a warning; QuickRank, RankLib and CatBoost models count
+ * only the features their trees use. */
+static int features_from_data(const pipe_job *job)
+{
+    qs_model_info info;
+    qs_model_get_info(qs_scorer_model(job->replicas[0]), &info);
+    return info.source == QS_SRC_LIGHTGBM || info.source == QS_SRC_XGBOOST;
+}
+
 /* Write chunk c, the next in input order; a failed chunk ends the process
  * after its output. */
 static void emit(writer *wr, const chunk *c)
 {
     const pipe_job *job = wr->job;
-    if (c->extra_line && !wr->extra_warned && !job->strict_features) {
+    if (c->extra_line && !wr->extra_warned && !job->strict_features &&
+        features_from_data(job)) {
         uint32_t nf = model_features(job);
         tool_warn("%s:%ld: feature id %lld is beyond the model's %u features (ids 0..%lld): "
                   "ignored, here and on any later line (--strict-features refuses it)",
