@@ -145,18 +145,21 @@ bin-links: $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN)
 -include $(LIB_OBJ:.o=.d) $(TOOL_COMMON_OBJ:.o=.d) $(TOOLS:%=$(BUILD)/tools/%/main.d) $(BUILD)/tools/qs-score/pipeline.d $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
 
 # ------------------------------------------------------------ targets
-# The whole suite, then the conformance tests once more per SIMD level this
-# CPU has, with the wider levels disabled (QS_DISABLE_CPU_FEATURES), on auto
-# and the back ends that read the QuickScorer layout.
+# The whole suite, then (plain build) the conformance tests once more per
+# SIMD level this CPU has, with the wider levels disabled
+# (QS_DISABLE_CPU_FEATURES), on auto and the back ends that read the
+# QuickScorer layout.  The sanitizer build runs the suite once.
 check: all
 	SANITIZE='$(SANITIZE)' ./scripts/check.sh
+ifeq ($(SANITIZE),)
 	@cpu=$$(bin/qs-score --version -v | sed -n 's/^cpu: \([a-z0-9,]*\).*/\1/p'); \
 	for off in avx512 avx2; do \
 	    case ",$$cpu," in *",$$off,"*) ;; *) echo "# conformance with $$off disabled: skipped, this CPU lacks $$off"; continue ;; esac; \
 	    echo "# conformance with QS_DISABLE_CPU_FEATURES=$$off"; \
-	    SANITIZE='$(SANITIZE)' QS_DISABLE_CPU_FEATURES=$$off QS_TEST_LAYOUT_ONLY=1 \
+	    QS_DISABLE_CPU_FEATURES=$$off QS_TEST_LAYOUT_ONLY=1 \
 	        ./scripts/check.sh -- tests/20-conformance.bats || exit 1; \
 	done
+endif
 
 demo: all
 	./scripts/demo.sh
