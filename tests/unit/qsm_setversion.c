@@ -3,7 +3,7 @@
  * file from a newer writer (format/qsm.md: major at byte 8, minor at byte 10,
  * both u16 little-endian; header CRC-32C of bytes 0..59 at byte 60).
  * The CRC-32C here is written from the format document, independently of
- * lib/crc32c.c.
+ * lib/common/crc32c.c.
  *
  *   qsm_setversion FILE MAJOR MINOR
  * exit 0: rewritten; 2: usage error, unreadable or too short file. */
