@@ -334,6 +334,7 @@ int main(int argc, char **argv)
     FILE *in = tool_open_input(dpath, &dname);
     setvbuf(out.fp, NULL, _IOFBF, 1 << 20);
     pipe_job job = {
+        .info = &info,
         .replicas = rep,
         .nreplicas = nrep,
         .replica_by_node = by_node,

@@ -173,10 +173,8 @@ static int worker_init(worker *wk, const pipe_job *job, const qs_scorer *s, qs_e
     wk->w = qs_workspace_new(s, err);
     if (!wk->w)
         return -1;
-    qs_model_info info;
-    qs_model_get_info(qs_scorer_model(s), &info);
-    wk->K = info.num_classes;
-    wk->nfeatures = info.num_features;
+    wk->K = job->info->num_classes;
+    wk->nfeatures = job->info->num_features;
     wk->nslots = qs_workspace_slots(wk->w);
     wk->digits = qs_score_digits(s);
     wk->batch = malloc(sizeof(double) * wk->K * wk->nslots);
@@ -309,12 +307,7 @@ typedef struct writer {
     int extra_warned;
 } writer;
 
-static uint32_t model_features(const pipe_job *job)
-{
-    qs_model_info info;
-    qs_model_get_info(qs_scorer_model(job->replicas[0]), &info);
-    return info.num_features;
-}
+static uint32_t model_features(const pipe_job *job) { return job->info->num_features; }
 
 /* Whether the model's feature count is the training data's (LightGBM's
  * max_feature_idx + 1, XGBoost's num_feature), so that a larger id is a
@@ -322,9 +315,7 @@ static uint32_t model_features(const pipe_job *job)
  * only the features their trees use. */
 static int features_from_data(const pipe_job *job)
 {
-    qs_model_info info;
-    qs_model_get_info(qs_scorer_model(job->replicas[0]), &info);
-    return info.source == QS_SRC_LIGHTGBM || info.source == QS_SRC_XGBOOST;
+    return job->info->source == QS_SRC_LIGHTGBM || job->info->source == QS_SRC_XGBOOST;
 }
 
 /* Write chunk c, the next in input order; a failed chunk ends the process

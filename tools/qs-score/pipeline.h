@@ -13,6 +13,7 @@
 #define PIPE_MAX_LINE ((size_t)256 << 20)
 
 typedef struct pipe_job {
+    const qs_model_info *info; /* the model's facts (qs_model_get_info scans every tree) */
     qs_scorer **replicas;    /* one scorer per NUMA node (or forced replica) */
     unsigned nreplicas;
     int replica_by_node;     /* 1: a thread uses its node's replica; 0: thread % nreplicas */
