@@ -105,19 +105,12 @@ static int next(conv *c, qs_json_token *t)
 
 static int expect(conv *c, qs_json_token *t, qs_json_type type, const char *what)
 {
-    if (next(c, t) != 0)
-        return -1;
-    if (t->type != type)
-        return qs_fail_at(c->err, QS_ERR_FORMAT, (long long)t->offset,
-                          "%s should be %s, found %s at byte %zu", what,
-                          qs_json_type_name(type), qs_json_type_name(t->type), t->offset);
-    return 0;
+    return qs_json_expect(&c->r, t, type, what, c->err);
 }
 
 static int duplicate(conv *c, const qs_json_token *k, const char *what)
 {
-    return qs_fail_at(c->err, QS_ERR_FORMAT, (long long)k->offset,
-                      "%s appears twice (byte %zu)", what, k->offset);
+    return qs_json_duplicate(k, what, c->err);
 }
 
 /* A field this reader does not know, in a part of the model that decides

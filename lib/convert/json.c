@@ -952,3 +952,21 @@ const char *qs_json_type_name(qs_json_type type)
     }
     return "a token";
 }
+
+int qs_json_expect(qs_json_reader *r, qs_json_token *t, qs_json_type type, const char *what,
+                   qs_error *err)
+{
+    if (qs_json_next(r, t, err) != 0)
+        return -1;
+    if (t->type != type)
+        return qs_fail_at(err, QS_ERR_FORMAT, (long long)t->offset,
+                          "%s should be %s, found %s at byte %zu", what, qs_json_type_name(type),
+                          qs_json_type_name(t->type), t->offset);
+    return 0;
+}
+
+int qs_json_duplicate(const qs_json_token *k, const char *what, qs_error *err)
+{
+    return qs_fail_at(err, QS_ERR_FORMAT, (long long)k->offset, "%s appears twice (byte %zu)",
+                      what, k->offset);
+}

@@ -128,4 +128,14 @@ int qs_json_get_f64(const qs_json_token *t, double *out);
 /* A short name for a token type, for error messages ("a string", "'['"). */
 const char *qs_json_type_name(qs_json_type type);
 
+/* Read the next token and require `type`; `what` names the value in the
+ * message ("'nodes' should be an array, found a string at byte 812").
+ * Returns 0, or -1 with err filled. */
+int qs_json_expect(qs_json_reader *r, qs_json_token *t, qs_json_type type, const char *what,
+                   qs_error *err);
+
+/* A member that appears twice: fills err (offset of the second) and
+ * returns -1. */
+int qs_json_duplicate(const qs_json_token *k, const char *what, qs_error *err);
+
 #endif
