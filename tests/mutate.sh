@@ -64,7 +64,7 @@ what_nan="qs-score's score formatter prints nan for every score"
 build_nan=plain
 files_nan="tests/10-pipeline.bats tests/20-conformance.bats"
 mut_nan() {
-    patch tools/qs-score/pipeline.c 's/(for \(uint32_t k = 0; k < wk->K; k\+\+\)\n\s*)(c->out_len \+=)/${1}sc[k] = __builtin_nan(""), $2/'
+    patch tools/qs-score/pipeline.c 's/(for \(uint32_t k = 0; k < ncol; k\+\+\)\n\s*)(c->out_len \+=)/${1}sc[k] = __builtin_nan(""), $2/'
 }
 
 what_ulp="STRUCT+ (struct) scores the first document of a run one ulp too high"
@@ -78,7 +78,7 @@ what_negzero="qs-score prints -0 for a score of 0"
 build_negzero=plain
 files_negzero="tests/10-pipeline.bats tests/20-conformance.bats"
 mut_negzero() {
-    patch tools/qs-score/pipeline.c 's/(for \(uint32_t k = 0; k < wk->K; k\+\+\)\n\s*)(c->out_len \+=)/${1}sc[k] = sc[k] == 0 ? -0.0 : sc[k], $2/'
+    patch tools/qs-score/pipeline.c 's/(for \(uint32_t k = 0; k < ncol; k\+\+\)\n\s*)(c->out_len \+=)/${1}sc[k] = sc[k] == 0 ? -0.0 : sc[k], $2/'
 }
 
 what_oblivious="the oblivious back end refuses every model (exit 3)"
