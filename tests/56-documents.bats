@@ -5,18 +5,6 @@
 
 load test_helper
 
-# Peak RSS allowance (KB) beyond a test's limit: 0 in a normal build; under
-# AddressSanitizer, what the tool needs to start at all (shadow memory), so
-# that the limit still bounds what the input costs.
-san_rss() {
-    if ldd "$(command -v "$1")" 2> /dev/null | grep -q libasan; then
-        /usr/bin/time -f %M -o "$BATS_TEST_TMPDIR/rss.base" "$1" --version > /dev/null
-        tail -n 1 "$BATS_TEST_TMPDIR/rss.base"
-    else
-        echo 0
-    fi
-}
-
 setup() {
     T="$BATS_TEST_TMPDIR"
     D="$FIX/xgb-tiny/docs.letor"

@@ -18,6 +18,18 @@ for lib in bats-support bats-assert; do
     done
 done
 
+# Peak RSS allowance (KB) beyond a test's limit: 0 in a normal build; under
+# AddressSanitizer, what the tool needs to start at all (shadow memory), so
+# that the limit still bounds what the input costs.
+san_rss() {
+    if ldd "$(command -v "$1")" 2> /dev/null | grep -q libasan; then
+        /usr/bin/time -f %M -o "$BATS_TEST_TMPDIR/rss.base" "$1" --version > /dev/null
+        tail -n 1 "$BATS_TEST_TMPDIR/rss.base"
+    else
+        echo 0
+    fi
+}
+
 # Skip (with the reason) when the shared reference data is not there.
 require_shared() {
     [ -d "$SHARED" ] || skip "reference data not found at $SHARED (set QS_SHARED_DATA)"

@@ -15,6 +15,11 @@ int qs_fail(qs_error *err, qs_status code, long line, const char *fmt, ...)
 int qs_fail_at(qs_error *err, qs_status code, long long offset, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Grow the vector *v of `size`-byte elements (capacity *cap, doubling from
+ * 64) so that it holds at least n + 1 elements.  0, or -1 when out of
+ * memory or the size would overflow (*v is then unchanged). */
+int qs_vec_reserve(void **v, size_t *cap, size_t n, size_t size);
+
 /* Printable, bounded copy of a token for error messages (control and
  * non-ASCII bytes become '?', a long token ends in "..."); cap >= 5.
  * Returns dst. */

@@ -74,25 +74,6 @@ typedef struct conv {
     int has_loss;
 } conv;
 
-/* Grow a vector of `size`-byte elements to hold at least n + 1 elements. */
-static int vec_reserve(void **v, size_t *cap, size_t n, size_t size)
-{
-    if (n < *cap)
-        return 0;
-    size_t nc = *cap ? *cap : 64;
-    while (nc <= n) {
-        if (nc > SIZE_MAX / 2 / size)
-            return -1;
-        nc *= 2;
-    }
-    void *q = realloc(*v, nc * size);
-    if (!q)
-        return -1;
-    *v = q;
-    *cap = nc;
-    return 0;
-}
-
 static int nomem(conv *c)
 {
     return qs_fail(c->err, QS_ERR_NOMEM, 0, "out of memory");
@@ -153,13 +134,7 @@ static int read_f64(conv *c, const char *what, double *out)
 
 static int read_name(conv *c, const char *what, char *out, size_t cap)
 {
-    qs_json_token t;
-    if (expect(c, &t, QS_JSON_STRING, what) != 0)
-        return -1;
-    if (qs_json_str_decode(&t, out, cap) < 0)
-        return qs_fail_at(c->err, QS_ERR_FORMAT, (long long)t.offset,
-                          "%s is too long (byte %zu)", what, t.offset);
-    return 0;
+    return qs_json_read_name(&c->r, what, out, cap, c->err);
 }
 
 /* An array that must be empty for the model to be supported (categorical
@@ -238,7 +213,7 @@ static int parse_float_feature(conv *c)
     if (nan_true < 0)
         nan_true = 0;   /* absent: AsIs, NaN > border is false */
     while (c->nff <= (size_t)idx) {
-        if (vec_reserve((void **)&c->ff, &c->capff, c->nff, sizeof *c->ff) != 0)
+        if (qs_vec_reserve((void **)&c->ff, &c->capff, c->nff, sizeof *c->ff) != 0)
             return nomem(c);
         memset(&c->ff[c->nff++], 0, sizeof *c->ff);
     }
@@ -364,7 +339,7 @@ static int parse_split(conv *c, size_t ti)
         return qs_fail_at(c->err, QS_ERR_UNSUPPORTED, (long long)at,
                           "tree %llu: border %.17g (byte %zu) is not a float32 value; CatBoost "
                           "compares in float32 and writes float32 borders", tl, border, at);
-    if (vec_reserve((void **)&c->sp, &c->capsp, c->nsp, sizeof *c->sp) != 0)
+    if (qs_vec_reserve((void **)&c->sp, &c->capsp, c->nsp, sizeof *c->sp) != 0)
         return nomem(c);
     c->sp[c->nsp].feature = feat;
     c->sp[c->nsp++].border = border;
@@ -377,7 +352,7 @@ static int parse_tree(conv *c)
     if (expect(c, &t, QS_JSON_OBJECT, "oblivious_trees[]") != 0)
         return -1;
     size_t ti = c->ntr;
-    if (vec_reserve((void **)&c->tr, &c->captr, c->ntr, sizeof *c->tr) != 0)
+    if (qs_vec_reserve((void **)&c->tr, &c->captr, c->ntr, sizeof *c->tr) != 0)
         return nomem(c);
     if (c->ntr >= QS_MAX_TREES)
         return qs_fail(c->err, QS_ERR_LIMIT, 0, "more than %u trees", QS_MAX_TREES);
@@ -433,7 +408,7 @@ static int parse_tree(conv *c)
                 if (c->nlv - tr->leaf_off >= ((size_t)QS_MAX_CLASSES << CB_MAX_DEPTH))
                     return qs_fail_at(c->err, QS_ERR_LIMIT, (long long)t.offset,
                                       "tree %zu: too many leaf values", ti);
-                if (vec_reserve((void **)&c->lv, &c->caplv, c->nlv, sizeof *c->lv) != 0)
+                if (qs_vec_reserve((void **)&c->lv, &c->caplv, c->nlv, sizeof *c->lv) != 0)
                     return nomem(c);
                 c->lv[c->nlv++] = v;
             }
@@ -465,7 +440,7 @@ static int parse_scale_and_bias(conv *c)
     if (t.type == QS_JSON_NUMBER) {
         /* A single bias for every output. */
         c->bias_scalar = 1;
-        if (vec_reserve((void **)&c->bias, &c->capbias, 0, sizeof *c->bias) != 0)
+        if (qs_vec_reserve((void **)&c->bias, &c->capbias, 0, sizeof *c->bias) != 0)
             return nomem(c);
         if (qs_json_get_f64(&t, &c->bias[0]) != 0)
             return qs_fail_at(c->err, QS_ERR_FORMAT, (long long)t.offset,
@@ -480,7 +455,7 @@ static int parse_scale_and_bias(conv *c)
             if (c->nbias >= QS_MAX_CLASSES)
                 return qs_fail_at(c->err, QS_ERR_LIMIT, (long long)t.offset,
                                   "scale_and_bias has more than %u biases", QS_MAX_CLASSES);
-            if (vec_reserve((void **)&c->bias, &c->capbias, c->nbias, sizeof *c->bias) != 0)
+            if (qs_vec_reserve((void **)&c->bias, &c->capbias, c->nbias, sizeof *c->bias) != 0)
                 return nomem(c);
             if (qs_json_get_f64(&t, &c->bias[c->nbias]) != 0)
                 return qs_fail_at(c->err, QS_ERR_FORMAT, (long long)t.offset,

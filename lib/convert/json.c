@@ -970,3 +970,14 @@ int qs_json_duplicate(const qs_json_token *k, const char *what, qs_error *err)
     return qs_fail_at(err, QS_ERR_FORMAT, (long long)k->offset, "%s appears twice (byte %zu)",
                       what, k->offset);
 }
+
+int qs_json_read_name(qs_json_reader *r, const char *what, char *out, size_t cap, qs_error *err)
+{
+    qs_json_token t;
+    if (qs_json_expect(r, &t, QS_JSON_STRING, what, err) != 0)
+        return -1;
+    if (qs_json_str_decode(&t, out, cap) < 0)
+        return qs_fail_at(err, QS_ERR_FORMAT, (long long)t.offset, "%s is too long (byte %zu)",
+                          what, t.offset);
+    return 0;
+}

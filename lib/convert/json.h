@@ -134,6 +134,10 @@ const char *qs_json_type_name(qs_json_type type);
 int qs_json_expect(qs_json_reader *r, qs_json_token *t, qs_json_type type, const char *what,
                    qs_error *err);
 
+/* Read a string value and decode it into out[cap] (NUL-terminated);
+ * `what` names it in messages.  0, or -1 with err (not a string, too long). */
+int qs_json_read_name(qs_json_reader *r, const char *what, char *out, size_t cap, qs_error *err);
+
 /* A member that appears twice: fills err (offset of the second) and
  * returns -1. */
 int qs_json_duplicate(const qs_json_token *k, const char *what, qs_error *err);

@@ -47,25 +47,6 @@ typedef struct f32vec {
     size_t n, cap;
 } f32vec;
 
-/* Grow a vector of `size`-byte elements to hold one more element. */
-static int vec_reserve(void **v, size_t *cap, size_t n, size_t size)
-{
-    if (n < *cap)
-        return 0;
-    size_t nc = *cap ? *cap : 64;
-    while (nc <= n) {
-        if (nc > SIZE_MAX / 2 / size)
-            return -1;
-        nc *= 2;
-    }
-    void *q = realloc(*v, nc * size);
-    if (!q)
-        return -1;
-    *v = q;
-    *cap = nc;
-    return 0;
-}
-
 /* ------------------------------------------------------ converter state */
 
 /* The arrays of one tree, as read.  Fields are bits in `seen`. */
@@ -172,13 +153,7 @@ static int read_param_int(conv *c, const char *what, int64_t *out)
 /* Read a string value into out[cap] (decoded). */
 static int read_name(conv *c, const char *what, char *out, size_t cap)
 {
-    qs_json_token t;
-    if (expect(c, &t, QS_JSON_STRING, what) != 0)
-        return -1;
-    if (qs_json_str_decode(&t, out, cap) < 0)
-        return qs_fail_at(c->err, QS_ERR_FORMAT, (long long)t.offset,
-                          "%s is too long (byte %zu)", what, t.offset);
-    return 0;
+    return qs_json_read_name(&c->r, what, out, cap, c->err);
 }
 
 /* What a token that is not a usable integer is, for messages. */
@@ -219,7 +194,7 @@ static int read_int_array(conv *c, const char *what, i64vec *out, int bools, siz
         if (out->n >= limit)
             return qs_fail_at(c->err, QS_ERR_LIMIT, (long long)t.offset,
                               "%s has more than %zu entries (limit)", what, limit);
-        if (vec_reserve((void **)&out->v, &out->cap, out->n, sizeof *out->v) != 0)
+        if (qs_vec_reserve((void **)&out->v, &out->cap, out->n, sizeof *out->v) != 0)
             return nomem(c);
         out->v[out->n++] = v;
     }
@@ -245,7 +220,7 @@ static int read_f32_array(conv *c, const char *what, f32vec *out, size_t limit)
         if (out->n >= limit)
             return qs_fail_at(c->err, QS_ERR_LIMIT, (long long)t.offset,
                               "%s has more than %zu entries (limit)", what, limit);
-        if (vec_reserve((void **)&out->v, &out->cap, out->n, sizeof *out->v) != 0)
+        if (qs_vec_reserve((void **)&out->v, &out->cap, out->n, sizeof *out->v) != 0)
             return nomem(c);
         out->v[out->n++] = v;
     }
@@ -470,7 +445,7 @@ static int build_tree(conv *c, uint64_t ti)
             nd->value = isnan(SC[i]) ? -INFINITY : (double)SC[i];
         }
     }
-    if (vec_reserve((void **)&c->tree_ids.v, &c->tree_ids.cap, c->tree_ids.n,
+    if (qs_vec_reserve((void **)&c->tree_ids.v, &c->tree_ids.cap, c->tree_ids.n,
                     sizeof *c->tree_ids.v) != 0)
         return nomem(c);
     c->tree_ids.v[c->tree_ids.n++] = (t->seen & (1u << F_ID)) ? t->id : (int64_t)ti;

@@ -153,6 +153,9 @@ int qs_scorer_prepare(qs_scorer *s, qs_backend b, qs_error *err)
         b = s->auto_backend;
     if (!def_of(b))
         return qs_fail(err, QS_ERR_ARG, 0, "no back end number %d", b);
+    /* Prepared for the current layout already (relayout prepares again). */
+    if (s->prepared[b])
+        return 0;
     return prepare_one(s, (unsigned)b, err);
 }
 
