@@ -91,6 +91,14 @@ same_bytes() {
     fi
     run qs-score --version -v
     assert_output --regexp "threads: default [0-9]+"
+    # the testing knobs are range checked too, and nothing is written
+    run env QS_CHUNK_BYTES=0 qs-score -o "$BATS_TEST_TMPDIR/o1" "$q" "$FIX/lgb-l8/docs.letor"
+    assert_failure 2
+    assert_output --partial "bad QS_CHUNK_BYTES '0'"
+    run env QS_NUMA_REPLICAS=abc qs-score --threads 2 -o "$BATS_TEST_TMPDIR/o2" "$q" "$FIX/lgb-l8/docs.letor"
+    assert_failure 2
+    assert_output --partial "bad QS_NUMA_REPLICAS 'abc'"
+    [ ! -e "$BATS_TEST_TMPDIR/o1" ] && [ ! -e "$BATS_TEST_TMPDIR/o2" ]
 }
 
 @test "NUMA: forced replicas (QS_NUMA_REPLICAS) score the same; --numa is checked" {
