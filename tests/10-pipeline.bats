@@ -217,6 +217,18 @@ EOF
     assert_output --regexp "[0-9]+ checks, 0 failures"
 }
 
+@test "CRC-32C: check value, pieces, and the SSE4.2 path equal to the table path" {
+    run "$UNIT/test_crc32c"
+    assert_success
+    assert_output --regexp "[0-9]+ checks, 0 failures"
+    local fast
+    fast=$(grep '^digest' <<< "$output")
+    QS_DISABLE_CPU_FEATURES=sse42 run "$UNIT/test_crc32c"
+    assert_success
+    assert_line "crc32c path: table"
+    assert_line "$fast"
+}
+
 @test "baselines (STRUCT+, VPRED, OBLIVIOUS) and QS/vQS on random and fixture models equal the reference walk bit for bit" {
     run "$UNIT/test_baselines" "$FIX"
     assert_success

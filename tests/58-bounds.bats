@@ -98,3 +98,69 @@ sys.stdout.buffer.write(struct.pack('<QQQ', 1 << 20, 1 << 24, 0))" > "$T/hdr0"
     assert_failure 2
     assert_output --partial "bad QS_MAX_INPUT 'lots'"
 }
+
+# qsly FILE.qsm OUT: the raw (decompressed) QSLY section of FILE.qsm
+qsly() {
+    python3 - "$1" "$T/qsly.zst" << 'PY'
+import struct, sys
+q = open(sys.argv[1], "rb").read()
+for s in range(struct.unpack_from("<I", q, 20)[0]):
+    sid, flags, off, stored = struct.unpack_from("<IIQQ", q, 64 + 48 * s)
+    if sid == struct.unpack("<I", b"QSLY")[0]:
+        open(sys.argv[2], "wb").write(q[off:off + stored])
+PY
+    zstd -q -d -c "$T/qsly.zst" > "$2"
+}
+
+# patch_qsly RAW WHAT OUT.zst: damage the layout RAW (thr: the first
+# threshold; flags: tree 0's flags byte) and compress it to OUT.zst
+patch_qsly() {
+    python3 - "$1" "$2" << 'PY'
+import struct, sys
+p, what = sys.argv[1], sys.argv[2]
+b = bytearray(open(p, "rb").read())
+_, _, B, G, C, _, E, T, L = struct.unpack_from("<IIIIIIQQQ", b, 0)
+if what == "thr":
+    struct.pack_into("<d", b, 48 + 48 * B + 24 * G, -1e300)
+else:
+    b[48 + 48 * B + 24 * G + 20 * E + 16 * C + 4 * T] = 0x4
+open(p, "wb").write(b)
+PY
+    zstd -q -c "$1" > "$3"
+}
+
+@test ".qsm: a layout stored without τ is rebuilt from the trees; one built with a τ must equal theirs" {
+    qs-score "$T/m.qsm" "$FIX/xgb-tiny/docs.letor" > "$T/want"
+    # τ = 0 (qs-compile's default): damaged thresholds are never read.
+    qsly "$T/m.qsm" "$T/raw"
+    patch_qsly "$T/raw" thr "$T/bad.zst"
+    forge QSLY "$T/bad.zst"
+    for b in $(QS_TEST_LAYOUT_ONLY=1 backends); do
+        run qs-score --backend "$b" "$T/h.qsm" "$FIX/xgb-tiny/docs.letor"
+        assert_success
+        cmp <(echo "$output") "$T/want"
+    done
+    # Its tree flags are still checked.
+    qsly "$T/m.qsm" "$T/raw"
+    patch_qsly "$T/raw" flags "$T/bad.zst"
+    forge QSLY "$T/bad.zst"
+    run qs-score "$T/h.qsm" /dev/null
+    assert_failure 1
+    assert_output "qs-score: $T/h.qsm: layout: tree 0 has unknown flags"
+    # A size that disagrees with the counts.
+    qsly "$T/m.qsm" "$T/raw"
+    printf 'x' >> "$T/raw"
+    zstd -q -c "$T/raw" > "$T/bad.zst"
+    forge QSLY "$T/bad.zst"
+    run qs-score "$T/h.qsm" /dev/null
+    assert_failure 1
+    assert_output --partial "QSLY section has the wrong size"
+    # τ given: the stored layout is used, so it must match the trees.
+    qs-compile --tree-block 2 -o "$T/m.qsm" "$T/m.txt"
+    qsly "$T/m.qsm" "$T/raw"
+    patch_qsly "$T/raw" thr "$T/bad.zst"
+    forge QSLY "$T/bad.zst"
+    run qs-score "$T/h.qsm" /dev/null
+    assert_failure 1
+    assert_output --partial "does not match the trees"
+}

@@ -32,12 +32,14 @@ int qs_parse_number(int float_precision, const char *tok, size_t len, double *ou
 
 /* ---- CPU features (CPUID and XGETBV, asked once).  The SIMD levels this
  * CPU and operating system support, less those named in the environment
- * variable QS_DISABLE_CPU_FEATURES (comma-separated: avx512, avx2; "all"
- * disables both), so that tests can force every code path. */
-enum { QS_SIMD_AVX2 = 1u, QS_SIMD_AVX512 = 2u };
+ * variable QS_DISABLE_CPU_FEATURES (comma-separated: avx512, avx2, sse42;
+ * "all" disables every one), so that tests can force every code path. */
+enum { QS_SIMD_AVX2 = 1u, QS_SIMD_AVX512 = 2u, QS_CPU_CRC32 = 4u };
 unsigned qs_cpu_simd(void);
 /* What the CPU has, before QS_DISABLE_CPU_FEATURES. */
 unsigned qs_cpu_simd_detected(void);
+/* SSE4.2's CRC-32C instruction, unless QS_DISABLE_CPU_FEATURES names sse42. */
+int qs_cpu_crc32(void);
 
 /* Size in bytes of this machine's level-`level` data (or unified) cache,
  * from sysfs; 0 when unknown. */

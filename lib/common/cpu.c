@@ -40,8 +40,15 @@ static unsigned detect_simd(void)
     return r;
 }
 
+static int detect_crc32(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2);
+}
+
 #else /* not x86-64 with GCC or Clang: no SIMD kernels */
 static unsigned detect_simd(void) { return 0; }
+static int detect_crc32(void) { return 0; }
 #endif
 
 /* CPUID may trap to a hypervisor and getenv is not free: ask once.  Two
@@ -70,8 +77,10 @@ static unsigned disabled_levels(void)
             r |= QS_SIMD_AVX512;
         else if (n == 4 && strncmp(e, "avx2", 4) == 0)
             r |= QS_SIMD_AVX2 | QS_SIMD_AVX512; /* AVX-512 kernels assume AVX2 */
+        else if (n == 5 && strncmp(e, "sse42", 5) == 0)
+            r |= QS_CPU_CRC32;
         else if (n == 3 && strncmp(e, "all", 3) == 0)
-            r |= QS_SIMD_AVX2 | QS_SIMD_AVX512;
+            r |= QS_SIMD_AVX2 | QS_SIMD_AVX512 | QS_CPU_CRC32;
         e += n;
         e += strspn(e, ", ");
     }
@@ -86,6 +95,18 @@ unsigned qs_cpu_simd(void)
         __atomic_store_n(&cached_enabled, v, __ATOMIC_RELAXED);
     }
     return (unsigned)v;
+}
+
+static int cached_crc32 = -1;
+
+int qs_cpu_crc32(void)
+{
+    int v = __atomic_load_n(&cached_crc32, __ATOMIC_RELAXED);
+    if (v < 0) {
+        v = detect_crc32() && !(disabled_levels() & QS_CPU_CRC32);
+        __atomic_store_n(&cached_crc32, v, __ATOMIC_RELAXED);
+    }
+    return v;
 }
 
 uint64_t qs_cache_size(int level)

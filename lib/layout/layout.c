@@ -99,20 +99,97 @@ typedef struct rec {
     uint64_t mask;
 } rec;
 
-/* Groups by (feature, rule, direction); ascending thresholds, or descending
- * in the groups of reversed trees. */
-static int rec_cmp(const void *a, const void *b)
+/* The records of a block go in the order (feature, rule, threshold
+ * ascending, or descending in the groups of reversed trees, tree, mask):
+ * groups by (feature, rule, direction), each a sorted threshold list.  A
+ * stable LSD radix sort on 11-bit digits of two keys, the threshold's then
+ * the group's, from the gather order (trees ascending); digits every record
+ * shares are skipped.  Ties of (group, threshold, tree), rare, are then put
+ * in mask order.  -0.0 and +0.0 are one threshold, as they compare equal. */
+#define RADIX_BITS 11
+#define RADIX_SIZE (1u << RADIX_BITS)
+#define RADIX_DIGITS 6 /* per 64-bit key */
+
+static uint64_t thr_key(double thr, uint32_t rule)
 {
-    const rec *x = a, *y = b;
-    if (x->feature != y->feature)
-        return x->feature < y->feature ? -1 : 1;
-    if (x->rule != y->rule)
-        return x->rule < y->rule ? -1 : 1;
-    if (x->thr != y->thr)
-        return ((x->thr < y->thr) ^ ((x->rule & QS_GROUP_DESC) != 0)) ? -1 : 1;
-    if (x->tree != y->tree)
-        return x->tree < y->tree ? -1 : 1;
-    return (x->mask > y->mask) - (x->mask < y->mask);
+    uint64_t u;
+    if (thr == 0.0)
+        thr = 0.0;
+    memcpy(&u, &thr, sizeof u);
+    u = (u >> 63) ? ~u : u | (1ull << 63);
+    return (rule & QS_GROUP_DESC) ? ~u : u;
+}
+
+static int sort_recs(rec *recs, uint64_t n)
+{
+    if (n >= UINT32_MAX)
+        return -2;
+    uint64_t *key = malloc(2 * n * sizeof *key);
+    uint32_t *a = malloc(2 * n * sizeof *a);
+    uint32_t *hist = calloc(2 * RADIX_DIGITS * RADIX_SIZE, sizeof *hist);
+    rec *tmp = malloc(n * sizeof *tmp);
+    if (!key || !a || !hist || !tmp) {
+        free(key);
+        free(a);
+        free(hist);
+        free(tmp);
+        return -1;
+    }
+    uint64_t *kt = key, *kg = key + n; /* threshold key, group key */
+    uint32_t *b = a + n;
+    for (uint64_t i = 0; i < n; i++) {
+        kt[i] = thr_key(recs[i].thr, recs[i].rule);
+        kg[i] = (uint64_t)recs[i].feature << 32 | recs[i].rule;
+        a[i] = (uint32_t)i;
+        for (unsigned d = 0; d < RADIX_DIGITS; d++) {
+            hist[d * RADIX_SIZE + ((kt[i] >> (d * RADIX_BITS)) & (RADIX_SIZE - 1))]++;
+            hist[(RADIX_DIGITS + d) * RADIX_SIZE + ((kg[i] >> (d * RADIX_BITS)) & (RADIX_SIZE - 1))]++;
+        }
+    }
+    for (unsigned p = 0; p < 2 * RADIX_DIGITS; p++) {
+        const uint64_t *k = p < RADIX_DIGITS ? kt : kg;
+        const unsigned shift = (p % RADIX_DIGITS) * RADIX_BITS;
+        uint32_t *h = hist + p * RADIX_SIZE, sum = 0;
+        int all_one = 0;
+        for (unsigned v = 0; v < RADIX_SIZE; v++) {
+            if (h[v] == n)
+                all_one = 1;
+            uint32_t c = h[v];
+            h[v] = sum;
+            sum += c;
+        }
+        if (all_one)
+            continue;
+        for (uint64_t i = 0; i < n; i++) {
+            uint32_t r = a[i];
+            b[h[(k[r] >> shift) & (RADIX_SIZE - 1)]++] = r;
+        }
+        uint32_t *t = a;
+        a = b;
+        b = t;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        tmp[i] = recs[a[i]];
+    /* Equal group, threshold and tree: mask order (insertion sort of the run). */
+    for (uint64_t i = 0; i < n;) {
+        uint64_t j = i + 1;
+        while (j < n && kg[a[j]] == kg[a[i]] && kt[a[j]] == kt[a[i]] && tmp[j].tree == tmp[i].tree)
+            j++;
+        for (uint64_t x = i + 1; x < j; x++) {
+            rec v = tmp[x];
+            uint64_t y = x;
+            for (; y > i && tmp[y - 1].mask > v.mask; y--)
+                tmp[y] = tmp[y - 1];
+            tmp[y] = v;
+        }
+        i = j;
+    }
+    memcpy(recs, tmp, n * sizeof *recs);
+    free(key);
+    free(a < b ? a : b);
+    free(hist);
+    free(tmp);
+    return 0;
 }
 
 static uint32_t rule_of(const qs_node *n)
@@ -280,8 +357,13 @@ qs_layout *qs_layout_build(const qs_model *m, uint32_t delta, uint32_t tree_bloc
             }
         }
         B->cat_end = L->ncat;
-        if (nrec)
-            qsort(recs, (size_t)nrec, sizeof *recs, rec_cmp);
+        int sr = nrec > 1 ? sort_recs(recs, nrec) : 0;
+        if (sr == -2) {
+            qs_fail(err, QS_ERR_LIMIT, 0, "model too large for one layout");
+            goto fail;
+        }
+        if (sr != 0)
+            goto nomem;
 
         /* Emit groups: sorted scan entries, then the special-value list. */
         B->group_begin = L->ngroups;

@@ -69,6 +69,12 @@ typedef struct qs_layout {
     uint8_t *treeflags;        /* QS_TREE_REVERSED: laid out mirrored (tree reversal) */
     uint64_t nleafvals;
     double *leaves;            /* contribution = weight * leaf value, leaf order */
+    /* A sketch (qsm_read of a QSLY with τ = 0, which the scorer rebuilds
+     * from the trees anyway): only Δ, τ, δ, ntrees, nleafvals, treeflags and
+     * sketch_scan (the scan entries, for choosing τ) are set; no blocks,
+     * groups or entries.  Nothing may score with it. */
+    int sketch;
+    uint64_t sketch_scan;
 } qs_layout;
 
 /* Build the layout of a validated model. */

@@ -423,18 +423,22 @@ static int read_trees(rbuf *r, qs_model *m, qs_error *err)
     m->nodes = r_alloc(r, nn, 32, sizeof *m->nodes);
     if (!r->bad)
         m->num_nodes = m->cap_nodes = nn;
+    /* 32 bytes a node, checked once (r_alloc saw room for nn of them). */
     for (uint64_t i = 0; i < nn && !r->bad; i++) {
         qs_node *n = &m->nodes[i];
-        n->kind = r_u8(r);
-        n->miss = r_u8(r);
-        n->default_left = r_u8(r);
-        n->flags = r_u8(r);
-        n->feature = r_u32(r);
-        n->left = (int32_t)r_u32(r);
-        n->right = (int32_t)r_u32(r);
-        n->cat_off = r_u32(r);
-        n->cat_nwords = r_u32(r);
-        n->value = r_f64(r);
+        const unsigned char *p = r->p + r->pos;
+        n->kind = p[0];
+        n->miss = p[1];
+        n->default_left = p[2];
+        n->flags = p[3];
+        n->feature = get_u32_at(p + 4);
+        n->left = (int32_t)get_u32_at(p + 8);
+        n->right = (int32_t)get_u32_at(p + 12);
+        n->cat_off = get_u32_at(p + 16);
+        n->cat_nwords = get_u32_at(p + 20);
+        uint64_t v = get_u64_at(p + 24);
+        memcpy(&n->value, &v, sizeof v);
+        r->pos += 32;
     }
     m->cat_words = r_alloc(r, nc, 4, sizeof *m->cat_words);
     if (!r->bad)
@@ -445,7 +449,46 @@ static int read_trees(rbuf *r, qs_model *m, qs_error *err)
         return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
     if (r->bad || r->pos != r->n)
         return qs_fail(err, QS_ERR_FORMAT, 0, "TREE section has the wrong size");
-    return qs_model_validate(m, err);
+    return qs_model_validate_shape(m, err);
+}
+
+/* A stored τ of 0: the scorer rebuilds the layout from TREE for this
+ * machine's cache, keeping only Δ, δ and the tree flags, and choosing τ from
+ * the number of scan entries and leaf values (format/qsm.md, "Block sizes at
+ * load").  So only those are decoded and checked, and the section's size
+ * against its counts; the blocks, entries and leaf tables are skipped. */
+static int read_layout_sketch(rbuf *r, qs_layout *L, qs_error *err)
+{
+    const uint64_t B = L->nblocks, G = L->ngroups, C = L->ncat, E = L->nentries, T = L->ntrees;
+    if (L->delta < 1 || L->delta > QS_MAX_DELTA || L->doc_block > QS_MAX_DOC_BLOCK)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "layout: delta or document block out of range");
+    /* E <= 2^32 - 1 and T <= QS_MAX_TREES were checked; L is bounded by
+     * the section's size before it is multiplied. */
+    if (L->nleafvals > r->n / 8 ||
+        48 + 48 * B + 24 * G + 20 * E + 16 * C + 5 * T + 8 * L->nleafvals != r->n)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "QSLY section has the wrong size");
+    const unsigned char *g = r->p + 48 + 48 * B;
+    uint64_t scan = 0;
+    for (uint64_t i = 0; i < G; i++, g += 24) {
+        uint32_t begin = get_u32_at(g + 8), end = get_u32_at(g + 12);
+        scan += end > begin ? end - begin : 0;
+    }
+    const unsigned char *f = r->p + 48 + 48 * B + 24 * G + 20 * E + 16 * C + 4 * T;
+    L->treeflags = calloc(T + 1, 1);
+    if (!L->treeflags)
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+    for (uint64_t t = 0; t < T; t++) {
+        if (f[t] & ~QS_TREE_REVERSED)
+            return qs_fail(err, QS_ERR_FORMAT, 0, "layout: tree %llu has unknown flags",
+                           (unsigned long long)t);
+        L->treeflags[t] = f[t];
+    }
+    L->nblocks = L->ngroups = L->ncat = 0;
+    L->nentries = 0;
+    L->sketch = 1;
+    L->sketch_scan = scan;
+    r->pos = r->n;
+    return 0;
 }
 
 static int read_layout(rbuf *r, qs_layout *L, const qs_model *m, qs_error *err)
@@ -463,6 +506,8 @@ static int read_layout(rbuf *r, qs_layout *L, const qs_model *m, qs_error *err)
         return qs_fail(err, QS_ERR_FORMAT, 0, "QSLY section is truncated");
     if (L->ntrees != m->num_trees || L->nentries > UINT32_MAX)
         return qs_fail(err, QS_ERR_FORMAT, 0, "QSLY section does not match the model");
+    if (L->tree_block == 0)
+        return read_layout_sketch(r, L, err);
     L->blocks = r_alloc(r, L->nblocks, 48, sizeof *L->blocks);
     for (uint32_t i = 0; i < L->nblocks && !r->bad; i++) {
         qs_block *B = &L->blocks[i];
@@ -487,15 +532,18 @@ static int read_layout(rbuf *r, qs_layout *L, const qs_model *m, qs_error *err)
         G->sp_begin = r_u32(r);
         G->sp_end = r_u32(r);
     }
+    /* Fixed-size arrays: r_alloc has checked the section holds them. */
     L->thr = r_alloc(r, L->nentries, 8, sizeof *L->thr);
-    for (uint64_t i = 0; i < L->nentries && !r->bad; i++)
-        L->thr[i] = r_f64(r);
+    for (uint64_t i = 0; i < L->nentries && !r->bad; i++, r->pos += 8) {
+        uint64_t v = get_u64_at(r->p + r->pos);
+        memcpy(&L->thr[i], &v, sizeof v);
+    }
     L->etree = r_alloc(r, L->nentries, 4, sizeof *L->etree);
-    for (uint64_t i = 0; i < L->nentries && !r->bad; i++)
-        L->etree[i] = r_u32(r);
+    for (uint64_t i = 0; i < L->nentries && !r->bad; i++, r->pos += 4)
+        L->etree[i] = get_u32_at(r->p + r->pos);
     L->emask = r_alloc(r, L->nentries, 8, sizeof *L->emask);
-    for (uint64_t i = 0; i < L->nentries && !r->bad; i++)
-        L->emask[i] = r_u64(r);
+    for (uint64_t i = 0; i < L->nentries && !r->bad; i++, r->pos += 8)
+        L->emask[i] = get_u64_at(r->p + r->pos);
     L->cats = r_alloc(r, L->ncat, 16, sizeof *L->cats);
     for (uint32_t i = 0; i < L->ncat && !r->bad; i++) {
         L->cats[i].tree = r_u32(r);
@@ -514,8 +562,10 @@ static int read_layout(rbuf *r, qs_layout *L, const qs_model *m, qs_error *err)
     for (uint64_t t = 0; t < L->ntrees && !r->bad; t++)
         L->treeflags[t] = r_u8(r);
     L->leaves = r_alloc(r, L->nleafvals, 8, sizeof *L->leaves);
-    for (uint64_t i = 0; i < L->nleafvals && !r->bad; i++)
-        L->leaves[i] = r_f64(r);
+    for (uint64_t i = 0; i < L->nleafvals && !r->bad; i++, r->pos += 8) {
+        uint64_t v = get_u64_at(r->p + r->pos);
+        memcpy(&L->leaves[i], &v, sizeof v);
+    }
     if (r->bad == 2 || (!r->bad && !L->leaf_off))
         return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
     if (r->bad || r->pos != r->n)
@@ -536,6 +586,7 @@ static int read_layout(rbuf *r, qs_layout *L, const qs_model *m, qs_error *err)
  * most 2^22): a crafted frame header cannot make the decoder allocate more. */
 #define QSM_WINDOW_LOG_MAX 24
 #define QSM_STEP ((size_t)1 << 20)
+#define QSM_ONESHOT ((uint64_t)8 << 20)
 
 /* What the TREE records seen so far imply, checked as they arrive. */
 typedef struct tree_check {
@@ -593,6 +644,35 @@ static unsigned char *section_bytes(const unsigned char *src, uint64_t stored, u
         memcpy(raw, src, (size_t)rawsz);
         const char *why = tc ? tree_progress(tc, raw, (size_t)rawsz) : NULL;
         if (why) {
+            free(raw);
+            qs_fail(err, QS_ERR_FORMAT, 0, "%s", why);
+            return NULL;
+        }
+        return raw;
+    }
+    /* A section no larger than a few times its stored bytes (or small) is
+     * decoded in one call straight into its buffer; larger claims, which
+     * only a crafted frame makes, step by step with checks as the bytes
+     * arrive, so garbage stops before the buffer grows. */
+    if (rawsz <= QSM_ONESHOT || rawsz / 32 <= stored) {
+        unsigned char *raw = malloc(rawsz ? (size_t)rawsz : 1);
+        ZSTD_DCtx *dc = raw ? ZSTD_createDCtx() : NULL;
+        if (!dc) {
+            free(raw);
+            qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (section %u: %llu bytes)", s,
+                    (unsigned long long)rawsz);
+            return NULL;
+        }
+        size_t got = ZSTD_decompressDCtx(dc, raw, (size_t)rawsz, src, (size_t)stored);
+        ZSTD_freeDCtx(dc);
+        const char *why = ZSTD_isError(got) || got != rawsz ? "does not decompress to its recorded size"
+                                                            : NULL;
+        if (why) {
+            free(raw);
+            qs_fail_at(err, QS_ERR_FORMAT, off, "section %u %s", s, why);
+            return NULL;
+        }
+        if (tc && (why = tree_progress(tc, raw, (size_t)rawsz)) != NULL) {
             free(raw);
             qs_fail(err, QS_ERR_FORMAT, 0, "%s", why);
             return NULL;

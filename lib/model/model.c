@@ -315,6 +315,20 @@ int qs_model_validate(const qs_model *m, qs_error *err)
     return model_scan(m, NULL, NULL, err);
 }
 
+int qs_model_validate_shape(qs_model *m, qs_error *err)
+{
+    uint32_t l = 0, d = 0;
+    m->shape_known = 0;
+    if (model_scan(m, &l, &d, err) != 0)
+        return -1;
+    m->shape_known = 1;
+    m->shape_trees = m->num_trees;
+    m->shape_nodes = m->num_nodes;
+    m->shape_leaves = l;
+    m->shape_depth = d;
+    return 0;
+}
+
 void qs_model_get_info(const qs_model *m, qs_model_info *info)
 {
     memset(info, 0, sizeof *info);
@@ -328,7 +342,10 @@ void qs_model_get_info(const qs_model *m, qs_model_info *info)
     info->transform = m->transform;
     uint32_t l = 0, d = 0;
     qs_error e;
-    if (model_scan(m, &l, &d, &e) == 0) {
+    if (m->shape_known && m->shape_trees == m->num_trees && m->shape_nodes == m->num_nodes) {
+        info->max_leaves = m->shape_leaves;
+        info->max_depth = m->shape_depth;
+    } else if (model_scan(m, &l, &d, &e) == 0) {
         info->max_leaves = l;
         info->max_depth = d;
     }

@@ -95,7 +95,18 @@ struct qs_model {
     qs_tree *trees;    uint64_t num_trees,  cap_trees;
     qs_node *nodes;    uint64_t num_nodes,  cap_nodes;
     uint32_t *cat_words; uint64_t num_cat_words, cap_cat_words;
+
+    /* The shape found by the last qs_model_validate_shape, for
+     * qs_model_get_info (which would otherwise scan every tree again);
+     * believed only while the tree and node counts are still these. */
+    int shape_known;
+    uint64_t shape_trees, shape_nodes;
+    uint32_t shape_leaves, shape_depth;
 };
+
+/* qs_model_validate, remembering the largest leaf count and depth for
+ * qs_model_get_info. */
+int qs_model_validate_shape(qs_model *m, qs_error *err);
 
 /* ---- construction helpers (return 0, or -1 with err set to NOMEM/LIMIT) */
 qs_model *qs_model_new(qs_source src, qs_error *err);

@@ -109,7 +109,7 @@ static uint32_t auto_tree_block(const qs_layout *L)
     if (l2 == 0)
         l2 = (uint64_t)1 << 20;
     /* Scan entries only: special-value lists are read for NaN inputs alone. */
-    uint64_t scan = 0;
+    uint64_t scan = L->sketch_scan;
     for (uint32_t g = 0; g < L->ngroups; g++)
         scan += L->groups[g].end - L->groups[g].begin;
     uint64_t bytes = scan * (8 + 4 + 8) + L->nleafvals * 8;
@@ -181,8 +181,8 @@ qs_scorer *qs_scorer_load(const unsigned char *buf, size_t len, qs_error *err)
      * or the stored one must equal what the trees give: a forged QSLY can
      * then never make the back ends disagree. */
     uint32_t tau = s->L->tree_block == 0 ? auto_tree_block(s->L) : 0;
-    if (tau ? qs_scorer_relayout(s, tau, QS_KEEP, QS_KEEP, err) != 0
-            : qs_layout_verify(s->L, s->m, err) != 0) {
+    if (tau || s->L->sketch ? qs_scorer_relayout(s, tau, QS_KEEP, QS_KEEP, err) != 0
+                            : qs_layout_verify(s->L, s->m, err) != 0) {
         qs_scorer_free(s);
         return NULL;
     }
