@@ -144,6 +144,11 @@ typedef struct qs_workspace qs_workspace; /* per-thread scratch */
 /* Load (and fully validate) a .qsm image, and prepare the back end that
  * QS_BACKEND_AUTO runs as.  The buffer may be freed after. */
 QS_API qs_scorer *qs_scorer_load(const unsigned char *buf, size_t len, qs_error *err);
+/* The same, the layout's blocks built by up to `threads` threads (OpenMP;
+ * 1 as qs_scorer_load), here and at every qs_scorer_relayout: the scorer is
+ * the same whatever the count, only its load is faster. */
+QS_API qs_scorer *qs_scorer_load_threads(const unsigned char *buf, size_t len, unsigned threads,
+                                         qs_error *err);
 QS_API void qs_scorer_free(qs_scorer *s);
 
 /* The canonical model embedded in a scorer (owned by the scorer). */

@@ -162,3 +162,18 @@ same_bytes() {
         < "$BATS_TEST_TMPDIR/docs" > "$BATS_TEST_TMPDIR/got"
     cmp "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/got"
 }
+
+@test "a layout built at load by several threads is the one qs-compile builds (checked field by field)" {
+    # With a τ stored, the loader rebuilds the layout (with --threads N, its
+    # blocks in parallel) and refuses the file unless every field equals the
+    # stored one: so loading is the test.  Many small blocks, reversed trees.
+    qs-convert "$FIX/lgb-l8/model.txt.zst" > "$BATS_TEST_TMPDIR/m.txt"
+    for tb in 1 3 7; do
+        qs-compile --tree-block $tb --reverse-all -o "$BATS_TEST_TMPDIR/m$tb.qsm" "$BATS_TEST_TMPDIR/m.txt"
+        for t in 1 2 3; do
+            run qs-score --threads $t "$BATS_TEST_TMPDIR/m$tb.qsm" "$FIX/lgb-l8/docs.letor"
+            assert_success
+            cmp <(echo "$output") "$FIX/lgb-l8/expected.txt"
+        done
+    done
+}

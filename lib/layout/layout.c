@@ -217,8 +217,169 @@ static uint64_t narrow_mask(uint32_t lo, uint32_t hi)
         }                                                                           \
     } while (0)
 
+/* One block's groups, entries and categorical entries, built on their own
+ * (group begin/end relative to the block's first entry), then appended to
+ * the layout in block order: blocks can be built by several threads and
+ * the layout is the same. */
+typedef struct block_out {
+    qs_group *groups;
+    uint32_t ngroups;
+    double *thr;
+    uint32_t *etree;
+    uint64_t *emask;
+    uint64_t nent;
+    qs_catnode *cats;
+    uint64_t ncat;
+    int fail; /* 0, 1 out of memory, 2 too large */
+} block_out;
+
+static void block_out_free(block_out *o)
+{
+    free(o->groups);
+    free(o->thr);
+    free(o->etree);
+    free(o->emask);
+    free(o->cats);
+}
+
+/* Gather block B's node records and leaf tables, sort the records and
+ * emit its groups into o; the leaf values and tree flags go straight into
+ * L (each block owns its trees' ranges). */
+static void build_block(const qs_model *m, const tinfo *ti, const uint8_t *reverse,
+                        qs_layout *L, const qs_block *B, block_out *o)
+{
+    tree_scratch s = { 0 };
+    rec *recs = NULL;
+    uint64_t nrec = 0, caprec = 0, capgrp = 0, capcat = 0;
+    memset(o, 0, sizeof *o);
+    const uint64_t b0 = B->tree_begin, t = B->tree_end;
+    for (uint64_t u = b0; u < t; u++) {
+        const qs_tree *tr = &m->trees[u];
+        const qs_node *nd = m->nodes + tr->node_off;
+        uint32_t lt = (uint32_t)(u - b0);
+        double *lv = L->leaves + L->leaf_off[u];
+        if (scratch_reserve(&s, tr->num_nodes))
+            goto nomem;
+        if (ti[u].omega) {
+            /* Breadth-first: one record per level, leaves in index order. */
+            uint32_t d = ti[u].depth, cnt = 1;
+            uint32_t *cur = s.order, *nxt = s.stack;
+            cur[0] = 0;
+            for (uint32_t lev = 0; lev < d; lev++) {
+                const qs_node *x = &nd[cur[0]];
+                GROW(recs, nrec, caprec, nrec + 1);
+                recs[nrec++] = (rec){ x->feature, rule_of(x), x->value, lt,
+                                      !x->default_left, 1ull << (d - 1 - lev) };
+                for (uint32_t i = 0; i < cnt; i++) {
+                    nxt[2 * i] = (uint32_t)nd[cur[i]].left;
+                    nxt[2 * i + 1] = (uint32_t)nd[cur[i]].right;
+                }
+                uint32_t *tmp = cur;
+                cur = nxt;
+                nxt = tmp;
+                cnt *= 2;
+            }
+            for (uint32_t i = 0; i < cnt; i++)
+                lv[i] = tr->weight * nd[cur[i]].value;
+            continue;
+        }
+        /* A lone leaf has nothing to reverse, and may share an Ω block. */
+        const int rev = reverse && reverse[u] && !ti[u].single;
+        L->treeflags[u] = rev ? QS_TREE_REVERSED : 0;
+        tree_ranges(nd, tr->num_nodes, &s, rev);
+        for (uint32_t i = 0; i < tr->num_nodes; i++) {
+            const qs_node *x = &nd[i];
+            if (x->kind == QS_NODE_LEAF) {
+                lv[s.first[i]] = tr->weight * x->value;
+                continue;
+            }
+            uint32_t fc = first_child(x, rev);
+            uint32_t lo = s.first[fc], hi = lo + s.cnt[fc];
+            uint64_t mask = B->width ? narrow_mask(lo, hi) : ((uint64_t)lo << 32 | hi);
+            if (x->kind == QS_NODE_CAT) {
+                GROW(o->cats, o->ncat, capcat, o->ncat + 1);
+                o->cats[o->ncat++] = (qs_catnode){ lt | (rev ? QS_CAT_REVERSED : 0),
+                                                   (uint32_t)(tr->node_off + i), mask };
+                continue;
+            }
+            /* A node is "false" when its test sends the document away from
+             * the first child: right in a plain tree, left in a reversed one. */
+            GROW(recs, nrec, caprec, nrec + 1);
+            recs[nrec++] = (rec){ x->feature, rule_of(x) | (rev ? QS_GROUP_DESC : 0), x->value,
+                                  lt, rev ? x->default_left : !x->default_left, mask };
+        }
+    }
+    int sr = nrec > 1 ? sort_recs(recs, nrec) : 0;
+    if (sr == -2)
+        goto toolarge;
+    if (sr != 0)
+        goto nomem;
+
+    /* Emit groups: sorted scan entries, then the special-value list.  Every
+     * record is one scan entry and at most one special entry. */
+    uint64_t nsp_all = 0;
+    for (uint64_t k = 0; k < nrec; k++)
+        nsp_all += (recs[k].rule & QS_RULE_MASK) != QS_RULE_PLAIN && recs[k].special_false;
+    const uint64_t need = nrec + nsp_all;
+    if (need > UINT32_MAX)
+        goto toolarge;
+    o->thr = malloc((need ? need : 1) * sizeof *o->thr);
+    o->etree = malloc((need ? need : 1) * sizeof *o->etree);
+    o->emask = malloc((need ? need : 1) * sizeof *o->emask);
+    if (!o->thr || !o->etree || !o->emask)
+        goto nomem;
+    for (uint64_t i = 0; i < nrec;) {
+        uint64_t j = i;
+        while (j < nrec && recs[j].feature == recs[i].feature && recs[j].rule == recs[i].rule)
+            j++;
+        GROW(o->groups, o->ngroups, capgrp, (uint64_t)o->ngroups + 1);
+        qs_group *g = &o->groups[o->ngroups++];
+        g->feature = recs[i].feature;
+        g->rule = recs[i].rule;
+        g->begin = (uint32_t)o->nent;
+        for (uint64_t k = i; k < j; k++) {
+            o->thr[o->nent] = recs[k].thr;
+            o->etree[o->nent] = recs[k].tree;
+            o->emask[o->nent++] = recs[k].mask;
+        }
+        g->end = g->sp_begin = (uint32_t)o->nent;
+        if ((recs[i].rule & QS_RULE_MASK) != QS_RULE_PLAIN)
+            for (uint64_t k = i; k < j; k++)
+                if (recs[k].special_false) {
+                    o->thr[o->nent] = 0.0;
+                    o->etree[o->nent] = recs[k].tree;
+                    o->emask[o->nent++] = recs[k].mask;
+                }
+        g->sp_end = (uint32_t)o->nent;
+        i = j;
+    }
+    free(recs);
+    free(s.order);
+    free(s.cnt);
+    free(s.first);
+    free(s.stack);
+    return;
+toolarge:
+    o->fail = 2;
+    goto out;
+nomem:
+    o->fail = 1;
+out:
+    free(recs);
+    free(s.order);
+    free(s.cnt);
+    free(s.first);
+    free(s.stack);
+}
+
 qs_layout *qs_layout_build(const qs_model *m, uint32_t delta, uint32_t tree_block,
                            const uint8_t *reverse, qs_error *err)
+{
+    return qs_layout_build_mt(m, delta, tree_block, reverse, 1, err);
+}
+
+qs_layout *qs_layout_build_mt(const qs_model *m, uint32_t delta, uint32_t tree_block,
+                              const uint8_t *reverse, unsigned threads, qs_error *err)
 {
     if (delta == 0)
         delta = QS_DEFAULT_DELTA;
@@ -228,9 +389,9 @@ qs_layout *qs_layout_build(const qs_model *m, uint32_t delta, uint32_t tree_bloc
     }
     qs_layout *L = calloc(1, sizeof *L);
     tinfo *ti = calloc(m->num_trees ? m->num_trees : 1, sizeof *ti);
-    tree_scratch s = { 0 };
-    rec *recs = NULL;
-    uint64_t nrec = 0, caprec = 0, capblk = 0, capgrp = 0, capent = 0, capcat = 0;
+    block_out *outs = NULL;
+    uint64_t capblk = 0;
+    int fail = 0;
     if (!L || !ti)
         goto nomem;
     L->delta = delta;
@@ -260,10 +421,10 @@ qs_layout *qs_layout_build(const qs_model *m, uint32_t delta, uint32_t tree_bloc
     if (!L->leaves)
         goto nomem;
 
-    uint64_t t = 0;
-    while (t < m->num_trees) {
-        /* Form a homogeneous block: one kind, narrow or multi-word masks, at
-         * most tree_block trees.  Lone leaves join whatever block is open. */
+    /* The blocks: homogeneous runs of trees, one kind, narrow or multi-word
+     * masks, at most tree_block trees.  Lone leaves join whatever block is
+     * open. */
+    for (uint64_t t = 0; t < m->num_trees;) {
         uint64_t b0 = t;
         int kind = -1, wide = -1;
         uint32_t maxl = 1;
@@ -296,134 +457,80 @@ qs_layout *qs_layout_build(const qs_model *m, uint32_t delta, uint32_t tree_bloc
             B->width = 0, B->words = (maxl + 63) / 64;
         else
             B->width = maxl <= 8 ? 8 : maxl <= 16 ? 16 : maxl <= 32 ? 32 : 64;
+    }
 
-        /* Gather the block's node records and leaf tables. */
-        nrec = 0;
-        B->cat_begin = L->ncat;
-        for (uint64_t u = b0; u < t; u++) {
-            const qs_tree *tr = &m->trees[u];
-            const qs_node *nd = m->nodes + tr->node_off;
-            uint32_t lt = (uint32_t)(u - b0);
-            double *lv = L->leaves + L->leaf_off[u];
-            if (scratch_reserve(&s, tr->num_nodes))
-                goto nomem;
-            if (ti[u].omega) {
-                /* Breadth-first: one record per level, leaves in index order. */
-                uint32_t d = ti[u].depth, cnt = 1;
-                uint32_t *cur = s.order, *nxt = s.stack;
-                cur[0] = 0;
-                for (uint32_t lev = 0; lev < d; lev++) {
-                    const qs_node *x = &nd[cur[0]];
-                    GROW(recs, nrec, caprec, nrec + 1);
-                    recs[nrec++] = (rec){ x->feature, rule_of(x), x->value, lt,
-                                          !x->default_left, 1ull << (d - 1 - lev) };
-                    for (uint32_t i = 0; i < cnt; i++) {
-                        nxt[2 * i] = (uint32_t)nd[cur[i]].left;
-                        nxt[2 * i + 1] = (uint32_t)nd[cur[i]].right;
-                    }
-                    uint32_t *tmp = cur;
-                    cur = nxt;
-                    nxt = tmp;
-                    cnt *= 2;
-                }
-                for (uint32_t i = 0; i < cnt; i++)
-                    lv[i] = tr->weight * nd[cur[i]].value;
-                continue;
-            }
-            /* A lone leaf has nothing to reverse, and may share an Ω block. */
-            const int rev = reverse && reverse[u] && !ti[u].single;
-            L->treeflags[u] = rev ? QS_TREE_REVERSED : 0;
-            tree_ranges(nd, tr->num_nodes, &s, rev);
-            for (uint32_t i = 0; i < tr->num_nodes; i++) {
-                const qs_node *x = &nd[i];
-                if (x->kind == QS_NODE_LEAF) {
-                    lv[s.first[i]] = tr->weight * x->value;
-                    continue;
-                }
-                uint32_t fc = first_child(x, rev);
-                uint32_t lo = s.first[fc], hi = lo + s.cnt[fc];
-                uint64_t mask = B->width ? narrow_mask(lo, hi) : ((uint64_t)lo << 32 | hi);
-                if (x->kind == QS_NODE_CAT) {
-                    GROW(L->cats, L->ncat, capcat, (uint64_t)L->ncat + 1);
-                    L->cats[L->ncat++] = (qs_catnode){ lt | (rev ? QS_CAT_REVERSED : 0),
-                                                       (uint32_t)(tr->node_off + i), mask };
-                    continue;
-                }
-                /* A node is "false" when its test sends the document away from
-                 * the first child: right in a plain tree, left in a reversed one. */
-                GROW(recs, nrec, caprec, nrec + 1);
-                recs[nrec++] = (rec){ x->feature, rule_of(x) | (rev ? QS_GROUP_DESC : 0), x->value,
-                                      lt, rev ? x->default_left : !x->default_left, mask };
-            }
-        }
-        B->cat_end = L->ncat;
-        int sr = nrec > 1 ? sort_recs(recs, nrec) : 0;
-        if (sr == -2) {
-            qs_fail(err, QS_ERR_LIMIT, 0, "model too large for one layout");
-            goto fail;
-        }
-        if (sr != 0)
-            goto nomem;
-
-        /* Emit groups: sorted scan entries, then the special-value list. */
+    /* Each block on its own (in parallel where asked), then in order. */
+    outs = calloc(L->nblocks ? L->nblocks : 1, sizeof *outs);
+    if (!outs)
+        goto nomem;
+    const int nb = (int)L->nblocks;
+#if QS_HAVE_OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1 && nb > 1)
+#else
+    (void)threads;
+#endif
+    for (int k = 0; k < nb; k++)
+        build_block(m, ti, reverse, L, &L->blocks[k], &outs[k]);
+    uint64_t ng = 0, ne = 0, nc = 0;
+    for (int k = 0; k < nb; k++) {
+        if (outs[k].fail && !fail)
+            fail = outs[k].fail;
+        ng += outs[k].ngroups;
+        ne += outs[k].nent;
+        nc += outs[k].ncat;
+    }
+    if (fail == 1)
+        goto nomem;
+    if (fail == 2 || ne > UINT32_MAX || ng > UINT32_MAX || nc > UINT32_MAX) {
+        qs_fail(err, QS_ERR_LIMIT, 0, "model too large for one layout");
+        goto fail;
+    }
+    L->groups = malloc((ng ? ng : 1) * sizeof *L->groups);
+    L->thr = malloc((ne ? ne : 1) * sizeof *L->thr);
+    L->etree = malloc((ne ? ne : 1) * sizeof *L->etree);
+    L->emask = malloc((ne ? ne : 1) * sizeof *L->emask);
+    L->cats = malloc((nc ? nc : 1) * sizeof *L->cats);
+    if (!L->groups || !L->thr || !L->etree || !L->emask || !L->cats)
+        goto nomem;
+    for (int k = 0; k < nb; k++) {
+        qs_block *B = &L->blocks[k];
+        const block_out *o = &outs[k];
+        const uint32_t base = (uint32_t)L->nentries;
         B->group_begin = L->ngroups;
-        for (uint64_t i = 0; i < nrec;) {
-            uint64_t j = i;
-            while (j < nrec && recs[j].feature == recs[i].feature && recs[j].rule == recs[i].rule)
-                j++;
-            uint64_t nsp = 0;
-            if ((recs[i].rule & QS_RULE_MASK) != QS_RULE_PLAIN)
-                for (uint64_t k = i; k < j; k++)
-                    nsp += recs[k].special_false;
-            if (L->nentries + (j - i) + nsp > UINT32_MAX) {
-                qs_fail(err, QS_ERR_LIMIT, 0, "model too large for one layout");
-                goto fail;
-            }
-            GROW(L->groups, L->ngroups, capgrp, (uint64_t)L->ngroups + 1);
-            uint64_t need = L->nentries + (j - i) + nsp;
-            uint64_t c0 = capent, c1 = capent, c2 = capent;
-            GROW(L->thr, L->nentries, c0, need);
-            GROW(L->etree, L->nentries, c1, need);
-            GROW(L->emask, L->nentries, c2, need);
-            capent = c0;
-            qs_group *g = &L->groups[L->ngroups++];
-            g->feature = recs[i].feature;
-            g->rule = recs[i].rule;
-            g->begin = (uint32_t)L->nentries;
-            for (uint64_t k = i; k < j; k++) {
-                L->thr[L->nentries] = recs[k].thr;
-                L->etree[L->nentries] = recs[k].tree;
-                L->emask[L->nentries++] = recs[k].mask;
-            }
-            g->end = g->sp_begin = (uint32_t)L->nentries;
-            if ((recs[i].rule & QS_RULE_MASK) != QS_RULE_PLAIN)
-                for (uint64_t k = i; k < j; k++)
-                    if (recs[k].special_false) {
-                        L->thr[L->nentries] = 0.0;
-                        L->etree[L->nentries] = recs[k].tree;
-                        L->emask[L->nentries++] = recs[k].mask;
-                    }
-            g->sp_end = (uint32_t)L->nentries;
-            i = j;
+        for (uint32_t g = 0; g < o->ngroups; g++) {
+            qs_group G = o->groups[g];
+            G.begin += base;
+            G.end += base;
+            G.sp_begin += base;
+            G.sp_end += base;
+            L->groups[L->ngroups++] = G;
         }
         B->group_end = L->ngroups;
+        if (o->nent) {
+            memcpy(L->thr + base, o->thr, o->nent * sizeof *L->thr);
+            memcpy(L->etree + base, o->etree, o->nent * sizeof *L->etree);
+            memcpy(L->emask + base, o->emask, o->nent * sizeof *L->emask);
+        }
+        L->nentries += o->nent;
+        B->cat_begin = L->ncat;
+        if (o->ncat)
+            memcpy(L->cats + L->ncat, o->cats, o->ncat * sizeof *L->cats);
+        L->ncat += (uint32_t)o->ncat;
+        B->cat_end = L->ncat;
     }
-    free(recs);
+    for (int k = 0; k < nb; k++)
+        block_out_free(&outs[k]);
+    free(outs);
     free(ti);
-    free(s.order);
-    free(s.cnt);
-    free(s.first);
-    free(s.stack);
     return L;
 nomem:
     qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
 fail:
-    free(recs);
+    if (outs)
+        for (uint32_t k = 0; k < L->nblocks; k++)
+            block_out_free(&outs[k]);
+    free(outs);
     free(ti);
-    free(s.order);
-    free(s.cnt);
-    free(s.first);
-    free(s.stack);
     qs_layout_free(L);
     return NULL;
 }
@@ -569,9 +676,9 @@ static int same_layout(const qs_layout *a, const qs_layout *b)
 #undef SAMEARR
 }
 
-int qs_layout_verify(const qs_layout *L, const qs_model *m, qs_error *err)
+int qs_layout_verify(const qs_layout *L, const qs_model *m, unsigned threads, qs_error *err)
 {
-    qs_layout *R = qs_layout_build(m, L->delta, L->tree_block, L->treeflags, err);
+    qs_layout *R = qs_layout_build_mt(m, L->delta, L->tree_block, L->treeflags, threads, err);
     if (!R)
         return -1;
     int same = same_layout(L, R);

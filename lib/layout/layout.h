@@ -82,12 +82,15 @@ typedef struct qs_layout {
  * ignored for oblivious trees. */
 qs_layout *qs_layout_build(const qs_model *m, uint32_t delta, uint32_t tree_block,
                            const uint8_t *reverse, qs_error *err);
+/* The same layout, its blocks built by up to `threads` OpenMP threads. */
+qs_layout *qs_layout_build_mt(const qs_model *m, uint32_t delta, uint32_t tree_block,
+                              const uint8_t *reverse, unsigned threads, qs_error *err);
 /* Structural check of a layout read from a file, against its model. */
 int qs_layout_check(const qs_layout *L, const qs_model *m, qs_error *err);
 /* Rebuild the layout from the model (same Δ, τ and reversal flags) and
  * compare: a file whose QuickScorer data disagrees with its trees is
  * refused, so every back end scores a loaded model alike. */
-int qs_layout_verify(const qs_layout *L, const qs_model *m, qs_error *err);
+int qs_layout_verify(const qs_layout *L, const qs_model *m, unsigned threads, qs_error *err);
 void qs_layout_free(qs_layout *L);
 
 /* A group's value rule for feature value *x: returns 1 when the value takes

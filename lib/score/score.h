@@ -56,6 +56,7 @@ struct qs_scorer {
     uint32_t max_words;       /* widest multi-word block */
     uint32_t doc_block;       /* δ: documents scored together */
     int auto_backend;         /* what auto runs as */
+    unsigned build_threads;   /* threads that build a layout (load, relayout) */
     uint8_t prepared[QS_MAX_BACKENDS];
     void *state[QS_MAX_BACKENDS];
 };

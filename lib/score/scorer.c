@@ -168,11 +168,18 @@ int qs_scorer_prepared(const qs_scorer *s, qs_backend b)
 
 qs_scorer *qs_scorer_load(const unsigned char *buf, size_t len, qs_error *err)
 {
+    return qs_scorer_load_threads(buf, len, 1, err);
+}
+
+qs_scorer *qs_scorer_load_threads(const unsigned char *buf, size_t len, unsigned threads,
+                                  qs_error *err)
+{
     qs_scorer *s = calloc(1, sizeof *s);
     if (!s) {
         qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
         return NULL;
     }
+    s->build_threads = threads ? threads : 1;
     if (qsm_read(buf, len, &s->m, &s->L, err) != 0) {
         free(s);
         return NULL;
@@ -182,7 +189,7 @@ qs_scorer *qs_scorer_load(const unsigned char *buf, size_t len, qs_error *err)
      * then never make the back ends disagree. */
     uint32_t tau = s->L->tree_block == 0 ? auto_tree_block(s->L) : 0;
     if (tau || s->L->sketch ? qs_scorer_relayout(s, tau, QS_KEEP, QS_KEEP, err) != 0
-                            : qs_layout_verify(s->L, s->m, err) != 0) {
+                            : qs_layout_verify(s->L, s->m, s->build_threads, err) != 0) {
         qs_scorer_free(s);
         return NULL;
     }
@@ -207,9 +214,9 @@ int qs_scorer_relayout(qs_scorer *s, uint32_t tree_block, uint32_t doc_block, ui
         return qs_fail(err, QS_ERR_ARG, 0, "document block %u is out of range (1..%u)", doc_block,
                        QS_MAX_DOC_BLOCK);
     if (tree_block != QS_KEEP || delta != QS_KEEP) {
-        qs_layout *L = qs_layout_build(s->m, delta == QS_KEEP ? s->L->delta : delta,
-                                       tree_block == QS_KEEP ? s->L->tree_block : tree_block,
-                                       s->L->treeflags, err);
+        qs_layout *L = qs_layout_build_mt(s->m, delta == QS_KEEP ? s->L->delta : delta,
+                                          tree_block == QS_KEEP ? s->L->tree_block : tree_block,
+                                          s->L->treeflags, s->build_threads, err);
         if (!L)
             return -1;
         L->doc_block = s->L->doc_block;

@@ -279,7 +279,7 @@ int main(int argc, char **argv)
                             "(qs-convert %s | qs-compile -o MODEL.qsm)", mpath, kind, mpath);
     qs_error err;
     qs_error_clear(&err);
-    qs_scorer *s = qs_scorer_load((const unsigned char *)mbuf, mlen, &err);
+    qs_scorer *s = qs_scorer_load_threads((const unsigned char *)mbuf, mlen, threads, &err);
     char *mbuf_keep = mbuf; /* for NUMA replicas; freed once they are loaded */
     if (!s)
         tool_die_err(mpath, &err);
@@ -318,7 +318,7 @@ int main(int argc, char **argv)
     rep[0] = s;
     for (unsigned r = 1; r < nrep; r++) {
         numa_enter(by_node ? (int)r : -1);
-        rep[r] = qs_scorer_load((const unsigned char *)mbuf_keep, mlen, &err);
+        rep[r] = qs_scorer_load_threads((const unsigned char *)mbuf_keep, mlen, threads, &err);
         if (rep[r] && (tree_block != QS_KEEP || doc_block != QS_KEEP || delta != QS_KEEP) &&
             qs_scorer_relayout(rep[r], tree_block, doc_block, delta, &err) != 0)
             tool_die_err(NULL, &err);
