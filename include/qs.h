@@ -48,6 +48,7 @@ typedef struct qs_error {
     long line;          /* 1-based line of text input, 0 when not applicable */
     long long offset;   /* byte offset into binary input, -1 when not applicable */
     char msg[480];      /* what went wrong, lower case, no trailing newline */
+    long column;        /* 1-based column (cell) of delimited text, 0 when not applicable */
 } qs_error;
 
 /* Reset an error record to "no error". */
@@ -304,6 +305,57 @@ typedef struct qs_letor_line {
 QS_API int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent,
                    const char *line, size_t len, qs_letor_line *out,
                    int *is_doc, qs_error *err);
+
+/* ------------------------------------------- delimited text (CSV, TSV)
+ *
+ * One document per row of cells separated by `sep` (',' or '\t').  A cell
+ * may be quoted as in RFC 4180 ("a, b", "say ""hi"""), within one line;
+ * spaces around a cell (and tabs, when sep is not a tab) are ignored.  A
+ * trailing CR is ignored; blank lines are no documents. */
+
+/* One cell: text[0 .. len), quotes removed; a quoted cell's text may still
+ * hold doubled quotes ("") that stand for one. */
+typedef struct qs_dsv_cell {
+    const char *text;
+    size_t len;
+    int quoted;
+} qs_dsv_cell;
+
+/* Cells one at a time: start with *pos = 0; returns 1 and the next cell,
+ * 0 when the row has no more, -1 with err (QS_ERR_FORMAT, err->column set)
+ * on an unterminated quote or text after a closing quote.  A row of n
+ * separators has n + 1 cells. */
+QS_API int qs_dsv_next_cell(char sep, const char *line, size_t len, size_t *pos,
+                            qs_dsv_cell *cell, qs_error *err);
+
+/* The layout of the rows (columns are 0-based here). */
+typedef struct qs_dsv_format {
+    char sep;          /* ',' or '\t' */
+    uint32_t ncols;    /* cells in every row: another count is an error */
+    long label_col;    /* the label's column, -1: none */
+    long qid_col;      /* the query id's column, -1: none */
+} qs_dsv_format;
+
+/* The feature id of column `col`, or -1 for the label and qid columns.
+ * Columns are numbered as LightGBM's and XGBoost's CSV readers do: the
+ * label column is taken out and the columns after it move down by one; the
+ * qid column keeps its number (as LightGBM's group_column: that feature is
+ * simply never set). */
+QS_API long long qs_dsv_feature_id(const qs_dsv_format *f, uint32_t col);
+
+/* Parse one row (without its newline) into the workspace's selected slot
+ * (reset first with `absent`): every feature cell is parsed with the
+ * scorer's precision (qs_parse_value); an empty cell and NA, NaN, null (any
+ * case) are missing (NaN).  out->label and out->qid point into the line
+ * (NULL without such a column; qid NULL for an empty cell); out->max_id is
+ * the largest feature id of the row.  Blank lines give QS_OK with *is_doc =
+ * 0.  On a malformed row (a cell that is not a number, a label that is not
+ * a number, another number of cells than f->ncols, a qid holding a tab or a
+ * quote), fills err with err->column (1-based) set; err->line is left to
+ * the caller. */
+QS_API int qs_dsv_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent,
+                        const qs_dsv_format *f, const char *line, size_t len,
+                        qs_letor_line *out, int *is_doc, qs_error *err);
 
 /* ------------------------------------------------------- ranking metrics
  * (qs-eval): NDCG@k under every reference convention, ERR@k, MAP, P@k. */
