@@ -128,6 +128,7 @@ $(BUILD)/bin/%: $(BUILD)/tools/%/main.o $(TOOL_COMMON_OBJ) $(STATIC_LIB)
 
 # Tools of more than one file.
 $(BUILD)/bin/qs-score: $(BUILD)/tools/qs-score/pipeline.o
+$(BUILD)/bin/qs-compile: $(BUILD)/tools/qs-compile/info.o
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(STATIC_LIB)
 	@mkdir -p $(dir $@)
@@ -142,7 +143,7 @@ bin-links: $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN)
 	@ln -sfn ../$(BUILD)/tests bin/unit
 	@ln -sfn ../$(BUILD)/fuzz bin/fuzz
 
--include $(LIB_OBJ:.o=.d) $(TOOL_COMMON_OBJ:.o=.d) $(TOOLS:%=$(BUILD)/tools/%/main.d) $(BUILD)/tools/qs-score/pipeline.d $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_COMMON_OBJ:.o=.d) $(TOOLS:%=$(BUILD)/tools/%/main.d) $(BUILD)/tools/qs-score/pipeline.d $(BUILD)/tools/qs-compile/info.d $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
 
 # ------------------------------------------------------------ targets
 # The whole suite, then (plain build) the conformance tests once more per

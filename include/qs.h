@@ -121,6 +121,39 @@ typedef struct qs_model_info {
 
 QS_API void qs_model_get_info(const qs_model *m, qs_model_info *info);
 
+/* More facts, for inspection (qs-compile --info): counts over every tree,
+ * and how many trees have each leaf count and each depth. */
+typedef struct qs_hist_bin {
+    uint64_t value;  /* a leaf count, or a depth (edges from the root) */
+    uint64_t count;  /* trees with it */
+} qs_hist_bin;
+
+typedef struct qs_model_stats {
+    const char *objective;     /* as the source wrote it (informational); owned by the model */
+    const char *compare;       /* "le": x <= t goes left; "lt": x < t */
+    uint64_t nodes, leaves;    /* over every tree */
+    uint64_t cat_nodes;        /* categorical splits */
+    uint32_t features_used;    /* distinct features some split tests */
+    int64_t max_feature_used;  /* the largest of them, -1 when none */
+    uint64_t oblivious_trees;  /* trees whose levels each test one feature and threshold */
+    qs_hist_bin *leaves_hist;  /* trees by leaf count, ascending; n_leaves_hist bins */
+    size_t n_leaves_hist;
+    qs_hist_bin *depth_hist;   /* trees by depth, ascending */
+    size_t n_depth_hist;
+} qs_model_stats;
+
+/* Fill st (release with qs_model_stats_free).  Returns 0, or -1 with err
+ * (QS_ERR_NOMEM). */
+QS_API int qs_model_get_stats(const qs_model *m, qs_model_stats *st, qs_error *err);
+QS_API void qs_model_stats_free(qs_model_stats *st);
+
+/* The version of the library that wrote a foreign model, from its bytes:
+ * LightGBM text ("v4", its version= line), XGBoost JSON ("1.7.4", its
+ * "version" array).  Returns 0 and a NUL-terminated string in out[cap], or
+ * -1 when the format records none that this reads (canonical text and .qsm
+ * files do not keep it). */
+QS_API int qs_source_version(const char *buf, size_t len, char *out, size_t cap);
+
 /* --------------------------------------------------------- .qsm models */
 
 typedef struct qs_compile_options {
@@ -225,6 +258,56 @@ QS_API int qs_scorer_relayout(qs_scorer *s, uint32_t tree_block, uint32_t doc_bl
 /* The values in force (tree_block 0: one block per homogeneous run of trees). */
 QS_API void qs_scorer_get_blocks(const qs_scorer *s, uint32_t *tree_block, uint32_t *doc_block,
                           uint32_t *delta, uint32_t *nblocks);
+
+/* The layout in force, for inspection (qs-compile --info). */
+typedef struct qs_layout_info {
+    uint32_t tree_block;        /* τ in force (0: one block per homogeneous run of trees) */
+    uint32_t stored_tree_block; /* τ the .qsm stores (0: chosen at load from the L2 size) */
+    uint32_t doc_block;         /* δ in force */
+    uint32_t delta;             /* Δ */
+    uint32_t nblocks;
+    uint64_t reversed_trees;    /* laid out mirrored (tree reversal) */
+    uint64_t entries;           /* sorted threshold entries, every block */
+    uint64_t special_entries;   /* special-value (NaN, zero band) entries */
+    uint64_t leaf_values;       /* leaf table entries */
+    uint32_t cat_nodes;         /* categorical nodes, evaluated directly */
+} qs_layout_info;
+
+typedef struct qs_block_info {
+    uint64_t first_tree, num_trees;
+    int oblivious;              /* a QS-Ω block (leaf index built bit by bit) */
+    uint32_t width;             /* QS: bits per tree's leaf mask, 8, 16, 32 or 64; 0: multi-word */
+    uint32_t words;             /* QS with width 0: 64-bit words per mask */
+    uint64_t entries;           /* sorted threshold entries */
+    uint64_t reversed_trees;
+} qs_block_info;
+
+QS_API void qs_scorer_get_layout_info(const qs_scorer *s, qs_layout_info *info);
+/* Block i (0 .. nblocks-1): 0, or -1 when out of range. */
+QS_API int qs_scorer_get_block(const qs_scorer *s, uint32_t i, qs_block_info *info);
+
+/* The container of a .qsm image (format/qsm.md): header and section table,
+ * checked (magic, version, checksums of the header, the table and every
+ * section), without decompressing anything. */
+#define QS_QSM_MAX_SECTIONS 64
+typedef struct qs_qsm_section {
+    char id[5];                 /* "INFO", "TREE", "QSLY", "AFFN", ... */
+    uint32_t flags;             /* 0x1 required, 0x2 zstd */
+    uint64_t offset, stored_size, raw_size;
+    uint32_t crc;               /* CRC-32C of the stored bytes (checked) */
+} qs_qsm_section;
+
+typedef struct qs_qsm_file_info {
+    unsigned major, minor;      /* format version */
+    uint64_t file_size;
+    uint32_t nsections;
+    qs_qsm_section sections[QS_QSM_MAX_SECTIONS];
+    int tuning;                 /* 1 when the file holds a tuning record (a measured τ, δ, Δ
+                                   and back end for a machine); no writer makes one yet: 0 */
+} qs_qsm_file_info;
+
+QS_API int qs_qsm_get_file_info(const unsigned char *buf, size_t len, qs_qsm_file_info *info,
+                                qs_error *err);
 
 /* A workspace holds δ document slots (qs_workspace_slots); the qs_doc_*
  * functions and qs_letor_parse fill the selected slot (slot 0 at first). */
