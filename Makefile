@@ -3,7 +3,7 @@
 #
 #   CC=cc            C compiler (gcc or clang)
 #   CFLAGS=...       extra flags (the defaults keep -O2, no -march=native)
-#   PREFIX=/usr/local DESTDIR=   install location
+#   PREFIX=/usr/local DESTDIR=   install location (MANDIR=$(PREFIX)/share/man)
 #   HAVE_OPENMP=auto|0|1  HAVE_NUMA=auto|0|1  HAVE_CUDA=auto|0|1
 #   SANITIZE=address,undefined   build with sanitizers (separate build dir)
 #   V=1              show full command lines
@@ -14,6 +14,7 @@ BINDIR  ?= $(PREFIX)/bin
 LIBDIR  ?= $(PREFIX)/lib
 INCDIR  ?= $(PREFIX)/include
 PKGDIR  ?= $(LIBDIR)/pkgconfig
+MANDIR  ?= $(PREFIX)/share/man
 HAVE_OPENMP ?= auto
 HAVE_NUMA   ?= auto
 HAVE_CUDA   ?= auto
@@ -166,8 +167,10 @@ demo: all
 	./scripts/demo.sh
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PKGDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PKGDIR) \
+	    $(DESTDIR)$(MANDIR)/man1
 	install -m 755 $(TOOL_BIN) $(DESTDIR)$(BINDIR)/
+	install -m 644 $(TOOLS:%=man/%.1) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(STATIC_LIB) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(LIBDIR)/
 	ln -sf libqs.so.$(LIB_VERSION) $(DESTDIR)$(LIBDIR)/libqs.so.$(SOVERSION)
@@ -181,7 +184,8 @@ uninstall:
 	rm -f $(TOOLS:%=$(DESTDIR)$(BINDIR)/%) $(DESTDIR)$(LIBDIR)/libqs.a \
 	      $(DESTDIR)$(LIBDIR)/libqs.so $(DESTDIR)$(LIBDIR)/libqs.so.$(SOVERSION) \
 	      $(DESTDIR)$(LIBDIR)/libqs.so.$(LIB_VERSION) \
-	      $(DESTDIR)$(INCDIR)/qs.h $(DESTDIR)$(PKGDIR)/qs.pc
+	      $(DESTDIR)$(INCDIR)/qs.h $(DESTDIR)$(PKGDIR)/qs.pc \
+	      $(TOOLS:%=$(DESTDIR)$(MANDIR)/man1/%.1)
 
 clean:
 	rm -rf build build-san build-fuzz bin
@@ -190,7 +194,7 @@ help:
 	@echo "make            build the tools (build/bin/) and link them into bin/"
 	@echo "make check      build, then run the whole bats suite (tests/)"
 	@echo "make demo       convert, compile and score the bundled example model"
-	@echo "make install    install tools, libqs.a, libqs.so, qs.h and qs.pc (PREFIX=$(PREFIX) DESTDIR=)"
+	@echo "make install    install tools, their manual pages, libqs.a, libqs.so, qs.h and qs.pc (PREFIX=$(PREFIX) DESTDIR=)"
 	@echo "make uninstall  remove what install put there"
 	@echo "make fuzz       build the libFuzzer targets with clang and run each FUZZ_SECONDS (60)"
 	@echo "make clean      remove build outputs"

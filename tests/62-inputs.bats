@@ -134,7 +134,10 @@ dense_all() {
     # the scores change, so the numbering is what decides them
     cut -d, -f1,3- "$T/lq.csv" > "$T/l.csv"
     qs-score --input csv --label-col 1 "$q" "$T/l.csv" > "$T/shifted"
-    ! cmp -s "$T/shifted" "$FIX/lgb-l8/expected.txt"
+    if cmp -s "$T/shifted" "$FIX/lgb-l8/expected.txt"; then
+        echo "shifted columns gave the same scores: the test cannot tell numberings apart"
+        return 1
+    fi
     qs-score --annotate --input csv --label-col 1 --qid-col 2 "$q" "$T/lq.csv" | head -n 1 > "$T/ann"
     [[ "$(cat "$T/ann")" == $'2\t1\t'* ]]
 }
