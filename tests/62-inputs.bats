@@ -64,8 +64,9 @@ dense_all() {
     # the twin is not the oracle file, but the same documents' float32 values
     compare_scores "$T/twin.scores" "$FIX/xgb-tiny/expected.txt"
     q=$(compiled "$FIX/xgb-agaricus/model.json.zst")
-    dense_all "$q" "$FIX/xgb-agaricus/docs.letor" "$FIX/xgb-agaricus/expected.prob.txt" missing --transform
     dense_all "$q" "$FIX/xgb-agaricus/docs.letor" "$FIX/xgb-agaricus/expected.dense.txt" zero
+    python3 "$CONV" csv --label < "$FIX/xgb-agaricus/docs.letor" > "$T/p.csv"
+    same_as "$q" "$T/p.csv" "$FIX/xgb-agaricus/expected.prob.txt" --transform --input csv --label-col 1
 }
 
 @test "csv, tsv, f32: LightGBM (double, absent = zero), ranking and multiclass" {
@@ -75,7 +76,9 @@ dense_all() {
     q=$(compiled "$FIX/lgb-multiclass/model.txt.zst")
     dense_all "$q" "$FIX/lgb-multiclass/docs.letor" "$FIX/lgb-multiclass/expected.txt" zero
     qs-score --transform "$q" "$FIX/lgb-multiclass/docs.letor" > "$T/prob"
-    dense_all "$q" "$FIX/lgb-multiclass/docs.letor" "$T/prob" zero --transform
+    same_as "$q" "$T/d.csv" "$T/prob" --transform --input csv --header --label-col label --qid-col 'query id'
+    qs-score --transform "$q" "$T/twin.letor" > "$T/twin.prob"
+    same_as "$q" "$T/d.f32" "$T/twin.prob" --transform --input f32 --features 29
 }
 
 @test "csv, tsv, f32: shared oracles (LightGBM NaN rules, XGBoost higgs)" {

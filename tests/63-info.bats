@@ -62,7 +62,7 @@ check_facts() {
     facts "$T/m.txt" > "$T/want.json"
     qs-compile "$@" -o "$T/m.qsm" "$T/m.txt"
     local src
-    for src in "$model" "$T/m.txt" "$T/m.qsm"; do
+    for src in "$model" "$T/m.qsm"; do
         qs-compile --info --json "$@" "$src" > "$T/info.json"
         jq -S -c '{trees, leaves, leaves_histogram, depth_histogram, used: .features.used, max_used: .features.max_used}' \
             "$T/info.json" > "$T/got.json"
