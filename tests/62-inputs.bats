@@ -104,6 +104,13 @@ dense_all() {
     # -o: the file appears complete
     qs-score --input csv --header --label-col label -o "$T/out" "$q" "$T/d.csv"
     compare_scores "$T/out" "$FIX/lgb-l8/expected.txt"
+    # zstd-compressed csv and f32 on standard input
+    zstd -q -c "$T/d.csv" | qs-score --input csv --header --label-col label "$q" - > "$T/z"
+    compare_scores "$T/z" "$FIX/lgb-l8/expected.txt"
+    python3 "$CONV" f32 --absent zero < "$FIX/lgb-l8/docs.letor" > "$T/d.f32"
+    qs-score --input f32 --features 301 "$q" "$T/d.f32" > "$T/f1"
+    zstd -q -c "$T/d.f32" | qs-score --input f32 --features 301 "$q" > "$T/f2"
+    cmp "$T/f1" "$T/f2"
 }
 
 @test "csv: quoting, spaces, CRLF, NA spellings, blank lines, name:COL" {
