@@ -3,7 +3,7 @@
 #
 #   CC=cc            C compiler (gcc or clang)
 #   CFLAGS=...       extra flags (the defaults keep -O2, no -march=native)
-#   PREFIX=/usr/local DESTDIR=   install location
+#   PREFIX=/usr/local DESTDIR=   install location (MANDIR=$(PREFIX)/share/man)
 #   HAVE_OPENMP=auto|0|1  HAVE_NUMA=auto|0|1  HAVE_CUDA=auto|0|1
 #   SANITIZE=address,undefined   build with sanitizers (separate build dir)
 #   V=1              show full command lines
@@ -14,6 +14,7 @@ BINDIR  ?= $(PREFIX)/bin
 LIBDIR  ?= $(PREFIX)/lib
 INCDIR  ?= $(PREFIX)/include
 PKGDIR  ?= $(LIBDIR)/pkgconfig
+MANDIR  ?= $(PREFIX)/share/man
 HAVE_OPENMP ?= auto
 HAVE_NUMA   ?= auto
 HAVE_CUDA   ?= auto
@@ -128,6 +129,7 @@ $(BUILD)/bin/%: $(BUILD)/tools/%/main.o $(TOOL_COMMON_OBJ) $(STATIC_LIB)
 
 # Tools of more than one file.
 $(BUILD)/bin/qs-score: $(BUILD)/tools/qs-score/pipeline.o
+$(BUILD)/bin/qs-compile: $(BUILD)/tools/qs-compile/info.o
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(STATIC_LIB)
 	@mkdir -p $(dir $@)
@@ -142,7 +144,7 @@ bin-links: $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN)
 	@ln -sfn ../$(BUILD)/tests bin/unit
 	@ln -sfn ../$(BUILD)/fuzz bin/fuzz
 
--include $(LIB_OBJ:.o=.d) $(TOOL_COMMON_OBJ:.o=.d) $(TOOLS:%=$(BUILD)/tools/%/main.d) $(BUILD)/tools/qs-score/pipeline.d $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_COMMON_OBJ:.o=.d) $(TOOLS:%=$(BUILD)/tools/%/main.d) $(BUILD)/tools/qs-score/pipeline.d $(BUILD)/tools/qs-compile/info.d $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
 
 # ------------------------------------------------------------ targets
 # The whole suite, then (plain build) the conformance tests once more per
@@ -165,8 +167,10 @@ demo: all
 	./scripts/demo.sh
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PKGDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PKGDIR) \
+	    $(DESTDIR)$(MANDIR)/man1
 	install -m 755 $(TOOL_BIN) $(DESTDIR)$(BINDIR)/
+	install -m 644 $(TOOLS:%=man/%.1) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(STATIC_LIB) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(LIBDIR)/
 	ln -sf libqs.so.$(LIB_VERSION) $(DESTDIR)$(LIBDIR)/libqs.so.$(SOVERSION)
@@ -180,7 +184,8 @@ uninstall:
 	rm -f $(TOOLS:%=$(DESTDIR)$(BINDIR)/%) $(DESTDIR)$(LIBDIR)/libqs.a \
 	      $(DESTDIR)$(LIBDIR)/libqs.so $(DESTDIR)$(LIBDIR)/libqs.so.$(SOVERSION) \
 	      $(DESTDIR)$(LIBDIR)/libqs.so.$(LIB_VERSION) \
-	      $(DESTDIR)$(INCDIR)/qs.h $(DESTDIR)$(PKGDIR)/qs.pc
+	      $(DESTDIR)$(INCDIR)/qs.h $(DESTDIR)$(PKGDIR)/qs.pc \
+	      $(TOOLS:%=$(DESTDIR)$(MANDIR)/man1/%.1)
 
 clean:
 	rm -rf build build-san build-fuzz bin
@@ -189,7 +194,7 @@ help:
 	@echo "make            build the tools (build/bin/) and link them into bin/"
 	@echo "make check      build, then run the whole bats suite (tests/)"
 	@echo "make demo       convert, compile and score the bundled example model"
-	@echo "make install    install tools, libqs.a, libqs.so, qs.h and qs.pc (PREFIX=$(PREFIX) DESTDIR=)"
+	@echo "make install    install tools, their manual pages, libqs.a, libqs.so, qs.h and qs.pc (PREFIX=$(PREFIX) DESTDIR=)"
 	@echo "make uninstall  remove what install put there"
 	@echo "make fuzz       build the libFuzzer targets with clang and run each FUZZ_SECONDS (60)"
 	@echo "make clean      remove build outputs"

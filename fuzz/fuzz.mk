@@ -17,7 +17,7 @@
 # Keep the includer's default goal: these rules must not become `make`'s.
 FUZZ_SAVED_GOAL := $(.DEFAULT_GOAL)
 
-FUZZ_TARGETS := lightgbm xgboost catboost quickrank text qsm letor eval
+FUZZ_TARGETS := lightgbm xgboost catboost quickrank text qsm letor eval dsv
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_BUILD   ?= build-fuzz

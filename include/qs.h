@@ -48,6 +48,7 @@ typedef struct qs_error {
     long line;          /* 1-based line of text input, 0 when not applicable */
     long long offset;   /* byte offset into binary input, -1 when not applicable */
     char msg[480];      /* what went wrong, lower case, no trailing newline */
+    long column;        /* 1-based column (cell) of delimited text, 0 when not applicable */
 } qs_error;
 
 /* Reset an error record to "no error". */
@@ -119,6 +120,39 @@ typedef struct qs_model_info {
 } qs_model_info;
 
 QS_API void qs_model_get_info(const qs_model *m, qs_model_info *info);
+
+/* More facts, for inspection (qs-compile --info): counts over every tree,
+ * and how many trees have each leaf count and each depth. */
+typedef struct qs_hist_bin {
+    uint64_t value;  /* a leaf count, or a depth (edges from the root) */
+    uint64_t count;  /* trees with it */
+} qs_hist_bin;
+
+typedef struct qs_model_stats {
+    const char *objective;     /* as the source wrote it (informational); owned by the model */
+    const char *compare;       /* "le": x <= t goes left; "lt": x < t */
+    uint64_t nodes, leaves;    /* over every tree */
+    uint64_t cat_nodes;        /* categorical splits */
+    uint32_t features_used;    /* distinct features some split tests */
+    int64_t max_feature_used;  /* the largest of them, -1 when none */
+    uint64_t oblivious_trees;  /* trees whose levels each test one feature and threshold */
+    qs_hist_bin *leaves_hist;  /* trees by leaf count, ascending; n_leaves_hist bins */
+    size_t n_leaves_hist;
+    qs_hist_bin *depth_hist;   /* trees by depth, ascending */
+    size_t n_depth_hist;
+} qs_model_stats;
+
+/* Fill st (release with qs_model_stats_free).  Returns 0, or -1 with err
+ * (QS_ERR_NOMEM). */
+QS_API int qs_model_get_stats(const qs_model *m, qs_model_stats *st, qs_error *err);
+QS_API void qs_model_stats_free(qs_model_stats *st);
+
+/* The version of the library that wrote a foreign model, from its bytes:
+ * LightGBM text ("v4", its version= line), XGBoost JSON ("1.7.4", its
+ * "version" array).  Returns 0 and a NUL-terminated string in out[cap], or
+ * -1 when the format records none that this reads (canonical text and .qsm
+ * files do not keep it). */
+QS_API int qs_source_version(const char *buf, size_t len, char *out, size_t cap);
 
 /* --------------------------------------------------------- .qsm models */
 
@@ -230,6 +264,56 @@ QS_API int qs_scorer_relayout(qs_scorer *s, uint32_t tree_block, uint32_t doc_bl
 QS_API void qs_scorer_get_blocks(const qs_scorer *s, uint32_t *tree_block, uint32_t *doc_block,
                           uint32_t *delta, uint32_t *nblocks);
 
+/* The layout in force, for inspection (qs-compile --info). */
+typedef struct qs_layout_info {
+    uint32_t tree_block;        /* τ in force (0: one block per homogeneous run of trees) */
+    uint32_t stored_tree_block; /* τ the .qsm stores (0: chosen at load from the L2 size) */
+    uint32_t doc_block;         /* δ in force */
+    uint32_t delta;             /* Δ */
+    uint32_t nblocks;
+    uint64_t reversed_trees;    /* laid out mirrored (tree reversal) */
+    uint64_t entries;           /* sorted threshold entries, every block */
+    uint64_t special_entries;   /* special-value (NaN, zero band) entries */
+    uint64_t leaf_values;       /* leaf table entries */
+    uint32_t cat_nodes;         /* categorical nodes, evaluated directly */
+} qs_layout_info;
+
+typedef struct qs_block_info {
+    uint64_t first_tree, num_trees;
+    int oblivious;              /* a QS-Ω block (leaf index built bit by bit) */
+    uint32_t width;             /* QS: bits per tree's leaf mask, 8, 16, 32 or 64; 0: multi-word */
+    uint32_t words;             /* QS with width 0: 64-bit words per mask */
+    uint64_t entries;           /* sorted threshold entries */
+    uint64_t reversed_trees;
+} qs_block_info;
+
+QS_API void qs_scorer_get_layout_info(const qs_scorer *s, qs_layout_info *info);
+/* Block i (0 .. nblocks-1): 0, or -1 when out of range. */
+QS_API int qs_scorer_get_block(const qs_scorer *s, uint32_t i, qs_block_info *info);
+
+/* The container of a .qsm image (format/qsm.md): header and section table,
+ * checked (magic, version, checksums of the header, the table and every
+ * section), without decompressing anything. */
+#define QS_QSM_MAX_SECTIONS 64
+typedef struct qs_qsm_section {
+    char id[5];                 /* "INFO", "TREE", "QSLY", "AFFN", ... */
+    uint32_t flags;             /* 0x1 required, 0x2 zstd */
+    uint64_t offset, stored_size, raw_size;
+    uint32_t crc;               /* CRC-32C of the stored bytes (checked) */
+} qs_qsm_section;
+
+typedef struct qs_qsm_file_info {
+    unsigned major, minor;      /* format version */
+    uint64_t file_size;
+    uint32_t nsections;
+    qs_qsm_section sections[QS_QSM_MAX_SECTIONS];
+    int tuning;                 /* 1 when the file holds a tuning record (a measured τ, δ, Δ
+                                   and back end for a machine); no writer makes one yet: 0 */
+} qs_qsm_file_info;
+
+QS_API int qs_qsm_get_file_info(const unsigned char *buf, size_t len, qs_qsm_file_info *info,
+                                qs_error *err);
+
 /* A workspace holds δ document slots (qs_workspace_slots); the qs_doc_*
  * functions and qs_letor_parse fill the selected slot (slot 0 at first). */
 QS_API qs_workspace *qs_workspace_new(const qs_scorer *s, qs_error *err);
@@ -309,6 +393,57 @@ typedef struct qs_letor_line {
 QS_API int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent,
                    const char *line, size_t len, qs_letor_line *out,
                    int *is_doc, qs_error *err);
+
+/* ------------------------------------------- delimited text (CSV, TSV)
+ *
+ * One document per row of cells separated by `sep` (',' or '\t').  A cell
+ * may be quoted as in RFC 4180 ("a, b", "say ""hi"""), within one line;
+ * spaces around a cell (and tabs, when sep is not a tab) are ignored.  A
+ * trailing CR is ignored; blank lines are no documents. */
+
+/* One cell: text[0 .. len), quotes removed; a quoted cell's text may still
+ * hold doubled quotes ("") that stand for one. */
+typedef struct qs_dsv_cell {
+    const char *text;
+    size_t len;
+    int quoted;
+} qs_dsv_cell;
+
+/* Cells one at a time: start with *pos = 0; returns 1 and the next cell,
+ * 0 when the row has no more, -1 with err (QS_ERR_FORMAT, err->column set)
+ * on an unterminated quote or text after a closing quote.  A row of n
+ * separators has n + 1 cells. */
+QS_API int qs_dsv_next_cell(char sep, const char *line, size_t len, size_t *pos,
+                            qs_dsv_cell *cell, qs_error *err);
+
+/* The layout of the rows (columns are 0-based here). */
+typedef struct qs_dsv_format {
+    char sep;          /* ',' or '\t' */
+    uint32_t ncols;    /* cells in every row: another count is an error */
+    long label_col;    /* the label's column, -1: none */
+    long qid_col;      /* the query id's column, -1: none */
+} qs_dsv_format;
+
+/* The feature id of column `col`, or -1 for the label and qid columns.
+ * Columns are numbered as LightGBM's and XGBoost's CSV readers do: the
+ * label column is taken out and the columns after it move down by one; the
+ * qid column keeps its number (as LightGBM's group_column: that feature is
+ * simply never set). */
+QS_API long long qs_dsv_feature_id(const qs_dsv_format *f, uint32_t col);
+
+/* Parse one row (without its newline) into the workspace's selected slot
+ * (reset first with `absent`): every feature cell is parsed with the
+ * scorer's precision (qs_parse_value); an empty cell and NA, NaN, null (any
+ * case) are missing (NaN).  out->label and out->qid point into the line
+ * (NULL without such a column; qid NULL for an empty cell); out->max_id is
+ * the largest feature id of the row.  Blank lines give QS_OK with *is_doc =
+ * 0.  On a malformed row (a cell that is not a number, a label that is not
+ * a number, another number of cells than f->ncols, a qid holding a tab or a
+ * quote), fills err with err->column (1-based) set; err->line is left to
+ * the caller. */
+QS_API int qs_dsv_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent,
+                        const qs_dsv_format *f, const char *line, size_t len,
+                        qs_letor_line *out, int *is_doc, qs_error *err);
 
 /* ------------------------------------------------------- ranking metrics
  * (qs-eval): NDCG@k under every reference convention, ERR@k, MAP, P@k. */

@@ -7,11 +7,12 @@ LIB_SRC += lib/common/error.c lib/common/number.c lib/common/crc32c.c lib/common
            lib/common/vec.c
 
 # model: the canonical ensemble, its validation, walk and text form
-LIB_SRC += lib/model/model.c lib/model/text.c
+LIB_SRC += lib/model/model.c lib/model/text.c lib/model/stats.c
 
 # convert: the table of readers, one file per format
 LIB_SRC += lib/convert/convert.c lib/convert/json.c lib/convert/lightgbm.c \
-           lib/convert/xgboost.c lib/convert/quickrank.c lib/convert/catboost.c
+           lib/convert/xgboost.c lib/convert/quickrank.c lib/convert/catboost.c \
+           lib/convert/version.c
 
 # layout: the QuickScorer layout and the .qsm container
 LIB_SRC += lib/layout/layout.c lib/layout/qsm.c
@@ -20,7 +21,7 @@ LIB_SRC += lib/layout/layout.c lib/layout/qsm.c
 # the threaded matrix driver
 LIB_SRC += lib/score/scorer.c lib/score/workspace.c lib/score/transform.c \
            lib/score/registry.c lib/score/walk.c lib/score/qs.c lib/score/baselines.c \
-           lib/score/matrix.c
+           lib/score/matrix.c lib/score/dense.c lib/score/info.c
 
 # score/x86: vQS (AVX2, AVX-512), picked at run time
 LIB_SRC += lib/score/x86/vqs.c

@@ -32,6 +32,7 @@ replay() {
 @test "fuzz corpus: .qsm loader, every back end against the walk" { replay qsm; }
 @test "fuzz corpus: letor document reader" { replay letor; }
 @test "fuzz corpus: qs-eval parsers and evaluator" { replay eval; }
+@test "fuzz corpus: csv/tsv document reader against its LETOR twin" { replay dsv; }
 
 @test "fuzz replay driver: refuses a missing input" {
     local bin="$QS_ROOT/bin/fuzz/replay_text"

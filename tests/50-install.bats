@@ -10,10 +10,12 @@ setup_file() {
     make -s -C "$QS_ROOT" install PREFIX="$PREFIX_DIR" SANITIZE="${SANITIZE:-}" >/dev/null
 }
 
-@test "make install puts the tools, libqs.a, libqs.so (with its soname), qs.h and qs.pc in PREFIX" {
+@test "make install puts the tools, their manual pages, libqs.a, libqs.so (with its soname), qs.h and qs.pc in PREFIX" {
     local f
     for f in bin/qs-convert bin/qs-compile bin/qs-score bin/qs-eval lib/libqs.a \
-             lib/libqs.so lib/libqs.so.0 include/qs.h lib/pkgconfig/qs.pc; do
+             lib/libqs.so lib/libqs.so.0 include/qs.h lib/pkgconfig/qs.pc \
+             share/man/man1/qs-convert.1 share/man/man1/qs-compile.1 \
+             share/man/man1/qs-score.1 share/man/man1/qs-eval.1; do
         [ -e "$PREFIX_DIR/$f" ] || { echo "missing $f"; return 1; }
     done
     run readelf -d "$PREFIX_DIR/lib/libqs.so"
@@ -40,6 +42,20 @@ setup_file() {
     LD_LIBRARY_PATH="$PREFIX_DIR/lib" "$BATS_TEST_TMPDIR/score" "$BATS_TEST_TMPDIR/m.qsm" \
         < "$FIX/lgb-l8/docs.letor" > "$BATS_TEST_TMPDIR/got"
     cmp "$BATS_TEST_TMPDIR/got" "$FIX/lgb-l8/expected.txt"
+}
+
+@test "man finds the installed pages" {
+    command -v man > /dev/null || skip "man (Debian's man-db) is not installed"
+    local t
+    for t in qs-convert qs-compile qs-score qs-eval; do
+        run env MANPATH="$PREFIX_DIR/share/man" man -w "$t"
+        assert_success
+        assert_output "$PREFIX_DIR/share/man/man1/$t.1"
+        cmp "$PREFIX_DIR/share/man/man1/$t.1" "$QS_ROOT/man/$t.1"
+    done
+    run env MANPATH="$PREFIX_DIR/share/man" MANWIDTH=80 man qs-score
+    assert_success
+    assert_output --partial "--input FORMAT"
 }
 
 @test "libqs.so exports only qs_ symbols" {

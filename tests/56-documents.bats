@@ -144,6 +144,8 @@ setup() {
             qs-*) continue ;;    # built here
             script) continue ;;  # bsdutils: essential, always installed
             pkg-config) pkg=pkg-config ;;
+            man) pkg=man-db ;;
+            groff) pkg=groff-base ;;
             *) pkg=$cmd ;;
         esac
         case "$want" in

@@ -14,6 +14,7 @@ void qs_error_clear(qs_error *err)
     err->line = 0;
     err->offset = -1;
     err->msg[0] = '\0';
+    err->column = 0;
 }
 
 static void vfail(qs_error *err, qs_status code, long line, long long off,
@@ -24,6 +25,7 @@ static void vfail(qs_error *err, qs_status code, long line, long long off,
     err->code = code;
     err->line = line;
     err->offset = off;
+    err->column = 0;
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
 }
 

@@ -920,3 +920,58 @@ fail:
     qs_layout_free(L);
     return -1;
 }
+
+/* ------------------------------------------------------------ inspection */
+
+int qs_qsm_get_file_info(const unsigned char *buf, size_t len, qs_qsm_file_info *info,
+                         qs_error *err)
+{
+    memset(info, 0, sizeof *info);
+    if (len < QSM_HEADER_SIZE || memcmp(buf, QSM_MAGIC, 8) != 0)
+        return qs_fail_at(err, QS_ERR_FORMAT, 0, "not a .qsm file (bad magic number)");
+    info->major = buf[8] | buf[9] << 8;
+    info->minor = buf[10] | buf[11] << 8;
+    if (info->major != QSM_VERSION_MAJOR)
+        return qs_fail_at(err, QS_ERR_UNSUPPORTED, 8,
+                          ".qsm version %u is not supported (this build reads %u.x)", info->major,
+                          QSM_VERSION_MAJOR);
+    if (get_u32_at(buf + 60) != qs_crc32c(0, buf, 60))
+        return qs_fail_at(err, QS_ERR_FORMAT, 60, "header checksum mismatch (corrupt file)");
+    uint32_t hsize = get_u32_at(buf + 16), nsec = get_u32_at(buf + 20);
+    info->file_size = get_u64_at(buf + 24);
+    if (hsize != QSM_HEADER_SIZE)
+        return qs_fail_at(err, QS_ERR_FORMAT, 16, "bad header size %u", hsize);
+    if (info->file_size != len)
+        return qs_fail_at(err, QS_ERR_FORMAT, 24,
+                          "file size %zu differs from the recorded %llu (truncated or padded)",
+                          len, (unsigned long long)info->file_size);
+    if (nsec == 0 || nsec > QSM_MAX_SECTIONS || (uint64_t)nsec * QSM_ENTRY_SIZE > len - hsize)
+        return qs_fail_at(err, QS_ERR_FORMAT, 20, "bad section count %u", nsec);
+    const unsigned char *tab = buf + hsize;
+    if (get_u32_at(buf + 32) != qs_crc32c(0, tab, (size_t)nsec * QSM_ENTRY_SIZE))
+        return qs_fail_at(err, QS_ERR_FORMAT, 32, "section table checksum mismatch (corrupt file)");
+    for (uint32_t s = 0; s < nsec; s++) {
+        const unsigned char *e = tab + (size_t)s * QSM_ENTRY_SIZE;
+        qs_qsm_section *q = &info->sections[s];
+        uint32_t id = get_u32_at(e);
+        for (int k = 0; k < 4; k++) {
+            unsigned char c = (unsigned char)(id >> (8 * k));
+            q->id[k] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+        }
+        q->id[4] = '\0';
+        q->flags = get_u32_at(e + 4);
+        q->offset = get_u64_at(e + 8);
+        q->stored_size = get_u64_at(e + 16);
+        q->raw_size = get_u64_at(e + 24);
+        q->crc = get_u32_at(e + 32);
+        if (q->offset > len || q->stored_size > len - q->offset)
+            return qs_fail_at(err, QS_ERR_FORMAT, (long long)(hsize + (uint64_t)s * QSM_ENTRY_SIZE),
+                              "section %u lies outside the file", s);
+        if (q->crc != qs_crc32c(0, buf + q->offset, (size_t)q->stored_size))
+            return qs_fail_at(err, QS_ERR_FORMAT, (long long)q->offset,
+                              "section %u checksum mismatch (corrupt file)", s);
+    }
+    info->nsections = nsec;
+    info->tuning = 0; /* no section holds a tuning record yet */
+    return 0;
+}

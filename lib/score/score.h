@@ -57,6 +57,7 @@ struct qs_scorer {
     uint32_t doc_block;       /* δ: documents scored together */
     int auto_backend;         /* what auto runs as */
     unsigned build_threads;   /* threads that build a layout (load, relayout) */
+    uint32_t stored_tree_block; /* τ as the .qsm stores it (qs_scorer_get_layout_info) */
     uint8_t prepared[QS_MAX_BACKENDS];
     void *state[QS_MAX_BACKENDS];
 };

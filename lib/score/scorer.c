@@ -187,6 +187,7 @@ qs_scorer *qs_scorer_load_threads(const unsigned char *buf, size_t len, unsigned
     /* Either the layout is rebuilt from the trees for this machine's cache,
      * or the stored one must equal what the trees give: a forged QSLY can
      * then never make the back ends disagree. */
+    s->stored_tree_block = s->L->tree_block;
     uint32_t tau = s->L->tree_block == 0 ? auto_tree_block(s->L) : 0;
     if (tau || s->L->sketch ? qs_scorer_relayout(s, tau, QS_KEEP, QS_KEEP, err) != 0
                             : qs_layout_verify(s->L, s->m, s->build_threads, err) != 0) {

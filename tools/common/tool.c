@@ -90,6 +90,8 @@ _Noreturn void tool_die_err(const char *where, const qs_error *err)
     int code = tool_exit_code(err->code);
     if (!where)
         tool_die(code, "%s", err->msg);
+    if (err->line > 0 && err->column > 0)
+        tool_die(code, "%s:%ld:%ld: %s", where, err->line, err->column, err->msg);
     if (err->line > 0)
         tool_die(code, "%s:%ld: %s", where, err->line, err->msg);
     if (err->offset >= 0)

@@ -25,7 +25,7 @@ const char *tool_name(void);
 void tool_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* tool_warn, then exit(code). */
 _Noreturn void tool_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* "prog: WHERE:LINE: msg" (or "WHERE: byte N: msg", or "WHERE: msg") from a
+/* "prog: WHERE:LINE: msg" (or "WHERE:LINE:COLUMN: msg" when err->column is set, or "WHERE: byte N: msg", or "WHERE: msg") from a
  * library error, then exit with the code that matches err->code. */
 _Noreturn void tool_die_err(const char *where, const qs_error *err);
 /* Exit code for a library status. */

@@ -1,6 +1,6 @@
 /* qs-compile: build the binary QuickScorer model (.qsm) from canonical
  * ensemble text (or any model qs-convert reads). */
-#include "tool.h"
+#include "info.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -12,6 +12,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: qs-compile [-o OUT.qsm] [--delta N] [--tree-block N] [--doc-block N]\n"
             "                  [--reverse-sample DOCS] [-v] [ENSEMBLE|-]\n"
+            "       qs-compile --info [--json] [-o FILE] [options] [MODEL|-]\n"
             "\n"
             "Reads canonical ensemble text (from qs-convert; a LightGBM, XGBoost or\n"
             "QuickRank model is converted on the fly) and writes the .qsm model\n"
@@ -32,6 +33,14 @@ static void usage(FILE *f)
             "                    (fewer entries to scan; scores stay bit-identical)\n"
             "  --reverse-all     lay out every tree reversed (for tests and measurements)\n"
             "  -v, --verbose     say how many trees were reversed\n"
+            "  --info            describe MODEL (a .qsm, canonical text or any model\n"
+            "                    qs-convert reads) instead of compiling it: source and\n"
+            "                    version, objective, transform, features used, classes,\n"
+            "                    trees, leaves and depth histograms, oblivious or not, the\n"
+            "                    layout (blocks, mask widths, τ, δ, Δ; for a model that is\n"
+            "                    not a .qsm, the one qs-compile would write with these\n"
+            "                    options), the tuning record, and a .qsm's sections\n"
+            "  --json            with --info: one JSON object\n"
             "  -h, --help        this help\n"
             "  -V, --version     version\n"
             "\n"
@@ -118,12 +127,14 @@ int main(int argc, char **argv)
         { "reverse-all", no_argument, 0, 'R' },
         { "help", no_argument, 0, 'h' },
         { "version", no_argument, 0, 'V' },
+        { "info", no_argument, 0, 'i' },
+        { "json", no_argument, 0, 'j' },
         { 0, 0, 0, 0 },
     };
     const char *outpath = NULL;
     qs_compile_options opt = { 0, 0, 0, NULL };
     const char *sample = NULL;
-    int verbose = 0, reverse_all = 0;
+    int verbose = 0, reverse_all = 0, show_info = 0, json = 0;
     int c;
     while ((c = getopt_long(argc, argv, "o:hVv", opts, NULL)) != -1) {
         switch (c) {
@@ -138,6 +149,8 @@ int main(int argc, char **argv)
         case 'r': sample = optarg; break;
         case 'v': verbose = 1; break;
         case 'R': reverse_all = 1; break;
+        case 'i': show_info = 1; break;
+        case 'j': json = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': printf("qs-compile %s\n", QS_VERSION_STRING); return EXIT_OK;
         default: usage(stderr); return EXIT_USAGE;
@@ -148,15 +161,41 @@ int main(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
+    if (json && !show_info)
+        tool_die(EXIT_USAGE, "--json needs --info");
+    if (sample && reverse_all)
+        tool_die(EXIT_USAGE, "--reverse-sample and --reverse-all exclude each other");
     const char *in = optind < argc ? argv[optind] : "-";
     const char *name = strcmp(in, "-") == 0 ? "(stdin)" : in;
     tool_out out;
-    /* Refuse a terminal before reading anything. */
-    tool_out_open(&out, outpath, 1);
+    /* Refuse a terminal before reading anything (the report is text). */
+    tool_out_open(&out, outpath, !show_info);
     size_t len;
     char *buf = tool_read_all(in, &len);
     qs_error err;
     qs_error_clear(&err);
+    info_input ii = { name, tool_model_kind(buf, len), len, NULL, NULL };
+    char version[64];
+    qs_qsm_file_info fi;
+    if (show_info && tool_is_qsm(buf, len)) {
+        if (qs_qsm_get_file_info((const unsigned char *)buf, len, &fi, &err) != 0)
+            tool_die_err(name, &err);
+        qs_scorer *s = qs_scorer_load((const unsigned char *)buf, len, &err);
+        if (!s)
+            tool_die_err(name, &err);
+        free(buf);
+        ii.qsm = &fi;
+        info_report(out.fp, json, &ii, s);
+        qs_scorer_free(s);
+        tool_out_commit(&out);
+        return EXIT_OK;
+    }
+    if (show_info && qs_source_version(buf, len, version, sizeof version) == 0)
+        ii.source_version = version;
+    if (show_info && !ii.kind)
+        tool_die(EXIT_DATA, "%s: not a model qs reads (expected a .qsm, canonical ensemble "
+                            "text, or a LightGBM, XGBoost, CatBoost, QuickRank or RankLib model)",
+                 name);
     if (tool_is_qsm(buf, len))
         tool_die(EXIT_DATA, "%s: this is a compiled .qsm model already (score it with qs-score)",
                  name);
@@ -172,8 +211,6 @@ int main(int argc, char **argv)
     if (qs_compile(m, &opt, &img, &ilen, &err) != 0)
         tool_die_err(name, &err);
     uint8_t *rev = NULL;
-    if (sample && reverse_all)
-        tool_die(EXIT_USAGE, "--reverse-sample and --reverse-all exclude each other");
     if (reverse_all) {
         qs_model_info info;
         qs_model_get_info(m, &info);
@@ -195,6 +232,17 @@ int main(int argc, char **argv)
     }
     free(rev);
     qs_model_free(m);
+    if (show_info) {
+        /* The layout qs-compile would write, as qs-score would load it. */
+        qs_scorer *s = qs_scorer_load(img, ilen, &err);
+        if (!s)
+            tool_die_err(name, &err);
+        free(img);
+        info_report(out.fp, json, &ii, s);
+        qs_scorer_free(s);
+        tool_out_commit(&out);
+        return EXIT_OK;
+    }
     tool_out_write(&out, img, ilen);
     free(img);
     tool_out_commit(&out);

@@ -23,6 +23,17 @@ static void usage(FILE *f)
             "digits for double-accumulated models and 9 for float32 ones; one tab-separated\n"
             "column per class for multiclass models.  Blank and comment-only lines are skipped.\n"
             "\n"
+            "  --input FORMAT         letor (default), csv, tsv (one document per row, the\n"
+            "                         cells features 0, 1, ... less the label column; empty,\n"
+            "                         NA, NaN and null cells are missing) or f32 (rows of\n"
+            "                         --features little-endian float32 values; NaN missing)\n"
+            "  --header               csv, tsv: the first row names the columns\n"
+            "  --label-col COL        csv, tsv: the label's column, 1-based, or a name from\n"
+            "                         the header (name:COL for a name made of digits); the\n"
+            "                         columns after it are features one lower\n"
+            "  --qid-col COL          csv, tsv: the query id's column (keeps its feature\n"
+            "                         number, never set, as LightGBM's group_column)\n"
+            "  --features N           f32: values per row (1..67108864)\n"
             "  --absent zero|missing  what an absent feature means (default: the source\n"
             "                         library's: LightGBM, QuickRank zero; XGBoost missing)\n"
             "  --transform            apply the objective's output function (sigmoid, softmax...)\n"
@@ -189,11 +200,19 @@ int main(int argc, char **argv)
         { "list-backends", no_argument, 0, 'L' },
         { "threads", required_argument, 0, 'j' },
         { "numa", required_argument, 0, 'N' },
+        { "input", required_argument, 0, 'I' },
+        { "header", no_argument, 0, 'H' },
+        { "label-col", required_argument, 0, 'l' },
+        { "qid-col", required_argument, 0, 'q' },
+        { "features", required_argument, 0, 'F' },
         { 0, 0, 0, 0 },
     };
     qs_absent absent = QS_ABSENT_DEFAULT;
     int transform = 0, annotate = 0, show_version = 0, verbose = 0, show_list = 0;
     int strict_features = 0;
+    int input = PIPE_LETOR, header = 0;
+    const char *label_col = NULL, *qid_col = NULL;
+    uint32_t f32_features = 0;
     const char *outpath = NULL, *bname = getenv("QS_BACKEND");
     const char *threads_arg = getenv("QS_THREADS"), *numa_arg = "auto";
     uint32_t tree_block = QS_KEEP, doc_block = QS_KEEP, delta = QS_KEEP;
@@ -222,6 +241,22 @@ int main(int argc, char **argv)
         case 'L': show_list = 1; break;
         case 'j': threads_arg = optarg; break;
         case 'N': numa_arg = optarg; break;
+        case 'I':
+            if (strcmp(optarg, "letor") == 0)
+                input = PIPE_LETOR;
+            else if (strcmp(optarg, "csv") == 0)
+                input = PIPE_CSV;
+            else if (strcmp(optarg, "tsv") == 0)
+                input = PIPE_TSV;
+            else if (strcmp(optarg, "f32") == 0)
+                input = PIPE_F32;
+            else
+                tool_die(EXIT_USAGE, "bad --input '%s' (expected letor, csv, tsv or f32)", optarg);
+            break;
+        case 'H': header = 1; break;
+        case 'l': label_col = optarg; break;
+        case 'q': qid_col = optarg; break;
+        case 'F': f32_features = parse_u32(optarg, "--features", 1, 1u << 26); break;
         default: usage(stderr); return EXIT_USAGE;
         }
     }
@@ -245,6 +280,37 @@ int main(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
+    const int dsv = input == PIPE_CSV || input == PIPE_TSV;
+    if (!dsv && (header || label_col || qid_col))
+        tool_die(EXIT_USAGE, "--%s needs --input csv or tsv",
+                 header ? "header" : label_col ? "label-col" : "qid-col");
+    if (input != PIPE_F32 && f32_features)
+        tool_die(EXIT_USAGE, "--features needs --input f32");
+    if (input == PIPE_F32 && !f32_features)
+        tool_die(EXIT_USAGE, "--input f32 needs --features N (the values per row)");
+    const char *specs[2] = { label_col, qid_col };
+    for (int i = 0; i < 2; i++) {
+        const char *v = specs[i];
+        if (!v)
+            continue;
+        if (!*v || strcmp(v, "name:") == 0)
+            tool_die(EXIT_USAGE, "empty --%s", i ? "qid-col" : "label-col");
+        if (strspn(v, "0123456789") == strlen(v)) {
+            char *e;
+            unsigned long long n = strtoull(v, &e, 10);
+            if (n < 1 || n > UINT32_MAX)
+                tool_die(EXIT_USAGE, "bad --%s '%s' (columns are numbered from 1)",
+                         i ? "qid-col" : "label-col", v);
+        } else if (!header) {
+            tool_die(EXIT_USAGE, "--%s '%s' is a name: it needs --header",
+                     i ? "qid-col" : "label-col", v);
+        }
+    }
+    if (annotate && input == PIPE_F32)
+        tool_die(EXIT_USAGE, "--annotate needs labels: --input f32 has none");
+    if (annotate && dsv && !label_col)
+        tool_die(EXIT_USAGE, "--annotate needs --label-col with --input %s",
+                 input == PIPE_CSV ? "csv" : "tsv");
     const char *mpath = argv[optind];
     const char *dpath = optind + 1 < argc ? argv[optind + 1] : "-";
     const char *dname = strcmp(dpath, "-") == 0 ? "(stdin)" : dpath;
@@ -328,6 +394,19 @@ int main(int argc, char **argv)
     }
     free(mbuf_keep);
 
+    if (input == PIPE_F32 && f32_features > info.num_features &&
+        (info.source == QS_SRC_LIGHTGBM || info.source == QS_SRC_XGBOOST)) {
+        if (strict_features)
+            tool_die(EXIT_DATA, "%s: --features %u is beyond the model's %u features "
+                                "(--strict-features)", dname, f32_features, info.num_features);
+        tool_warn("%s: --features %u is beyond the model's %u features: values %u.. of each "
+                  "row are ignored (--strict-features refuses them)",
+                  dname, f32_features, info.num_features, info.num_features);
+    } else if (input == PIPE_F32 && f32_features > info.num_features && strict_features) {
+        tool_die(EXIT_DATA, "%s: --features %u is beyond the model's %u features "
+                            "(--strict-features)", dname, f32_features, info.num_features);
+    }
+
     tool_out out;
     tool_out_open(&out, outpath, 0);
     /* Plain or zstd-compressed text, streamed. */
@@ -346,6 +425,11 @@ int main(int argc, char **argv)
         .threads = threads,
         .pin = threads > 1 && !getenv("OMP_PROC_BIND") && threads <= pipe_cpus(),
         .chunk_bytes = chunk_bytes,
+        .input = input,
+        .header = header,
+        .label_col = label_col,
+        .qid_col = qid_col,
+        .f32_features = f32_features,
         .in = in,
         .dname = dname,
         .out = &out,

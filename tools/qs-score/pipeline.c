@@ -45,6 +45,8 @@ typedef struct chunk {
     long bad_line;     /* first bad line, 1-based within the chunk; -1: a scoring error */
     long extra_line;   /* first line with a feature id beyond the model (0: none) */
     long long extra_id;
+    size_t partial;    /* f32: bytes of a last, incomplete row (0: none) */
+    unsigned long long in_off; /* byte offset of the chunk in the input */
     qs_error err;
     int state;         /* SLOT_*, atomic */
     uint64_t seq;
@@ -56,6 +58,8 @@ typedef struct reader {
     char *carry;       /* the start of a line that the last chunk did not end */
     size_t carry_len, carry_cap;
     int eof;
+    size_t row_bytes;  /* f32: bytes per row (0: text, cut at line ends) */
+    unsigned long long consumed; /* f32: bytes handed out in chunks so far */
 } reader;
 
 typedef struct doc_meta {
@@ -74,9 +78,16 @@ typedef struct worker {
     doc_meta *meta;
 } worker;
 
+/* Whether the chunk's input is to be processed: a failed chunk may still
+ * hold whole rows before an incomplete last one (f32). */
+static int chunk_usable(const chunk *c)
+{
+    return c->bad_line == 0 && !c->too_long && !c->read_errno && !c->oom;
+}
+
 static int chunk_failed(const chunk *c)
 {
-    return c->bad_line != 0 || c->too_long || c->read_errno || c->oom;
+    return c->bad_line != 0 || c->too_long || c->read_errno || c->oom || c->partial;
 }
 
 /* ------------------------------------------------------------ reading */
@@ -96,10 +107,52 @@ static int reserve(char **p, size_t *cap, size_t need)
     return 0;
 }
 
+/* f32: the next chunk of whole rows (about r->chunk_bytes, at least one
+ * row); a last, incomplete row is left out and recorded in c->partial.
+ * Returns 0 when the input is done. */
+static int read_rows(reader *r, chunk *c)
+{
+    c->in_len = c->out_len = 0;
+    c->lines = 0;
+    c->too_long = c->read_errno = c->oom = 0;
+    c->bad_line = 0;
+    c->extra_line = 0;
+    c->partial = 0;
+    if (r->eof)
+        return 0;
+    const size_t rb = r->row_bytes;
+    size_t target = r->chunk_bytes / rb * rb;
+    if (target == 0)
+        target = rb;
+    if (reserve(&c->in, &c->in_cap, target) != 0) {
+        c->oom = 1;
+        r->eof = 1;
+        return 1;
+    }
+    while (!r->eof && c->in_len < target) {
+        size_t got = fread(c->in + c->in_len, 1, target - c->in_len, r->f);
+        c->in_len += got;
+        if (got == 0) {
+            if (ferror(r->f)) {
+                c->read_errno = errno ? errno : EIO;
+                c->in_len -= c->in_len % rb;
+            }
+            r->eof = 1;
+        }
+    }
+    c->in_off = r->consumed;
+    c->partial = c->in_len % rb;
+    c->in_len -= c->partial;
+    r->consumed += c->in_len;
+    return c->in_len > 0 || chunk_failed(c);
+}
+
 /* Read the next chunk into c: whole lines (the last one may lack its
  * newline at the end of the input).  Returns 0 when the input is done. */
 static int read_chunk(reader *r, chunk *c)
 {
+    if (r->row_bytes)
+        return read_rows(r, c);
     c->in_len = c->out_len = 0;
     c->lines = 0;
     c->too_long = c->read_errno = c->oom = 0;
@@ -237,11 +290,49 @@ static int flush_batch(worker *wk, chunk *c, uint32_t n)
     return 0;
 }
 
+/* f32: every row of c (whole rows, little-endian float32). */
+static void process_rows(worker *wk, chunk *c)
+{
+    const pipe_job *job = wk->job;
+    const uint32_t nf = job->f32_features;
+    const uint32_t use = nf < wk->nfeatures ? nf : wk->nfeatures;
+    const size_t rb = (size_t)nf * 4;
+    uint32_t n = 0;
+    long rows = 0;
+    for (size_t off = 0; off + rb <= c->in_len; off += rb) {
+        const unsigned char *b = (const unsigned char *)c->in + off;
+        qs_workspace_select(wk->w, n);
+        qs_doc_reset(wk->w, job->absent);
+        for (uint32_t j = 0; j < use; j++) {
+            const unsigned char *q = b + (size_t)j * 4;
+            uint32_t u = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 |
+                         (uint32_t)q[3] << 24;
+            float v;
+            memcpy(&v, &u, sizeof v);
+            qs_doc_set(wk->w, j, (double)v);
+        }
+        rows++;
+        memset(&wk->meta[n], 0, sizeof wk->meta[n]);
+        if (++n == wk->nslots) {
+            if (flush_batch(wk, c, n) != 0)
+                return;
+            n = 0;
+        }
+    }
+    c->lines = rows;
+    if (n > 0)
+        flush_batch(wk, c, n);
+}
+
 /* Parse, score and format every line of c; stop at the first bad line,
  * after scoring the documents before it. */
 static void process(worker *wk, chunk *c)
 {
     const pipe_job *job = wk->job;
+    if (job->input == PIPE_F32) {
+        process_rows(wk, c);
+        return;
+    }
     const char *p = c->in, *end = c->in + c->in_len;
     uint32_t n = 0;
     long line = 0;
@@ -252,7 +343,11 @@ static void process(worker *wk, chunk *c)
         qs_letor_line lm;
         int is_doc;
         qs_workspace_select(wk->w, n);
-        if (qs_letor_parse(wk->s, wk->w, job->absent, p, len, &lm, &is_doc, &c->err) != 0) {
+        int rc = job->input == PIPE_LETOR
+                     ? qs_letor_parse(wk->s, wk->w, job->absent, p, len, &lm, &is_doc, &c->err)
+                     : qs_dsv_parse(wk->s, wk->w, job->absent, &job->dsv, p, len, &lm, &is_doc,
+                                    &c->err);
+        if (rc != 0) {
             c->bad_line = line;
             break;
         }
@@ -305,6 +400,7 @@ typedef struct writer {
     const pipe_job *job;
     long lines; /* lines of the chunks written so far */
     int extra_warned;
+    long first_row; /* CSV, TSV without --header: the first row's line */
 } writer;
 
 static uint32_t model_features(const pipe_job *job) { return job->info->num_features; }
@@ -338,6 +434,10 @@ static void emit(writer *wr, const chunk *c)
     if (c->bad_line > 0) {
         qs_error e = c->err;
         e.line = wr->lines + c->bad_line;
+        if (e.line == wr->first_row && strncmp(e.msg, "bad cell", 8) == 0) {
+            size_t k = strlen(e.msg);
+            snprintf(e.msg + k, sizeof e.msg - k, "; a header row? (--header)");
+        }
         tool_die_err(job->dname, &e);
     }
     if (c->bad_line < 0)
@@ -347,6 +447,11 @@ static void emit(writer *wr, const chunk *c)
     if (c->too_long)
         tool_die(EXIT_DATA, "%s:%ld: line longer than %zu MiB", job->dname,
                  wr->lines + c->lines + 1, PIPE_MAX_LINE >> 20);
+    if (c->partial)
+        tool_die(EXIT_DATA, "%s: byte %llu: incomplete last row (%zu of its %zu bytes; "
+                            "--features %u makes rows of %zu bytes)",
+                 job->dname, c->in_off + c->in_len, c->partial, (size_t)job->f32_features * 4,
+                 job->f32_features, (size_t)job->f32_features * 4);
     wr->lines += c->lines;
 }
 
@@ -462,7 +567,7 @@ static void run_threads(const pipe_job *job, reader *rd, writer *wr)
             }
             omp_unset_lock(&rlock);
             if (c) {
-                if (!chunk_failed(c))
+                if (chunk_usable(c))
                     process(&wk, c);
                 if (chunk_failed(c))
                     __atomic_store_n(&stop, 1, __ATOMIC_SEQ_CST);
@@ -505,10 +610,174 @@ static void run_threads(const pipe_job *job, reader *rd, writer *wr)
 }
 #endif
 
-void pipe_run(const pipe_job *job)
+/* ------------------------------------------------------------ CSV, TSV */
+
+/* Make r->carry begin with a whole line, or hold the rest of the input:
+ * *len is its length without the newline.  0 when the input is empty. */
+static int peek_line(const pipe_job *job, reader *r, long lineno, size_t *len, int *nl)
 {
-    reader rd = { job->in, job->chunk_bytes, NULL, 0, 0, 0 };
-    writer wr = { job, 0, 0 };
+    size_t scanned = 0;
+    for (;;) {
+        const char *p = r->carry_len > scanned
+                            ? memchr(r->carry + scanned, '\n', r->carry_len - scanned)
+                            : NULL;
+        if (p) {
+            *len = (size_t)(p - r->carry);
+            *nl = 1;
+            return 1;
+        }
+        if (r->eof) {
+            *len = r->carry_len;
+            *nl = 0;
+            return r->carry_len > 0;
+        }
+        if (r->carry_len >= PIPE_MAX_LINE)
+            tool_die(EXIT_DATA, "%s:%ld: line longer than %zu MiB", job->dname, lineno,
+                     PIPE_MAX_LINE >> 20);
+        scanned = r->carry_len;
+        if (reserve(&r->carry, &r->carry_cap, r->carry_len + 65536) != 0)
+            tool_die(EXIT_SYSTEM, "%s: out of memory (reading line %ld)", job->dname, lineno);
+        size_t got = fread(r->carry + r->carry_len, 1, 65536, r->f);
+        if (got == 0) {
+            if (ferror(r->f))
+                tool_input_error(job->dname, errno ? errno : EIO);
+            r->eof = 1;
+        }
+        r->carry_len += got;
+    }
+}
+
+static void drop_line(reader *r, size_t len, int nl)
+{
+    size_t n = len + (size_t)nl;
+    memmove(r->carry, r->carry + n, r->carry_len - n);
+    r->carry_len -= n;
+}
+
+/* Whether cell c (quotes removed, "" standing for ") reads `name`. */
+static int cell_is(const qs_dsv_cell *c, const char *name)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < c->len; i++, k++) {
+        if (c->quoted && c->text[i] == '"')
+            i++;
+        if (name[k] != c->text[i])
+            return 0;
+    }
+    return name[k] == '\0';
+}
+
+/* A column given as a 1-based number (0-based result), or -2 for a name. */
+static long col_number(const char *spec)
+{
+    if (!spec)
+        return -1;
+    if (!*spec || strspn(spec, "0123456789") != strlen(spec))
+        return -2;
+    char *e;
+    unsigned long long v = strtoull(spec, &e, 10);
+    return v >= 1 && v <= UINT32_MAX ? (long)(v - 1) : -3;
+}
+
+static const char *col_name(const char *spec)
+{
+    return strncmp(spec, "name:", 5) == 0 ? spec + 5 : spec;
+}
+
+/* Before any chunk: skip blank lines, read the header (or look at the first
+ * row) to learn the number of columns, and find the label and qid columns.
+ * Returns the lines consumed. */
+static long dsv_setup(pipe_job *job, reader *r)
+{
+    const char sep = job->input == PIPE_TSV ? '\t' : ',';
+    long lines = 0;
+    size_t len;
+    int nl;
+    const char *l;
+    for (;;) {
+        if (!peek_line(job, r, lines + 1, &len, &nl)) {
+            if (job->header)
+                tool_die(EXIT_DATA, "%s: no header row (the input is empty; --header)",
+                         job->dname);
+            job->dsv = (qs_dsv_format){ sep, 0, -1, -1 };
+            return lines;
+        }
+        l = r->carry;
+        size_t i = 0;
+        while (i < len && (l[i] == ' ' || l[i] == '\t' || l[i] == '\r'))
+            i++;
+        if (i < len)
+            break;
+        drop_line(r, len, nl);
+        lines++;
+    }
+    size_t n = len && l[len - 1] == '\r' ? len - 1 : len;
+    long label = col_number(job->label_col), qid = col_number(job->qid_col);
+    const char *label_name = label == -2 ? col_name(job->label_col) : NULL;
+    const char *qid_name = qid == -2 ? col_name(job->qid_col) : NULL;
+    size_t pos = 0;
+    uint64_t ncols = 0;
+    qs_dsv_cell c;
+    qs_error e;
+    qs_error_clear(&e);
+    int rc;
+    while ((rc = qs_dsv_next_cell(sep, l, n, &pos, &c, &e)) == 1) {
+        if (job->header) {
+            if (label_name && cell_is(&c, label_name)) {
+                if (label >= 0)
+                    tool_die(EXIT_DATA, "%s:%ld: two columns are named '%s' (--label-col)",
+                             job->dname, lines + 1, label_name);
+                label = (long)ncols;
+            }
+            if (qid_name && cell_is(&c, qid_name)) {
+                if (qid >= 0)
+                    tool_die(EXIT_DATA, "%s:%ld: two columns are named '%s' (--qid-col)",
+                             job->dname, lines + 1, qid_name);
+                qid = (long)ncols;
+            }
+        }
+        ncols++;
+    }
+    if (rc < 0) {
+        e.line = lines + 1;
+        tool_die_err(job->dname, &e);
+    }
+    if (ncols > UINT32_MAX)
+        tool_die(EXIT_DATA, "%s:%ld: more than %u columns", job->dname, lines + 1, UINT32_MAX);
+    const char *what = job->header ? "the header" : "the first row";
+    if (label == -2 || qid == -2)
+        tool_die(EXIT_DATA, "%s:%ld: no column named '%s' in the header (%s)", job->dname,
+                 lines + 1, label == -2 ? label_name : qid_name,
+                 label == -2 ? "--label-col" : "--qid-col");
+    if (label >= (long)ncols || label == -3)
+        tool_die(EXIT_DATA, "%s:%ld: --label-col %s: %s has %llu columns", job->dname, lines + 1,
+                 job->label_col, what, (unsigned long long)ncols);
+    if (qid >= (long)ncols || qid == -3)
+        tool_die(EXIT_DATA, "%s:%ld: --qid-col %s: %s has %llu columns", job->dname, lines + 1,
+                 job->qid_col, what, (unsigned long long)ncols);
+    if (label >= 0 && label == qid)
+        tool_die(EXIT_USAGE, "--label-col and --qid-col name the same column (%ld)", label + 1);
+    if (job->header) {
+        drop_line(r, len, nl);
+        lines++;
+    }
+    job->dsv = (qs_dsv_format){ sep, (uint32_t)ncols, label, qid };
+    return lines;
+}
+
+void pipe_run(const pipe_job *job_in)
+{
+    pipe_job local = *job_in;
+    const pipe_job *job = &local;
+    reader rd = { job->in, job->chunk_bytes, NULL, 0, 0, 0, 0, 0 };
+    writer wr = { job, 0, 0, 0 };
+    if (job->input == PIPE_CSV || job->input == PIPE_TSV) {
+        wr.lines = dsv_setup(&local, &rd);
+        if (!job->header)
+            wr.first_row = wr.lines + 1;
+    }
+    if (job->input == PIPE_F32)
+        rd.row_bytes = (size_t)job->f32_features * 4;
 #ifdef _OPENMP
     if (job->threads > 1) {
         run_threads(job, &rd, &wr);
@@ -524,7 +793,7 @@ void pipe_run(const pipe_job *job)
     chunk c;
     memset(&c, 0, sizeof c);
     while (read_chunk(&rd, &c)) {
-        if (!chunk_failed(&c))
+        if (chunk_usable(&c))
             process(&wk, &c);
         emit(&wr, &c);
     }

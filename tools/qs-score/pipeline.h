@@ -12,6 +12,9 @@
  * included. */
 #define PIPE_MAX_LINE ((size_t)256 << 20)
 
+/* Input formats. */
+enum { PIPE_LETOR = 0, PIPE_CSV, PIPE_TSV, PIPE_F32 };
+
 typedef struct pipe_job {
     const qs_model_info *info; /* the model's facts (qs_model_get_info scans every tree) */
     qs_scorer **replicas;    /* one scorer per NUMA node (or forced replica) */
@@ -24,6 +27,14 @@ typedef struct pipe_job {
     unsigned threads;        /* >= 1 */
     int pin;                 /* pin thread i to the i-th CPU this process may use */
     size_t chunk_bytes;      /* input per chunk (cut at a line end) */
+    int input;               /* PIPE_* */
+    /* CSV, TSV: a header row; the label and qid columns as given (a 1-based
+     * number, a name from the header, or "name:NAME"; NULL: none).
+     * pipe_run reads the header (or the first row) and fills dsv. */
+    int header;
+    const char *label_col, *qid_col;
+    qs_dsv_format dsv;
+    uint32_t f32_features;   /* PIPE_F32: floats per row */
     FILE *in;
     const char *dname;       /* the documents' name for messages */
     tool_out *out;
