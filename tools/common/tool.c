@@ -378,10 +378,16 @@ typedef struct zin {
     int raw_eof;
     size_t zret;               /* 0: between frames */
     int bad;                   /* a zstd error was reported */
+    FILE *r;                   /* the stream handed out */
+    char *rbuf;                /* its buffer */
+    long long size;            /* plain text from a regular file: its bytes from
+                                  where reading began; else -1 */
 } zin;
 
 /* The streams open now (so that an exit with one open is not a leak). */
 static zin *open_zin[16];
+
+#define TOOL_INPUT_BUFFER ((size_t)1 << 20)
 
 
 
@@ -450,6 +456,7 @@ static int zin_close(void *cookie)
     int rc = z->f != stdin ? fclose(z->f) : 0;
     ZSTD_freeDStream(z->zs);
     free(z->raw);
+    free(z->rbuf);
     free(z);
     return rc;
 }
@@ -478,6 +485,11 @@ FILE *tool_open_input(const char *path, const char **name)
         tool_die(EXIT_SYSTEM, "%s: out of memory (input buffer)", *name);
     z->f = f;
     z->name = *name;
+    z->size = -1;
+    struct stat st;
+    off_t pos0 = ftello(f);
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && pos0 >= 0 && st.st_size >= pos0)
+        z->size = (long long)(st.st_size - pos0);
     /* The first four bytes say whether it is zstd: read them whole (a
      * pipe may deliver fewer at a time). */
     while (z->raw_len < 4) {
@@ -497,17 +509,32 @@ FILE *tool_open_input(const char *path, const char **name)
             tool_die(EXIT_SYSTEM, "%s: out of memory (zstd stream)", *name);
         ZSTD_initDStream(z->zs);
         z->zret = 1;
+        z->size = -1;
     }
     cookie_io_functions_t io = { zin_read, NULL, NULL, zin_close };
     FILE *r = fopencookie(z, "r", io);
     if (!r)
         tool_die(EXIT_SYSTEM, "%s: out of memory (input stream)", *name);
+    /* Large reads pass through in large pieces (the default buffer would
+     * cut them into 8 KiB calls, each a read(2)). */
+    z->rbuf = malloc(TOOL_INPUT_BUFFER);
+    if (z->rbuf)
+        setvbuf(r, z->rbuf, _IOFBF, TOOL_INPUT_BUFFER);
+    z->r = r;
     for (size_t i = 0; i < sizeof open_zin / sizeof open_zin[0]; i++)
         if (!open_zin[i]) {
             open_zin[i] = z;
             break;
         }
     return r;
+}
+
+long long tool_input_size(FILE *in)
+{
+    for (size_t i = 0; i < sizeof open_zin / sizeof open_zin[0]; i++)
+        if (open_zin[i] && open_zin[i]->r == in)
+            return open_zin[i]->size;
+    return -1;
 }
 
 _Noreturn void tool_input_error(const char *name, int err)

@@ -78,6 +78,10 @@ void tool_reader_close(tool_reader *r);
  * A read that fails sets the stream's error flag; report it with
  * tool_input_error. */
 FILE *tool_open_input(const char *path, const char **name);
+/* For a stream from tool_open_input: the bytes it will give in all when it
+ * is plain text from a regular file (counted from where reading began),
+ * else -1 (zstd, a pipe, a terminal). */
+long long tool_input_size(FILE *in);
 /* Die for a failed read of an input opened by tool_open_input: a corrupt or
  * truncated zstd stream (exit 1, what zstd said), else the system error
  * `err` (exit 4). */

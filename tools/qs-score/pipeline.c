@@ -60,6 +60,10 @@ typedef struct reader {
     int eof;
     size_t row_bytes;  /* f32: bytes per row (0: text, cut at line ends) */
     unsigned long long consumed; /* f32: bytes handed out in chunks so far */
+    long long left;    /* text from a regular file, with threads: bytes not yet
+                          read (the last chunks shrink so that the threads end
+                          together); -1: unknown, chunks stay chunk_bytes */
+    unsigned threads;
 } reader;
 
 typedef struct doc_meta {
@@ -160,7 +164,15 @@ static int read_chunk(reader *r, chunk *c)
     c->extra_line = 0;
     if (r->eof && r->carry_len == 0)
         return 0;
-    size_t target = r->chunk_bytes > r->carry_len ? r->chunk_bytes : r->carry_len + 1;
+    size_t want = r->chunk_bytes;
+    if (r->left >= 0) {
+        /* Near the end, about half of each thread's share of what is left,
+         * down to 64 KiB (smaller chunks cost whole document batches). */
+        unsigned long long share = (unsigned long long)r->left / (2ull * r->threads);
+        if (share < want)
+            want = share < PIPE_MIN_TAIL ? (want < PIPE_MIN_TAIL ? want : PIPE_MIN_TAIL) : (size_t)share;
+    }
+    size_t target = want > r->carry_len ? want : r->carry_len + 1;
     if (reserve(&c->in, &c->in_cap, target) != 0) {
         c->oom = 1;
         r->eof = 1;
@@ -175,6 +187,8 @@ static int read_chunk(reader *r, chunk *c)
         while (!r->eof && c->in_len < target) {
             size_t got = fread(c->in + c->in_len, 1, target - c->in_len, r->f);
             c->in_len += got;
+            if (r->left >= 0)
+                r->left = (unsigned long long)r->left > got ? r->left - (long long)got : 0;
             if (got == 0) {
                 if (ferror(r->f)) {
                     c->read_errno = errno ? errno : EIO;
@@ -769,7 +783,7 @@ void pipe_run(const pipe_job *job_in)
 {
     pipe_job local = *job_in;
     const pipe_job *job = &local;
-    reader rd = { job->in, job->chunk_bytes, NULL, 0, 0, 0, 0, 0 };
+    reader rd = { job->in, job->chunk_bytes, NULL, 0, 0, 0, 0, 0, -1, job->threads };
     writer wr = { job, 0, 0, 0 };
     if (job->input == PIPE_CSV || job->input == PIPE_TSV) {
         wr.lines = dsv_setup(&local, &rd);
@@ -780,6 +794,8 @@ void pipe_run(const pipe_job *job_in)
         rd.row_bytes = (size_t)job->f32_features * 4;
 #ifdef _OPENMP
     if (job->threads > 1) {
+        if (job->input != PIPE_F32)
+            rd.left = tool_input_size(job->in);
         run_threads(job, &rd, &wr);
         free(rd.carry);
         return;

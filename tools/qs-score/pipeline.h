@@ -11,6 +11,9 @@
 /* One input line may be this long (the documented limit), its newline
  * included. */
 #define PIPE_MAX_LINE ((size_t)256 << 20)
+/* With threads, the chunks of a regular file shrink near its end, to no
+ * less than this, so that the threads finish together. */
+#define PIPE_MIN_TAIL ((size_t)64 << 10)
 
 /* Input formats. */
 enum { PIPE_LETOR = 0, PIPE_CSV, PIPE_TSV, PIPE_F32 };
