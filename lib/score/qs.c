@@ -61,17 +61,19 @@ static inline __attribute__((always_inline)) void group_range(const qs_layout *L
                                    : scan_end(L->thr, g->begin, g->end, x, lt, L->delta);
 }
 
-static inline void accumulate(const qs_scorer *s, uint64_t t, uint32_t leaf, double *acc,
-                              float *accf)
+static inline void accumulate(const qs_scorer *s, uint64_t t, uint32_t leaf, const double *x,
+                              double *acc, float *accf)
 {
-    qs_layout_add_leaf(s->m, s->L, t, leaf, acc, accf);
+    qs_layout_add_leaf(s->m, s->L, t, leaf, x, acc, accf);
 }
 
-/* One class summed in double (LightGBM, QuickRank rankers): the common case
- * gets a loop without the per-tree class and mode lookups. */
+/* One class summed in double (LightGBM, QuickRank rankers) and no linear
+ * leaves: the common case gets a loop without the per-tree class and mode
+ * lookups. */
 static inline int single_double(const qs_scorer *s)
 {
-    return s->m->num_classes == 1 && s->m->float_accumulate == QS_ACC_DOUBLE;
+    return s->m->num_classes == 1 && s->m->float_accumulate == QS_ACC_DOUBLE &&
+           !s->m->node_linear;
 }
 
 /* One QS block with T-bit leaf vectors, for one document.  The last leaf's
@@ -115,7 +117,7 @@ static inline int single_double(const qs_scorer *s)
         }                                                                                 \
         for (uint32_t i = 0; i < nt; i++) {                                               \
             T vv = (T)(v[i] | (T)((T)1 << (nl[i] - 1)));                                  \
-            accumulate(s, B->tree_begin + i, (uint32_t)CTZ(vv), acc, accf);               \
+            accumulate(s, B->tree_begin + i, (uint32_t)CTZ(vv), x, acc, accf);            \
         }                                                                                 \
     }
 
@@ -176,7 +178,7 @@ static void qs_block_wide(const qs_scorer *s, const qs_block *B, void *vec, cons
                     leaf = cand;
                 break;
             }
-        accumulate(s, t, leaf, acc, accf);
+        accumulate(s, t, leaf, x, acc, accf);
     }
 }
 
@@ -207,7 +209,7 @@ static void qs_block_omega(const qs_scorer *s, const qs_block *B, void *vec, con
         return;
     }
     for (uint32_t i = 0; i < nt; i++)
-        accumulate(s, B->tree_begin + i, v[i] & (nl[i] - 1), acc, accf);
+        accumulate(s, B->tree_begin + i, v[i] & (nl[i] - 1), x, acc, accf);
 }
 
 typedef void (*block_fn)(const qs_scorer *, const qs_block *, void *, const double *, double *,
