@@ -206,10 +206,6 @@ void qs_model_truncate(qs_model *m, uint64_t ntrees)
         k++;
     m->num_linear = k;
     m->num_lin_terms = k ? m->linear[k - 1].term_off + m->linear[k - 1].nterms : 0;
-    if (k == 0) {
-        free(m->node_linear);
-        m->node_linear = NULL;
-    }
 }
 
 double qs_leaf_output(const qs_model *m, uint64_t node, const double *x)

@@ -139,7 +139,9 @@ int qs_model_add_linear(qs_model *m, uint64_t node, double konst, uint32_t nterm
 /* Build node_linear from linear[] (after every leaf was added, before
  * qs_model_validate); checks that each names a leaf, in increasing order. */
 int qs_model_link_linear(qs_model *m, qs_error *err);
-/* Keep the first `ntrees` trees only (and their linear leaves). */
+/* Keep the first `ntrees` trees only (and their linear leaves).  Nothing
+ * is freed: restoring num_trees, num_nodes, num_linear and num_lin_terms
+ * undoes it. */
 void qs_model_truncate(qs_model *m, uint64_t ntrees);
 
 /* Output of leaf `node` (global index) for document x: its value, or its
