@@ -60,6 +60,14 @@ leaves() {
     trees xgb-regression 5
 }
 
+@test "--trees with --transform: a LightGBM random forest averages over the iterations kept" {
+    local q
+    q=$(compiled lgb-rf)
+    score_all "$q" "$I/lgb-rf.docs.letor" "$I/lgb-rf.prob.iter3.txt" --trees 3 --transform
+    score_all "$q" "$I/lgb-rf.docs.letor" "$I/lgb-rf.prob.iter6.txt" --trees 6 --transform
+    ! cmp -s "$I/lgb-rf.prob.iter3.txt" "$I/lgb-rf.prob.iter6.txt"
+}
+
 @test "--trees: fewer iterations change the scores (the oracle is not the full model's)" {
     ! cmp -s "$I/lgb-multiclass.iter3.txt" "$I/lgb-multiclass.iter8.txt"
     ! cmp -s "$I/xgb-multiclass.iter2.txt" "$I/xgb-multiclass.iter6.txt"
