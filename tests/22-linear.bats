@@ -132,3 +132,9 @@ lgb_edit() {
     assert_failure 1
     assert_output --partial "must have weight 1"
 }
+
+@test "linear leaves in the library: the rule's arithmetic (no fused multiply-add), NaN, leaves, truncation, damaged .qsm records" {
+    run "$UNIT/test_linear"
+    assert_success
+    assert_output --regexp '^test_linear: [0-9]+ checks, 0 failures$'
+}
