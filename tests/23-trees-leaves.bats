@@ -23,48 +23,60 @@ compiled() {
     printf '%s\n' "$q"
 }
 
-# trees NAME N: --trees N on every back end, both layouts, threads.
+# trees NAME N [quick]: --trees N on every back end, both layouts, threads;
+# quick: auto and walk only.
 trees() {
     local q
     q=$(compiled "$1") || return 1
+    if [ "${3:-}" = quick ]; then
+        QS_BACKEND=auto score_all "$q" "$I/$1.docs.letor" "$I/$1.iter$2.txt" --trees "$2" &&
+            QS_BACKEND=walk score_all "$q" "$I/$1.docs.letor" "$I/$1.iter$2.txt" --trees "$2"
+        return
+    fi
     score_all "$q" "$I/$1.docs.letor" "$I/$1.iter$2.txt" --trees "$2" || return 1
     layout_backends "$q.alt" "$I/$1.docs.letor" "$I/$1.iter$2.txt" --trees "$2" || return 1
     conform_threads "$q" "$I/$1.docs.letor" --trees "$2"
 }
 
-# leaves NAME [N]: --leaves [--trees N] likewise.
+# leaves NAME [N] [threads]: --leaves [--trees N] with the two ways leaves
+# are found (walk; qs, which every other back end uses) and auto, on both
+# layouts; threads: also --threads 2 and 3.
 leaves() {
-    local q want="$I/$1.leaf.txt" opt=()
+    local q want="$I/$1.leaf.txt" opt=() b
     q=$(compiled "$1") || return 1
     if [ -n "${2:-}" ]; then want="$I/$1.leaf.iter$2.txt"; opt=(--trees "$2"); fi
-    score_all "$q" "$I/$1.docs.letor" "$want" --leaves "${opt[@]}" || return 1
-    layout_backends "$q.alt" "$I/$1.docs.letor" "$want" --leaves "${opt[@]}" || return 1
-    conform_threads "$q" "$I/$1.docs.letor" --leaves "${opt[@]}"
+    for b in walk qs auto; do
+        QS_BACKEND=$b score_all "$q" "$I/$1.docs.letor" "$want" --leaves "${opt[@]}" || return 1
+    done
+    QS_BACKEND=qs score_all "$q.alt" "$I/$1.docs.letor" "$want" --leaves "${opt[@]}" || return 1
+    if [ "${3:-}" = threads ]; then
+        conform_threads "$q" "$I/$1.docs.letor" --leaves "${opt[@]}"
+    fi
 }
 
 @test "--trees: lightgbm multiclass (3 classes), 1, 3 and 8 of 8 iterations" {
-    trees lgb-multiclass 1
+    trees lgb-multiclass 1 quick
     trees lgb-multiclass 3
-    trees lgb-multiclass 8
+    trees lgb-multiclass 8 quick
 }
 
 @test "--trees: more iterations than the model has score all of them, as LightGBM does" {
-    trees lgb-multiclass 20
+    trees lgb-multiclass 20 quick
     cmp "$I/lgb-multiclass.iter20.txt" "$I/lgb-multiclass.iter8.txt"
 }
 
 @test "--trees: lightgbm regression, xgboost multiclass and regression (iteration_range)" {
-    trees lgb-regression 4
+    trees lgb-regression 4 quick
     trees xgb-multiclass 2
-    trees xgb-multiclass 6
-    trees xgb-regression 5
+    trees xgb-multiclass 6 quick
+    trees xgb-regression 5 quick
 }
 
 @test "--trees with --transform: a LightGBM random forest averages over the iterations kept" {
     local q
     q=$(compiled lgb-rf)
     score_all "$q" "$I/lgb-rf.docs.letor" "$I/lgb-rf.prob.iter3.txt" --trees 3 --transform
-    score_all "$q" "$I/lgb-rf.docs.letor" "$I/lgb-rf.prob.iter6.txt" --trees 6 --transform
+    QS_BACKEND=auto score_all "$q" "$I/lgb-rf.docs.letor" "$I/lgb-rf.prob.iter6.txt" --trees 6 --transform
     ! cmp -s "$I/lgb-rf.prob.iter3.txt" "$I/lgb-rf.prob.iter6.txt"
 }
 
@@ -75,17 +87,17 @@ leaves() {
 
 @test "--leaves: lightgbm leaf indexes (pred_leaf), whole model and first iterations" {
     leaves lgb-multiclass
-    leaves lgb-multiclass 3
+    leaves lgb-multiclass 3 threads
     leaves lgb-regression
     leaves lgb-regression 4
     # trees of 90 leaves: multi-word leaf vectors
     leaves lgb-wide
     leaves lgb-wide 2
-    trees lgb-wide 2
+    trees lgb-wide 2 quick
 }
 
 @test "--leaves: xgboost node ids (pred_leaf), whole model and first iterations" {
-    leaves xgb-multiclass
+    leaves xgb-multiclass "" threads
     leaves xgb-multiclass 2
     leaves xgb-regression
     leaves xgb-regression 5
