@@ -219,6 +219,28 @@ static inline void fuzz_check_scorer(qs_scorer *s)
                                   qs_backend_name(b), n, d, c, got[(size_t)d * K + c],
                                   ref[(size_t)d * K + c], pass ? " (relaid out 2/5/3)" : "");
         }
+        {
+            /* Exit leaves: the scalar QuickScorer's (this layout) equal the walk's. */
+            uint32_t n = nslots < FUZZ_NDOCS ? nslots : FUZZ_NDOCS;
+            uint64_t T = m->num_trees;
+            if (T && T <= ((uint64_t)1 << 20) / n) {
+                uint32_t *la = malloc(sizeof(uint32_t) * T * n), *lb = malloc(sizeof(uint32_t) * T * n);
+                if (la && lb) {
+                    for (uint32_t d = 0; d < n; d++) {
+                        qs_workspace_select(w, d);
+                        fuzz_fill_doc(w, m, d);
+                    }
+                    if (qs_score_leaves(s, w, walk, n, la, &err) != 0 ||
+                        qs_score_leaves(s, w, qs_backend_find("qs"), n, lb, &err) != 0)
+                        fuzz_check_err(&err, "qs_score_leaves");
+                    else if (memcmp(la, lb, sizeof(uint32_t) * T * n) != 0)
+                        FUZZ_FAIL("qs_score_leaves: qs and walk find other exit leaves%s",
+                                  pass ? " (relaid out 2/5/3)" : "");
+                }
+                free(la);
+                free(lb);
+            }
+        }
         if (pass == 0) {
             /* The transforms only need to be safe on any raw score. */
             memcpy(got, ref, sizeof(double) * K);
@@ -258,6 +280,14 @@ static inline void fuzz_compile_load_score(const qs_model *m, const qs_compile_o
         FUZZ_FAIL("qs_scorer_load refused what qs_compile (%s) wrote: %s", what, err.msg);
     }
     fuzz_check_scorer(s);
+    /* The first iteration alone: a smaller model, checked the same way. */
+    qs_error_clear(&err);
+    if (qs_scorer_iterations(s) > 1) {
+        if (qs_scorer_truncate(s, 1, &err) == 0)
+            fuzz_check_scorer(s);
+        else
+            fuzz_check_err(&err, "qs_scorer_truncate");
+    }
     qs_scorer_free(s);
 }
 

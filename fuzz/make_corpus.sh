@@ -69,6 +69,9 @@ qr_cut() {
 keep "$FIX/lightgbm/mixed.model.txt" "$C/lightgbm/gen-mixed.txt"
 lgb_cut "$FIX/lgb-l8/model.txt.zst" 3 > "$tmp/m"; keep "$tmp/m" "$C/lightgbm/gen-l8-t3.txt"
 lgb_cut "$FIX/lgb-multiclass/model.txt.zst" 10 > "$tmp/m"; keep "$tmp/m" "$C/lightgbm/gen-multiclass-t10.txt"
+# linear trees: NaN-trained leaves, and stumps (oblivious, so QS-Omega)
+lgb_cut "$FIX/linear/nan.txt.zst" 3 > "$tmp/m"; keep "$tmp/m" "$C/lightgbm/gen-linear-nan-t3.txt"
+lgb_cut "$FIX/linear/stumps.txt.zst" 4 > "$tmp/m"; keep "$tmp/m" "$C/lightgbm/gen-linear-stumps-t4.txt"
 if [ -d "$SHARED/lightgbm/models" ]; then
     for m in binary_l31_t200 categorical_l31_t200 nan_nantype_l31_t300 nan_usemissingfalse_l31_t300 \
              nan_zeroasmissing_l31_t300 regression_l31_t300 lineartree_l15_t20 lambdarank_l64_t100; do

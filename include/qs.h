@@ -314,6 +314,24 @@ typedef struct qs_qsm_file_info {
 QS_API int qs_qsm_get_file_info(const unsigned char *buf, size_t len, qs_qsm_file_info *info,
                                 qs_error *err);
 
+/* Iterations of the scorer's model: its trees / its classes (one tree per
+ * class per iteration, as LightGBM and XGBoost grow them). */
+QS_API uint64_t qs_scorer_iterations(const qs_scorer *s);
+
+/* Keep only the first `iterations` iterations of the scorer's model: its
+ * first iterations × K trees (K classes), what LightGBM's
+ * predict(num_iteration=N) and XGBoost's iteration_range=(0, N) score.  More
+ * iterations than the model has keep the whole model, as LightGBM does.  A
+ * transform average (LightGBM random forests) becomes the iterations kept.
+ * The layout is rebuilt with the same τ, δ, Δ and tree reversal, and the
+ * back ends prepared for the scorer are prepared again.  Not thread-safe:
+ * call before creating workspaces.  Returns 0, or -1 with err: QS_ERR_ARG
+ * for 0 iterations, QS_ERR_UNSUPPORTED when the model's trees do not come
+ * one per class per iteration (tree i of class i mod K); an XGBoost random
+ * forest (num_parallel_tree > 1) of one class cannot be told apart and
+ * counts one tree per iteration. */
+QS_API int qs_scorer_truncate(qs_scorer *s, uint64_t iterations, qs_error *err);
+
 /* A workspace holds δ document slots (qs_workspace_slots); the qs_doc_*
  * functions and qs_letor_parse fill the selected slot (slot 0 at first). */
 QS_API qs_workspace *qs_workspace_new(const qs_scorer *s, qs_error *err);
@@ -339,6 +357,18 @@ QS_API int qs_score_doc(const qs_scorer *s, qs_workspace *w, qs_backend b, doubl
  * made; a back end may report other failures (a device error, say). */
 QS_API int qs_score_batch(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n, double *out,
                    qs_error *err);
+
+/* The exit leaf of every tree for slots 0 .. n-1 (n <= qs_workspace_slots):
+ * out[d * T + t] for T = the model's trees, in the source library's own
+ * numbering, what its pred_leaf gives: LightGBM's leaf index, XGBoost's
+ * node id (the canonical node index: equal to XGBoost's when the converter
+ * dropped no unreachable node); for other sources the leaf's rank among
+ * its tree's leaves in node order.  The `walk` back end walks the trees;
+ * every other back end, auto included, takes the exit leaves the scalar
+ * QuickScorer (`qs`) finds (the same numbers).  Returns 0, or -1 with err
+ * (QS_ERR_ARG, QS_ERR_NOMEM). */
+QS_API int qs_score_leaves(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n,
+                           uint32_t *out, qs_error *err);
 
 /* Score ndocs documents held as a dense row-major matrix: document d's
  * features are x[d * stride .. d * stride + num_features), with absent

@@ -135,8 +135,8 @@ shared() {
     run qs-convert "$BATS_TEST_TMPDIR/fl.txt"
     assert_failure 1
     assert_output --partial "need accumulate double"
-    sed '1s/.*/qs-ensemble 3/' "$t" > "$BATS_TEST_TMPDIR/v3.txt"
-    run qs-convert "$BATS_TEST_TMPDIR/v3.txt"
+    sed '1s/.*/qs-ensemble 4/' "$t" > "$BATS_TEST_TMPDIR/v4.txt"
+    run qs-convert "$BATS_TEST_TMPDIR/v4.txt"
     assert_failure 3
 }
 

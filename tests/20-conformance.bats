@@ -86,11 +86,8 @@ setup() { require_shared; }
     conform "$SHARED/lightgbm/models/regression_l31_t300/model.txt" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/lightgbm/models/regression_l31_t300/pred_raw.txt"
 }
 
-@test "lightgbm lineartree_l15_t20 is refused, not scored wrongly" {
-    [ -f "$SHARED/lightgbm/models/lineartree_l15_t20/model.txt" ] || { echo "missing model"; return 1; }
-    run qs-convert "$SHARED/lightgbm/models/lineartree_l15_t20/model.txt"
-    assert_failure 3
-    assert_output --partial "linear"
+@test "lightgbm lineartree_l15_t20 (linear trees)" {
+    conform "$SHARED/lightgbm/models/lineartree_l15_t20/model.txt" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/lightgbm/models/lineartree_l15_t20/pred_raw.txt"
 }
 
 @test "quickrank qr_lambdamart_l16_t500" {

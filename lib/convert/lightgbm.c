@@ -26,7 +26,9 @@
  *   split_feature= threshold= decision_type= left_child= right_child=  (L-1)
  *   leaf_value=                                                       (L)
  *   cat_boundaries= (C+1)  cat_threshold= (cat_boundaries[C])   when C > 0
- *   is_linear=0
+ *   is_linear=0|1
+ *   leaf_const= num_features= (L)  leaf_features= leaf_coeff= (sum of
+ *   num_features)                 when is_linear=1: each leaf's linear model
  *   ...
  *   end of trees                  the rest (importances, parameters) is ignored
  */
@@ -210,11 +212,13 @@ static const char *const hdr_names[H_COUNT] = {
 
 enum tree_field {
     F_NUM_LEAVES, F_NUM_CAT, F_SPLIT_FEATURE, F_THRESHOLD, F_DECISION_TYPE, F_LEFT_CHILD,
-    F_RIGHT_CHILD, F_LEAF_VALUE, F_CAT_BOUNDARIES, F_CAT_THRESHOLD, F_IS_LINEAR, F_COUNT
+    F_RIGHT_CHILD, F_LEAF_VALUE, F_CAT_BOUNDARIES, F_CAT_THRESHOLD, F_IS_LINEAR, F_LEAF_CONST,
+    F_NUM_FEATURES, F_LEAF_FEATURES, F_LEAF_COEFF, F_COUNT
 };
 static const char *const tree_names[F_COUNT] = {
     "num_leaves", "num_cat", "split_feature", "threshold", "decision_type", "left_child",
-    "right_child", "leaf_value", "cat_boundaries", "cat_threshold", "is_linear"
+    "right_child", "leaf_value", "cat_boundaries", "cat_threshold", "is_linear", "leaf_const",
+    "num_features", "leaf_features", "leaf_coeff"
 };
 
 typedef struct conv {
@@ -701,6 +705,101 @@ static void put_bound(void *ctx, size_t i, int64_t v)
     x->bounds[i] = v;
 }
 
+/* The linear models of a tree's leaves (is_linear=1), whose L leaves are
+ * the tree's last nodes: leaf k gets leaf_const[k] and the next
+ * num_features[k] pairs of leaf_features and leaf_coeff, in order
+ * (LightGBM's Tree::Predict sums them in that order). */
+static int read_linear(conv *c, uint32_t leaves)
+{
+    qs_model *m = c->m;
+    field *f = c->tf;
+    static const int need[] = { F_LEAF_CONST, F_NUM_FEATURES, F_LEAF_FEATURES, F_LEAF_COEFF };
+    for (size_t k = 0; k < sizeof need / sizeof *need; k++)
+        if (!f[need[k]].set)
+            return missing_field(c, need[k]);
+    if (check_count(c, F_LEAF_CONST, leaves) || check_count(c, F_NUM_FEATURES, leaves))
+        return -1;
+    size_t nterms = count_tokens(f[F_LEAF_FEATURES].v);
+    if (check_count(c, F_LEAF_COEFF, nterms))
+        return -1;
+    uint32_t *cnt = malloc(sizeof *cnt * leaves);
+    uint32_t *feat = malloc(sizeof *feat * (nterms ? nterms : 1));
+    double *coef = malloc(sizeof *coef * (nterms ? nterms : 1));
+    int rc = -1;
+    if (!cnt || !feat || !coef) {
+        qs_fail(c->err, QS_ERR_NOMEM, c->tree_line, "out of memory");
+        goto out;
+    }
+    {
+        span rest = f[F_NUM_FEATURES].v, tok;
+        uint64_t sum = 0;
+        for (size_t i = 0; next_token(&rest, &tok); i++) {
+            int64_t k = 0;
+            int r = parse_i64(tok, &k);
+            if (r == NUM_SYNTAX) {
+                bad_value(c, F_NUM_FEATURES, i, tok, "is not an integer");
+                goto out;
+            }
+            if (r == NUM_RANGE || k < 0 || k > (int64_t)QS_MAX_LINEAR_TERMS) {
+                bad_value(c, F_NUM_FEATURES, i, tok, "is out of range");
+                goto out;
+            }
+            cnt[i] = (uint32_t)k;
+            sum += (uint64_t)k;
+        }
+        if (sum != nterms) {
+            qs_fail(c->err, QS_ERR_FORMAT, f[F_LEAF_FEATURES].line,
+                    "tree %llu: leaf_features has %zu values, expected %llu (the sum of "
+                    "num_features)",
+                    (unsigned long long)c->ntrees, nterms, (unsigned long long)sum);
+            goto out;
+        }
+    }
+    {
+        char why[96];
+        snprintf(why, sizeof why, "is out of range (the model has %u features)", m->num_features);
+        span rest = f[F_LEAF_FEATURES].v, tok;
+        for (size_t i = 0; next_token(&rest, &tok); i++) {
+            int64_t k = 0;
+            int r = parse_i64(tok, &k);
+            if (r == NUM_SYNTAX) {
+                bad_value(c, F_LEAF_FEATURES, i, tok, "is not an integer");
+                goto out;
+            }
+            if (r == NUM_RANGE || k < 0 || k >= (int64_t)m->num_features) {
+                bad_value(c, F_LEAF_FEATURES, i, tok, why);
+                goto out;
+            }
+            feat[i] = (uint32_t)k;
+        }
+        rest = f[F_LEAF_COEFF].v;
+        for (size_t i = 0; next_token(&rest, &tok); i++)
+            if (value_f64(c, F_LEAF_COEFF, i, tok, &coef[i]))
+                goto out;
+    }
+    {
+        span rest = f[F_LEAF_CONST].v, tok;
+        uint64_t base = m->trees[m->num_trees - 1].node_off + leaves - 1;
+        size_t at = 0;
+        for (size_t k = 0; next_token(&rest, &tok); k++) {
+            double konst;
+            if (value_f64(c, F_LEAF_CONST, k, tok, &konst))
+                goto out;
+            if (qs_model_add_linear(m, base + k, konst, cnt[k], feat + at, coef + at, c->err)) {
+                at_line(c, f[F_LEAF_CONST].line);
+                goto out;
+            }
+            at += cnt[k];
+        }
+    }
+    rc = 0;
+out:
+    free(cnt);
+    free(feat);
+    free(coef);
+    return rc;
+}
+
 /* Convert the tree whose fields were gathered in c->tf. */
 static int finish_tree(conv *c)
 {
@@ -714,16 +813,14 @@ static int finish_tree(conv *c)
     int64_t *cat_off = NULL;
 
     snprintf(where, sizeof where, "tree %llu", t);
-    /* Linear trees first: their leaves are models, a plain leaf_value walk
-     * would score them wrongly, so they are refused before anything else. */
+    /* Linear trees (linear_tree=true): each leaf also holds a linear model
+     * (leaf_const, num_features, leaf_features, leaf_coeff), read after the
+     * tree's nodes. */
+    int linear = 0;
     if (f[F_IS_LINEAR].set) {
         if (field_int(c, &f[F_IS_LINEAR], where, "is_linear", INT64_MIN + 1, INT64_MAX, 0, &v))
             return -1;
-        if (v != 0)
-            return qs_fail(c->err, QS_ERR_UNSUPPORTED, f[F_IS_LINEAR].line,
-                           "tree %llu: linear trees (is_linear=1) are not supported: their "
-                           "leaves are linear models",
-                           t);
+        linear = v != 0;   /* LightGBM reads it as a bool */
     }
     if (!f[F_NUM_LEAVES].set)
         return missing_field(c, F_NUM_LEAVES);
@@ -834,6 +931,8 @@ static int finish_tree(conv *c)
                 goto out;
         }
     }
+    if (linear && read_linear(c, leaves))
+        goto out;
     if (leaves == 1) {
         rc = 0;
         goto out;
@@ -1037,7 +1136,8 @@ qs_model *qs_convert_lightgbm(const char *buf, size_t len, qs_error *err)
     c.m->float_accumulate = 0;    /* summed in double, tree order */
     c.m->absent_missing = 0;      /* an absent feature is 0.0 */
     c.per_iter = 1;
-    if (convert(&c) != 0 || qs_model_validate(c.m, err) != 0) {
+    if (convert(&c) != 0 || qs_model_link_linear(c.m, err) != 0 ||
+        qs_model_validate(c.m, err) != 0) {
         qs_model_free(c.m);
         return NULL;
     }

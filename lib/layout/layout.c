@@ -18,6 +18,8 @@ void qs_layout_free(qs_layout *L)
     free(L->nleaves);
     free(L->treeflags);
     free(L->leaves);
+    free(L->leaf_node);
+    free(L->leaf_id);
     free(L);
 }
 
@@ -279,18 +281,25 @@ static void build_block(const qs_model *m, const tinfo *ti, const uint8_t *rever
                 nxt = tmp;
                 cnt *= 2;
             }
-            for (uint32_t i = 0; i < cnt; i++)
+            for (uint32_t i = 0; i < cnt; i++) {
                 lv[i] = tr->weight * nd[cur[i]].value;
+                L->leaf_node[L->leaf_off[u] + i] = cur[i];
+                L->leaf_id[L->leaf_off[u] + i] = qs_model_leaf_id(m, u, cur[i]);
+            }
             continue;
         }
         /* A lone leaf has nothing to reverse, and may share an Ω block. */
         const int rev = reverse && reverse[u] && !ti[u].single;
         L->treeflags[u] = rev ? QS_TREE_REVERSED : 0;
         tree_ranges(nd, tr->num_nodes, &s, rev);
+        uint32_t rank = 0;
         for (uint32_t i = 0; i < tr->num_nodes; i++) {
             const qs_node *x = &nd[i];
             if (x->kind == QS_NODE_LEAF) {
                 lv[s.first[i]] = tr->weight * x->value;
+                L->leaf_node[L->leaf_off[u] + s.first[i]] = i;
+                L->leaf_id[L->leaf_off[u] + s.first[i]] = m->source == QS_SRC_XGBOOST ? i : rank;
+                rank++;
                 continue;
             }
             uint32_t fc = first_child(x, rev);
@@ -418,7 +427,9 @@ qs_layout *qs_layout_build_mt(const qs_model *m, uint32_t delta, uint32_t tree_b
     }
     L->nleafvals = total_leaves;
     L->leaves = malloc(sizeof(double) * (total_leaves ? total_leaves : 1));
-    if (!L->leaves)
+    L->leaf_node = malloc(sizeof(uint32_t) * (total_leaves ? total_leaves : 1));
+    L->leaf_id = malloc(sizeof(uint32_t) * (total_leaves ? total_leaves : 1));
+    if (!L->leaves || !L->leaf_node || !L->leaf_id)
         goto nomem;
 
     /* The blocks: homogeneous runs of trees, one kind, narrow or multi-word
@@ -676,12 +687,20 @@ static int same_layout(const qs_layout *a, const qs_layout *b)
 #undef SAMEARR
 }
 
-int qs_layout_verify(const qs_layout *L, const qs_model *m, unsigned threads, qs_error *err)
+int qs_layout_verify(qs_layout *L, const qs_model *m, unsigned threads, qs_error *err)
 {
     qs_layout *R = qs_layout_build_mt(m, L->delta, L->tree_block, L->treeflags, threads, err);
     if (!R)
         return -1;
     int same = same_layout(L, R);
+    if (same) {
+        /* The derived per-leaf facts come from the trees, not the file. */
+        free(L->leaf_node);
+        free(L->leaf_id);
+        L->leaf_node = R->leaf_node;
+        L->leaf_id = R->leaf_id;
+        R->leaf_node = R->leaf_id = NULL;
+    }
     qs_layout_free(R);
     if (!same)
         return qs_fail(err, QS_ERR_FORMAT, 0,

@@ -75,6 +75,12 @@ typedef struct qs_layout {
      * groups or entries.  Nothing may score with it. */
     int sketch;
     uint64_t sketch_scan;
+    /* Derived from the trees (never stored in a .qsm; built by
+     * qs_layout_build, and taken over by qs_layout_verify), per leaf in
+     * leaf order: its node (local index in its tree) and the source
+     * library's number for it (qs_model_leaf_id). */
+    uint32_t *leaf_node;
+    uint32_t *leaf_id;
 } qs_layout;
 
 /* Build the layout of a validated model. */
@@ -90,7 +96,7 @@ int qs_layout_check(const qs_layout *L, const qs_model *m, qs_error *err);
 /* Rebuild the layout from the model (same Δ, τ and reversal flags) and
  * compare: a file whose QuickScorer data disagrees with its trees is
  * refused, so every back end scores a loaded model alike. */
-int qs_layout_verify(const qs_layout *L, const qs_model *m, unsigned threads, qs_error *err);
+int qs_layout_verify(qs_layout *L, const qs_model *m, unsigned threads, qs_error *err);
 void qs_layout_free(qs_layout *L);
 
 /* A group's value rule for feature value *x: returns 1 when the value takes
@@ -115,11 +121,19 @@ static inline int qs_group_special(const qs_group *g, double *x)
 
 /* Add leaf `leaf` of tree t (global index) to one document's accumulators
  * in the model's accumulation mode: every back end that reads the layout
- * sums with this. */
+ * sums with this.  x: the document (read by linear leaves only). */
 static inline void qs_layout_add_leaf(const qs_model *m, const qs_layout *L, uint64_t t,
-                                      uint64_t leaf, double *acc, float *accf)
+                                      uint64_t leaf, const double *x, double *acc, float *accf)
 {
-    double c = L->leaves[L->leaf_off[t] + leaf];
+    const uint64_t li = L->leaf_off[t] + leaf;
+    double c = L->leaves[li];
+    if (m->node_linear && L->leaf_node) {
+        /* A linear leaf's value depends on the document (its tree has
+         * weight 1, and the model accumulates in double). */
+        const uint64_t g = m->trees[t].node_off + L->leaf_node[li];
+        if (m->node_linear[g])
+            c = qs_leaf_output(m, g, x);
+    }
     uint32_t cls = m->trees[t].class_id;
     switch (m->float_accumulate) {
     case QS_ACC_DOUBLE: acc[cls] += c; break;

@@ -12,6 +12,7 @@ static const unsigned char QSM_MAGIC[8] = { 0x89, 'Q', 'S', 'M', '\r', '\n', 0x1
 #define QSM_VERSION_MINOR 0
 #define QSM_VERSION_MINOR_AFFINE 1 /* written only for models with an output affine (AFFN) */
 #define QSM_VERSION_MINOR_AVERAGE 2 /* written only for models with a transform average */
+#define QSM_VERSION_MINOR_LINEAR 3 /* written only for models with linear leaves (LINR) */
 #define QSM_HEADER_SIZE 64u
 #define QSM_ENTRY_SIZE 48u
 #define QSM_MAX_SECTIONS 64u
@@ -24,6 +25,7 @@ static const unsigned char QSM_MAGIC[8] = { 0x89, 'Q', 'S', 'M', '\r', '\n', 0x1
 #define SEC_TREE FOURCC('T', 'R', 'E', 'E')
 #define SEC_QSLY FOURCC('Q', 'S', 'L', 'Y')
 #define SEC_AFFN FOURCC('A', 'F', 'F', 'N')
+#define SEC_LINR FOURCC('L', 'I', 'N', 'R')
 
 /* ------------------------------------------------------------ writing */
 
@@ -117,6 +119,23 @@ static void write_affine(wbuf *b, const qs_model *m)
         w_f64(b, m->out_bias[c]);
 }
 
+/* LINR (version 1.3): the linear leaves, for models that have them. */
+static void write_linear(wbuf *b, const qs_model *m)
+{
+    w_u64(b, m->num_linear);
+    w_u64(b, m->num_lin_terms);
+    for (uint64_t i = 0; i < m->num_linear; i++) {
+        w_u64(b, m->linear[i].node);
+        w_f64(b, m->linear[i].konst);
+        w_u32(b, m->linear[i].nterms);
+        w_u32(b, 0);
+    }
+    for (uint64_t i = 0; i < m->num_lin_terms; i++)
+        w_u32(b, m->lin_feature[i]);
+    for (uint64_t i = 0; i < m->num_lin_terms; i++)
+        w_f64(b, m->lin_coeff[i]);
+}
+
 static void write_trees(wbuf *b, const qs_model *m)
 {
     w_u64(b, m->num_trees);
@@ -203,9 +222,15 @@ int qsm_write(const qs_model *m, const qs_layout *L, unsigned char **out, size_t
      * that a reader of version 1.0 refuses the file (unknown required
      * section: unsupported) before it looks at anything else; every other
      * model is written exactly as by version 1.0. */
-    wbuf sec[4] = { { 0 }, { 0 }, { 0 }, { 0 } };
-    uint32_t ids[4];
+    wbuf sec[5] = { { 0 }, { 0 }, { 0 }, { 0 }, { 0 } };
+    uint32_t ids[5];
     int ns = 0;
+    /* Linear leaves likewise: LINR first, so that older readers refuse the
+     * file instead of scoring the leaves' plain values. */
+    if (m->num_linear) {
+        ids[ns] = SEC_LINR;
+        write_linear(&sec[ns++], m);
+    }
     if (m->out_affine) {
         ids[ns] = SEC_AFFN;
         write_affine(&sec[ns++], m);
@@ -221,7 +246,7 @@ int qsm_write(const qs_model *m, const qs_layout *L, unsigned char **out, size_t
     for (int i = 0; i < ns; i++)
         if (sec[i].oom)
             goto nomem;
-    unsigned char hdr[QSM_HEADER_SIZE + 4 * QSM_ENTRY_SIZE];
+    unsigned char hdr[QSM_HEADER_SIZE + 5 * QSM_ENTRY_SIZE];
     const size_t hlen = QSM_HEADER_SIZE + (size_t)ns * QSM_ENTRY_SIZE;
     memset(hdr, 0, sizeof hdr);
     w_bytes(&f, hdr, hlen);
@@ -250,7 +275,8 @@ int qsm_write(const qs_model *m, const qs_layout *L, unsigned char **out, size_t
         goto nomem;
     memcpy(hdr, QSM_MAGIC, 8);
     hdr[8] = QSM_VERSION_MAJOR;
-    hdr[10] = m->transform_average ? QSM_VERSION_MINOR_AVERAGE
+    hdr[10] = m->num_linear          ? QSM_VERSION_MINOR_LINEAR
+              : m->transform_average ? QSM_VERSION_MINOR_AVERAGE
               : m->out_affine      ? QSM_VERSION_MINOR_AFFINE
                                    : QSM_VERSION_MINOR;
     put_u32_at(hdr + 16, QSM_HEADER_SIZE);
@@ -397,6 +423,44 @@ static int read_affine(rbuf *r, qs_model *m, qs_error *err)
         m->out_bias[c] = r_f64(r);
     if (r->bad || r->pos != r->n)
         return qs_fail(err, QS_ERR_FORMAT, 0, "AFFN section has the wrong size");
+    return qs_model_validate(m, err);
+}
+
+/* LINR: decoded last; the model is linked and validated again with it. */
+static int read_linear(rbuf *r, qs_model *m, qs_error *err)
+{
+    uint64_t nl = r_u64(r), nt = r_u64(r);
+    if (r->bad || nl > m->num_nodes || nt > UINT32_MAX ||
+        r->n != 16 + 24 * nl + 12 * nt)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "LINR section has the wrong size");
+    m->linear = r_alloc(r, nl, 24, sizeof *m->linear);
+    if (!r->bad)
+        m->num_linear = m->cap_linear = nl;
+    uint64_t off = 0;
+    for (uint64_t i = 0; i < nl && !r->bad; i++) {
+        m->linear[i].node = r_u64(r);
+        m->linear[i].konst = r_f64(r);
+        m->linear[i].nterms = r_u32(r);
+        r_u32(r);
+        m->linear[i].term_off = off;
+        off += m->linear[i].nterms;
+    }
+    if (!r->bad && off != nt)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "LINR section: term counts do not add up");
+    m->lin_feature = r_alloc(r, nt, 4, sizeof *m->lin_feature);
+    for (uint64_t i = 0; i < nt && !r->bad; i++)
+        m->lin_feature[i] = r_u32(r);
+    m->lin_coeff = r_alloc(r, nt, 8, sizeof *m->lin_coeff);
+    if (!r->bad)
+        m->num_lin_terms = m->cap_lin_terms = nt;
+    for (uint64_t i = 0; i < nt && !r->bad; i++)
+        m->lin_coeff[i] = r_f64(r);
+    if (r->bad == 2)
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+    if (r->bad || r->pos != r->n)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "LINR section has the wrong size");
+    if (qs_model_link_linear(m, err) != 0)
+        return -1;
     return qs_model_validate(m, err);
 }
 
@@ -802,7 +866,7 @@ int qsm_read(const unsigned char *buf, size_t len, qs_model **mp, qs_layout **lp
 
     qs_model *m = qs_model_new(QS_SRC_UNKNOWN, err);
     qs_layout *L = calloc(1, sizeof *L);
-    int have[4] = { 0, 0, 0, 0 };
+    int have[5] = { 0, 0, 0, 0, 0 };
     unsigned char *raw = NULL;
     if (!m || !L) {
         qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
@@ -811,15 +875,16 @@ int qsm_read(const unsigned char *buf, size_t len, qs_model **mp, qs_layout **lp
     /* Sections are read in a fixed order (INFO, TREE, QSLY, then the
      * optional AFFN) whatever their order in the table, since each depends
      * on the one before. */
-    for (int want = 0; want < 4; want++) {
+    for (int want = 0; want < 5; want++) {
         const uint32_t wid = want == 0 ? SEC_INFO : want == 1 ? SEC_TREE
-                             : want == 2 ? SEC_QSLY : SEC_AFFN;
+                             : want == 2 ? SEC_QSLY : want == 3 ? SEC_AFFN : SEC_LINR;
         for (uint32_t s = 0; s < nsec; s++) {
             const unsigned char *e = tab + (size_t)s * QSM_ENTRY_SIZE;
             uint32_t id = get_u32_at(e), flags = get_u32_at(e + 4);
             uint64_t off = get_u64_at(e + 8), stored = get_u64_at(e + 16), rawsz = get_u64_at(e + 24);
             long long eoff = (long long)(hsize + (uint64_t)s * QSM_ENTRY_SIZE);
-            int known = id == SEC_INFO || id == SEC_TREE || id == SEC_QSLY || id == SEC_AFFN;
+            int known = id == SEC_INFO || id == SEC_TREE || id == SEC_QSLY || id == SEC_AFFN ||
+                        id == SEC_LINR;
             if (want == 0) {
                 /* First pass: check every entry. */
                 if (flags & ~(SEC_REQUIRED | SEC_ZSTD)) {
@@ -879,6 +944,13 @@ int qsm_read(const unsigned char *buf, size_t len, qs_model **mp, qs_layout **lp
                 }
             } else if (want == 3) {
                 most = 8 + 8 * (uint64_t)m->num_classes; /* AFFN: scale, bias per class */
+            } else if (want == 4) {
+                /* LINR: linear leaves <= nodes, terms per leaf <= min(N, 2^20) */
+                uint64_t M = m->num_nodes, per = m->num_features;
+                if (per > QS_MAX_LINEAR_TERMS)
+                    per = QS_MAX_LINEAR_TERMS;
+                uint64_t terms = M * per > UINT32_MAX ? UINT32_MAX : M * per;
+                most = 16 + 24 * M + 12 * terms;
             } else {
                 /* Blocks <= trees; groups, categorical entries <= nodes;
                  * entries <= 2 per node; leaf values <= nodes + trees. */
@@ -899,7 +971,8 @@ int qsm_read(const unsigned char *buf, size_t len, qs_model **mp, qs_layout **lp
             int rc = want == 0 ? read_info(&r, m, err)
                      : want == 1 ? read_trees(&r, m, err)
                      : want == 2 ? read_layout(&r, L, m, err)
-                                 : read_affine(&r, m, err);
+                     : want == 3 ? read_affine(&r, m, err)
+                                 : read_linear(&r, m, err);
             free(raw);
             raw = NULL;
             if (rc)

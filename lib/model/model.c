@@ -36,6 +36,10 @@ void qs_model_free(qs_model *m)
     free(m->trees);
     free(m->nodes);
     free(m->cat_words);
+    free(m->linear);
+    free(m->lin_feature);
+    free(m->lin_coeff);
+    free(m->node_linear);
     free(m);
 }
 
@@ -138,7 +142,146 @@ int64_t qs_model_add_cat_words(qs_model *m, const uint32_t *w, uint32_t n, qs_er
     return off;
 }
 
+int qs_model_add_linear(qs_model *m, uint64_t node, double konst, uint32_t nterms,
+                        const uint32_t *feature, const double *coeff, qs_error *err)
+{
+    if (nterms > QS_MAX_LINEAR_TERMS)
+        return qs_fail(err, QS_ERR_LIMIT, 0, "linear leaf with %u terms (limit %u)", nterms,
+                       QS_MAX_LINEAR_TERMS);
+    if (m->num_linear >= UINT32_MAX - 1 || m->num_lin_terms + nterms > UINT32_MAX)
+        return qs_fail(err, QS_ERR_LIMIT, 0, "too many linear leaves or terms");
+    if (grow((void **)&m->linear, &m->cap_linear, m->num_linear + 1, sizeof *m->linear, err))
+        return -1;
+    uint64_t cap = m->cap_lin_terms;
+    if (grow((void **)&m->lin_feature, &cap, m->num_lin_terms + nterms, sizeof *m->lin_feature,
+             err))
+        return -1;
+    cap = m->cap_lin_terms;
+    if (grow((void **)&m->lin_coeff, &cap, m->num_lin_terms + nterms, sizeof *m->lin_coeff, err))
+        return -1;
+    m->cap_lin_terms = cap;
+    qs_linear *l = &m->linear[m->num_linear++];
+    l->node = node;
+    l->konst = konst;
+    l->term_off = m->num_lin_terms;
+    l->nterms = nterms;
+    if (nterms) {
+        memcpy(m->lin_feature + m->num_lin_terms, feature, (size_t)nterms * sizeof *feature);
+        memcpy(m->lin_coeff + m->num_lin_terms, coeff, (size_t)nterms * sizeof *coeff);
+    }
+    m->num_lin_terms += nterms;
+    return 0;
+}
+
+int qs_model_link_linear(qs_model *m, qs_error *err)
+{
+    free(m->node_linear);
+    m->node_linear = NULL;
+    if (m->num_linear == 0)
+        return 0;
+    m->node_linear = calloc(m->num_nodes ? m->num_nodes : 1, sizeof *m->node_linear);
+    if (!m->node_linear)
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+    for (uint64_t i = 0; i < m->num_linear; i++) {
+        uint64_t nd = m->linear[i].node;
+        if (nd >= m->num_nodes || m->nodes[nd].kind != QS_NODE_LEAF ||
+            (i > 0 && nd <= m->linear[i - 1].node))
+            return qs_fail(err, QS_ERR_FORMAT, 0,
+                           "linear model %llu: node %llu is not a leaf of the model, or out of "
+                           "order",
+                           (unsigned long long)i, (unsigned long long)nd);
+        m->node_linear[nd] = (uint32_t)(i + 1);
+    }
+    return 0;
+}
+
+void qs_model_truncate(qs_model *m, uint64_t ntrees)
+{
+    if (ntrees >= m->num_trees)
+        return;
+    m->num_trees = ntrees;
+    m->num_nodes = ntrees ? m->trees[ntrees - 1].node_off + m->trees[ntrees - 1].num_nodes : 0;
+    uint64_t k = 0;
+    while (k < m->num_linear && m->linear[k].node < m->num_nodes)
+        k++;
+    m->num_linear = k;
+    m->num_lin_terms = k ? m->linear[k - 1].term_off + m->linear[k - 1].nterms : 0;
+}
+
+double qs_leaf_output(const qs_model *m, uint64_t node, const double *x)
+{
+    const qs_node *n = &m->nodes[node];
+    uint32_t li = m->node_linear ? m->node_linear[node] : 0;
+    if (!li)
+        return n->value;
+    const qs_linear *l = &m->linear[li - 1];
+    const uint32_t *f = m->lin_feature + l->term_off;
+    const double *c = m->lin_coeff + l->term_off;
+    double out = l->konst;
+    for (uint32_t j = 0; j < l->nterms; j++) {
+        double v = x[f[j]];
+        if (isnan(v))
+            return n->value;
+        double p = c[j] * v; /* rounded before the sum: no fused multiply-add */
+        out += p;
+    }
+    return out;
+}
+
+uint32_t qs_model_leaf_id(const qs_model *m, uint64_t t, uint32_t node)
+{
+    if (m->source == QS_SRC_XGBOOST)
+        return node;
+    const qs_node *nd = m->nodes + m->trees[t].node_off;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < node; i++)
+        k += nd[i].kind == QS_NODE_LEAF;
+    return k;
+}
+
 /* ---------------------------------------------------------- validation */
+
+/* Linear leaves: each on a leaf (node_linear agrees), in node order, with
+ * its own run of terms, features in range; only in trees of weight 1 and
+ * with accumulate double (a linear value is computed in double). */
+static int check_linear(const qs_model *m, qs_error *err)
+{
+    if (m->num_linear == 0)
+        return 0;
+    if (!m->node_linear)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "linear leaves are not linked to their nodes");
+    if (m->float_accumulate != QS_ACC_DOUBLE)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "linear leaves need accumulate double");
+    uint64_t t = 0, terms = 0;
+    for (uint64_t i = 0; i < m->num_linear; i++) {
+        const qs_linear *l = &m->linear[i];
+        unsigned long long li = (unsigned long long)i;
+        if (l->node >= m->num_nodes || m->nodes[l->node].kind != QS_NODE_LEAF ||
+            m->node_linear[l->node] != i + 1 || (i > 0 && l->node <= m->linear[i - 1].node))
+            return qs_fail(err, QS_ERR_FORMAT, 0, "linear model %llu: not on a leaf, or out of order",
+                           li);
+        if (l->term_off != terms || l->nterms > QS_MAX_LINEAR_TERMS ||
+            terms + l->nterms > m->num_lin_terms)
+            return qs_fail(err, QS_ERR_FORMAT, 0, "linear model %llu: bad term range", li);
+        terms += l->nterms;
+        while (m->trees[t].node_off + m->trees[t].num_nodes <= l->node)
+            t++;
+        if (m->trees[t].weight != 1.0)
+            return qs_fail(err, QS_ERR_FORMAT, 0,
+                           "tree %llu: a tree with linear leaves must have weight 1",
+                           (unsigned long long)t);
+        for (uint32_t j = 0; j < l->nterms; j++)
+            if (m->lin_feature[l->term_off + j] >= m->num_features)
+                return qs_fail(err, QS_ERR_FORMAT, 0,
+                               "tree %llu: linear leaf uses feature %u, out of range (model has %u)",
+                               (unsigned long long)t, m->lin_feature[l->term_off + j],
+                               m->num_features);
+    }
+    if (terms != m->num_lin_terms)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "linear terms do not add up");
+    return 0;
+}
+
 
 static int is_float_exact(double v)
 {
@@ -303,6 +446,8 @@ static int model_scan(const qs_model *m, uint32_t *max_leaves, uint32_t *max_dep
     }
     free(stack);
     free(seen);
+    if (rc == 0)
+        rc = check_linear(m, err);
     if (max_leaves)
         *max_leaves = ml;
     if (max_depth)
@@ -458,7 +603,7 @@ void qs_model_walk_sum(const qs_model *m, const double *x, double *out)
         for (uint64_t t = 0; t < m->num_trees; t++) {
             const qs_tree *tr = &m->trees[t];
             uint32_t leaf = qs_tree_walk(m, tr, x);
-            double c = tr->weight * m->nodes[tr->node_off + leaf].value;
+            double c = tr->weight * m->nodes[tr->node_off + leaf].value;  /* no linear leaves here */
             if (m->float_accumulate == QS_ACC_FLOAT_DOUBLE)
                 a[tr->class_id] = (float)((double)a[tr->class_id] + c);
             else
@@ -475,6 +620,6 @@ void qs_model_walk_sum(const qs_model *m, const double *x, double *out)
     for (uint64_t t = 0; t < m->num_trees; t++) {
         const qs_tree *tr = &m->trees[t];
         uint32_t leaf = qs_tree_walk(m, tr, x);
-        out[tr->class_id] += tr->weight * m->nodes[tr->node_off + leaf].value;
+        out[tr->class_id] += tr->weight * qs_leaf_output(m, tr->node_off + leaf, x);
     }
 }

@@ -63,6 +63,21 @@ typedef struct qs_node {
     double value;
 } qs_node;
 
+/* A linear leaf (LightGBM linear_tree): its output for a document x is
+ * konst + coeff[0] * x[feature[0]] + coeff[1] * x[feature[1]] + ... in
+ * double, left to right, each product and each sum rounded (no fused
+ * multiply-add); if any of those x values is NaN, the leaf's plain value
+ * (qs_node.value) instead.  The terms are lin_feature[term_off ..
+ * term_off + nterms) and lin_coeff[...] of the model. */
+typedef struct qs_linear {
+    uint64_t node;          /* global index of its leaf in qs_model.nodes */
+    double konst;
+    uint64_t term_off;
+    uint32_t nterms;
+} qs_linear;
+
+#define QS_MAX_LINEAR_TERMS (1u << 20)  /* terms of one linear leaf */
+
 typedef struct qs_tree {
     uint32_t class_id;
     double weight;          /* contribution = weight * leaf value (1.0: none) */
@@ -102,6 +117,12 @@ struct qs_model {
     int shape_known;
     uint64_t shape_trees, shape_nodes;
     uint32_t shape_leaves, shape_depth;
+    /* Linear leaves, in increasing node order (none: num_linear 0), and
+     * node_linear, derived from them by qs_model_link_linear: per node, 0
+     * or 1 + its index in linear[] (NULL without linear leaves). */
+    qs_linear *linear; uint64_t num_linear, cap_linear;
+    uint32_t *lin_feature; double *lin_coeff; uint64_t num_lin_terms, cap_lin_terms;
+    uint32_t *node_linear;
 };
 
 /* qs_model_validate, remembering the largest leaf count and depth for
@@ -120,6 +141,29 @@ int64_t qs_model_add_nodes(qs_model *m, uint32_t n, qs_error *err);
 qs_node *qs_model_cur_node(qs_model *m, uint32_t i);
 /* Append a category bitset; returns its offset or -1. */
 int64_t qs_model_add_cat_words(qs_model *m, const uint32_t *w, uint32_t n, qs_error *err);
+
+/* Append a linear model to leaf `node` (global index; nodes must come in
+ * increasing order); 0 or -1 with err (NOMEM/LIMIT). */
+int qs_model_add_linear(qs_model *m, uint64_t node, double konst, uint32_t nterms,
+                        const uint32_t *feature, const double *coeff, qs_error *err);
+/* Build node_linear from linear[] (after every leaf was added, before
+ * qs_model_validate); checks that each names a leaf, in increasing order. */
+int qs_model_link_linear(qs_model *m, qs_error *err);
+/* Keep the first `ntrees` trees only (and their linear leaves).  Nothing
+ * is freed: restoring num_trees, num_nodes, num_linear and num_lin_terms
+ * undoes it. */
+void qs_model_truncate(qs_model *m, uint64_t ntrees);
+
+/* Output of leaf `node` (global index) for document x: its value, or its
+ * linear model's value (qs_linear).  Never inlined into SIMD-targeted code:
+ * its arithmetic is the plain double one of the linear rule. */
+double qs_leaf_output(const qs_model *m, uint64_t node, const double *x);
+
+/* The library's own number of leaf `node` (local index) of tree t, as the
+ * source library's pred_leaf prints it: XGBoost's node id (the canonical
+ * index); for every other source the leaf's rank among the tree's leaves in
+ * node order (LightGBM's leaf index). */
+uint32_t qs_model_leaf_id(const qs_model *m, uint64_t t, uint32_t node);
 
 /* ---- reference semantics: one node's decision and a whole-tree walk */
 static inline int qs_node_goes_left(const qs_model *m, const qs_node *n, double x)

@@ -10,6 +10,10 @@
  * other model is written as version 1, byte for byte as before. */
 #define TEXT_VERSION 1
 #define TEXT_VERSION_AFFINE 2
+/* Version 3 adds linear leaves (`linear` node lines and their `term`
+ * lines), with the affine lines optional; written only for models with
+ * linear leaves. */
+#define TEXT_VERSION_LINEAR 3
 
 /* ------------------------------------------------------------ writer */
 
@@ -77,7 +81,9 @@ int qs_model_to_text(const qs_model *m, char **out, size_t *out_len, qs_error *e
     sbuf b = { malloc(1 << 16), 0, 1 << 16, 0 };
     if (!b.p)
         return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
-    sb_printf(&b, "qs-ensemble %d\n", m->out_affine ? TEXT_VERSION_AFFINE : TEXT_VERSION);
+    sb_printf(&b, "qs-ensemble %d\n", m->num_linear    ? TEXT_VERSION_LINEAR
+                                      : m->out_affine ? TEXT_VERSION_AFFINE
+                                                      : TEXT_VERSION);
     sb_printf(&b, "source %s\n", src_name(m->source));
     /* The objective is free text from the source; keep it on one line. */
     char obj[sizeof m->objective + 1];
@@ -125,7 +131,19 @@ int qs_model_to_text(const qs_model *m, char **out, size_t *out_len, qs_error *e
         for (uint32_t i = 0; i < tr->num_nodes; i++) {
             const qs_node *n = &m->nodes[tr->node_off + i];
             sb_printf(&b, "%u ", i);
-            if (n->kind == QS_NODE_LEAF) {
+            uint32_t li = m->node_linear ? m->node_linear[tr->node_off + i] : 0;
+            if (n->kind == QS_NODE_LEAF && li) {
+                const qs_linear *l = &m->linear[li - 1];
+                sb_printf(&b, "linear ");
+                put_value(&b, n->value);
+                sb_printf(&b, " ");
+                put_value(&b, l->konst);
+                sb_printf(&b, " %u", l->nterms);
+                for (uint32_t j = 0; j < l->nterms; j++) {
+                    sb_printf(&b, "\nterm %u ", m->lin_feature[l->term_off + j]);
+                    put_value(&b, m->lin_coeff[l->term_off + j]);
+                }
+            } else if (n->kind == QS_NODE_LEAF) {
                 sb_printf(&b, "leaf ");
                 put_value(&b, n->value);
             } else if (n->kind == QS_NODE_NUM) {
@@ -386,16 +404,54 @@ out:
     return rc;
 }
 
+/* The `term F COEFF` lines of a linear leaf. */
+static int read_terms(reader *r, qs_model *m, uint64_t node, double konst, uint32_t nt)
+{
+    uint32_t *f = malloc(sizeof *f * (nt ? nt : 1));
+    double *c = malloc(sizeof *c * (nt ? nt : 1));
+    int rc = -1;
+    if (!f || !c) {
+        qs_fail(r->err, QS_ERR_NOMEM, r->line, "out of memory");
+        goto out;
+    }
+    for (uint32_t j = 0; j < nt; j++) {
+        int k = next_line(r);
+        if (k < 0)
+            goto out;
+        if (k == 0) {
+            qs_fail(r->err, QS_ERR_FORMAT, r->line, "unexpected end of input in a linear leaf");
+            goto out;
+        }
+        if (!tok_is(r, 0, "term") || r->ntok != 3) {
+            qs_fail(r->err, QS_ERR_FORMAT, r->line,
+                    "expected 'term FEATURE COEFFICIENT' (%u of %u)", j + 1, nt);
+            goto out;
+        }
+        if (get_u32(r, 1, QS_MAX_FEATURES - 1, &f[j], "feature id") ||
+            get_num(r, 2, 0, &c[j], "coefficient"))
+            goto out;
+    }
+    if (qs_model_add_linear(m, node, konst, nt, f, c, r->err) != 0) {
+        r->err->line = r->line;
+        goto out;
+    }
+    rc = 0;
+out:
+    free(f);
+    free(c);
+    return rc;
+}
+
 static int read_body(reader *r, qs_model *m)
 {
     uint64_t ver;
     char b[48];
     if (header(r, "qs-ensemble", 2) || get_u64(r, 1, UINT64_MAX, &ver, "version"))
         return -1;
-    if (ver != TEXT_VERSION && ver != TEXT_VERSION_AFFINE)
+    if (ver != TEXT_VERSION && ver != TEXT_VERSION_AFFINE && ver != TEXT_VERSION_LINEAR)
         return qs_fail(r->err, QS_ERR_UNSUPPORTED, r->line,
-                       "ensemble text version %llu is not supported (this build reads %d and %d)",
-                       (unsigned long long)ver, TEXT_VERSION, TEXT_VERSION_AFFINE);
+                       "ensemble text version %llu is not supported (this build reads %d to %d)",
+                       (unsigned long long)ver, TEXT_VERSION, TEXT_VERSION_LINEAR);
     if (header(r, "source", 2))
         return -1;
     if (tok_is(r, 1, "lightgbm"))
@@ -477,7 +533,19 @@ static int read_body(reader *r, qs_model *m)
         if (get_num(r, 2, m->float_accumulate, &m->base[c], "base score"))
             return -1;
     }
-    if (ver == TEXT_VERSION_AFFINE) {
+    /* Version 3: the affine is there when the next line says out-scale. */
+    int affine = ver == TEXT_VERSION_AFFINE;
+    if (ver == TEXT_VERSION_LINEAR) {
+        const char *save_p = r->p;
+        long save_line = r->line;
+        int nk = next_line(r);
+        if (nk < 0)
+            return -1;
+        affine = nk > 0 && tok_is(r, 0, "out-scale");
+        r->p = save_p;
+        r->line = save_line;
+    }
+    if (affine) {
         m->out_affine = 1;
         if (header(r, "out-scale", 2) || get_num(r, 1, 0, &m->out_scale, "output scale"))
             return -1;
@@ -535,6 +603,20 @@ static int read_body(reader *r, qs_model *m)
                 n->kind = QS_NODE_LEAF;
                 if (get_num(r, 2, m->float_accumulate, &n->value, "leaf value"))
                     return -1;
+            } else if (tok_is(r, 1, "linear") && ver == TEXT_VERSION_LINEAR) {
+                if (r->ntok != 5)
+                    return qs_fail(r->err, QS_ERR_FORMAT, r->line,
+                                   "expected 'N linear VALUE CONSTANT TERMS'");
+                n->kind = QS_NODE_LEAF;
+                double konst;
+                uint32_t nt;
+                if (get_num(r, 2, m->float_accumulate, &n->value, "leaf value") ||
+                    get_num(r, 3, 0, &konst, "linear constant") ||
+                    get_u32(r, 4, QS_MAX_LINEAR_TERMS, &nt, "linear term count"))
+                    return -1;
+                uint64_t node = m->trees[t].node_off + i;
+                if (read_terms(r, m, node, konst, nt))
+                    return -1;
             } else if (tok_is(r, 1, "num")) {
                 if (r->ntok != 8)
                     return qs_fail(r->err, QS_ERR_FORMAT, r->line,
@@ -567,11 +649,15 @@ static int read_body(reader *r, qs_model *m)
                 if (read_cats(r, 9, m, n))
                     return -1;
             } else {
-                return bad_tok(r, 1, "node kind (expected leaf, num or cat)");
+                return bad_tok(r, 1, ver == TEXT_VERSION_LINEAR
+                                         ? "node kind (expected leaf, linear, num or cat)"
+                                         : "node kind (expected leaf, num or cat)");
             }
         }
     }
     if (header(r, "end", 1))
+        return -1;
+    if (qs_model_link_linear(m, r->err) != 0)
         return -1;
     int rc = next_line(r);
     if (rc != 0)

@@ -102,6 +102,7 @@ struct qs_baselines {
     sp_node *sp;
     vp_node *vp;
     double *leaf;       /* weight * leaf value, per tree left to right */
+    uint64_t *lnode;    /* per leaf[] entry its global node, for linear leaves (else NULL) */
     int obl;            /* every tree is oblivious: ob_* are built */
     ob_tree *ot;
     double *ob_t;
@@ -170,6 +171,19 @@ static ALWAYS_INLINE void init_rows(const qs_baselines *b, double *out, uint32_t
             out[(size_t)d * b->K + c] = b->m->base[c];  /* float-exact in float modes */
 }
 
+/* Contribution of leaf[k] for document x: its value, or a linear leaf's
+ * value for x (model.h, qs_linear). */
+static ALWAYS_INLINE double leaf_value(const qs_baselines *b, uint64_t k, const double *x)
+{
+    double c = b->leaf[k];
+    if (b->lnode) {
+        const uint64_t g = b->lnode[k];
+        if (b->m->node_linear[g])
+            c = qs_leaf_output(b->m, g, x);
+    }
+    return c;
+}
+
 /* Add contribution c to an accumulator held in a double.  In the float modes
  * the double always holds a float32 value exactly, so these are the very
  * operations of qs_model_walk_score on its float accumulator. */
@@ -201,7 +215,7 @@ static ALWAYS_INLINE void struct_run(const qs_baselines *b, const double *const 
                 const sp_node *q = &nd[i];
                 i = sp_left(b->m, q, xd[q->fx & FX_FEAT], lt) ? q->left : q->right;
             }
-            acc_add(b->acc, &o[tr->cls], b->leaf[tr->leaf_off + (uint32_t)~i]);
+            acc_add(b->acc, &o[tr->cls], leaf_value(b, tr->leaf_off + (uint32_t)~i, xd));
         }
     }
 }
@@ -251,10 +265,10 @@ static ALWAYS_INLINE void vpred_block(const qs_baselines *b, const double *const
                 idx[j] = q->cb + 1u - l;
             }
         }
-        const double *lf = b->leaf + tr->leaf_off;
         double *o = out + tr->cls;
         for (int j = 0; j < V; j++)
-            acc_add(b->acc, &o[(size_t)j * K], lf[leaf_ordinal(nd[idx[j]].t)]);
+            acc_add(b->acc, &o[(size_t)j * K],
+                    leaf_value(b, tr->leaf_off + leaf_ordinal(nd[idx[j]].t), xs[j]));
     }
 }
 
@@ -319,10 +333,9 @@ static ALWAYS_INLINE void obl_block(const qs_baselines *b, const double *const *
             UNROLL_V for (int j = 0; j < V; j++)
                 idx[j] = (idx[j] << 1) | (1u ^ num_left(xs[j][f], t, fx, lt, zero));
         }
-        const double *lf = b->leaf + tr->leaf_off;
         double *o = out + tr->cls;
         for (int j = 0; j < V; j++)
-            acc_add(b->acc, &o[(size_t)j * K], lf[idx[j]]);
+            acc_add(b->acc, &o[(size_t)j * K], leaf_value(b, tr->leaf_off + idx[j], xs[j]));
     }
 }
 
@@ -380,6 +393,7 @@ void qs_baselines_free(qs_baselines *b)
     free(b->sp);
     free(b->vp);
     free(b->leaf);
+    free(b->lnode);
     free(b->ot);
     free(b->ob_t);
     free(b->ob_fx);
@@ -452,6 +466,8 @@ static int layout_tree(qs_baselines *b, uint64_t ti, pending *stack, uint64_t *s
         if (x->kind == QS_NODE_LEAF) {
             code = ~(int32_t)n_leaf;
             leaf[n_leaf] = t->weight * x->value;
+            if (b->lnode)
+                b->lnode[*leaf_next + n_leaf] = t->node_off + e.orig;
             vp[e.pos].t = leaf_nan(n_leaf);
             vp[e.pos].fx = 0;
             vp[e.pos].cb = e.pos - 1u;  /* wraps for the root; cb + 1 is pos again */
@@ -559,6 +575,10 @@ qs_baselines *qs_baselines_build(const qs_model *m, qs_error *err)
     b->vp = alloc_array(m->num_nodes, sizeof *b->vp);
     b->sp = alloc_array(m->num_nodes, sizeof *b->sp);
     b->leaf = alloc_array(m->num_nodes, sizeof *b->leaf);
+    if (m->node_linear && !(b->lnode = alloc_array(m->num_nodes, sizeof *b->lnode))) {
+        qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+        goto fail;
+    }
     /* The stack holds at most one pending sibling per level plus two: < maxn + 2. */
     stack = alloc_array((uint64_t)maxn + 2, sizeof *stack);
     if (!b->trees || !b->vp || !b->sp || !b->leaf || !stack) {

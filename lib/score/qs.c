@@ -61,17 +61,19 @@ static inline __attribute__((always_inline)) void group_range(const qs_layout *L
                                    : scan_end(L->thr, g->begin, g->end, x, lt, L->delta);
 }
 
-static inline void accumulate(const qs_scorer *s, uint64_t t, uint32_t leaf, double *acc,
-                              float *accf)
+static inline void accumulate(const qs_scorer *s, uint64_t t, uint32_t leaf, const double *x,
+                              double *acc, float *accf)
 {
-    qs_layout_add_leaf(s->m, s->L, t, leaf, acc, accf);
+    qs_layout_add_leaf(s->m, s->L, t, leaf, x, acc, accf);
 }
 
-/* One class summed in double (LightGBM, QuickRank rankers): the common case
- * gets a loop without the per-tree class and mode lookups. */
+/* One class summed in double (LightGBM, QuickRank rankers) and no linear
+ * leaves: the common case gets a loop without the per-tree class and mode
+ * lookups. */
 static inline int single_double(const qs_scorer *s)
 {
-    return s->m->num_classes == 1 && s->m->float_accumulate == QS_ACC_DOUBLE;
+    return s->m->num_classes == 1 && s->m->float_accumulate == QS_ACC_DOUBLE &&
+           !s->m->node_linear;
 }
 
 /* One QS block with T-bit leaf vectors, for one document.  The last leaf's
@@ -115,7 +117,7 @@ static inline int single_double(const qs_scorer *s)
         }                                                                                 \
         for (uint32_t i = 0; i < nt; i++) {                                               \
             T vv = (T)(v[i] | (T)((T)1 << (nl[i] - 1)));                                  \
-            accumulate(s, B->tree_begin + i, (uint32_t)CTZ(vv), acc, accf);               \
+            accumulate(s, B->tree_begin + i, (uint32_t)CTZ(vv), x, acc, accf);            \
         }                                                                                 \
     }
 
@@ -176,7 +178,7 @@ static void qs_block_wide(const qs_scorer *s, const qs_block *B, void *vec, cons
                     leaf = cand;
                 break;
             }
-        accumulate(s, t, leaf, acc, accf);
+        accumulate(s, t, leaf, x, acc, accf);
     }
 }
 
@@ -207,7 +209,7 @@ static void qs_block_omega(const qs_scorer *s, const qs_block *B, void *vec, con
         return;
     }
     for (uint32_t i = 0; i < nt; i++)
-        accumulate(s, B->tree_begin + i, v[i] & (nl[i] - 1), acc, accf);
+        accumulate(s, B->tree_begin + i, v[i] & (nl[i] - 1), x, acc, accf);
 }
 
 typedef void (*block_fn)(const qs_scorer *, const qs_block *, void *, const double *, double *,
@@ -267,6 +269,85 @@ void qs_bwqs_score(const qs_scorer *s, qs_workspace *w, void *vec, uint32_t n, d
     for (uint32_t d = 0; d < n; d++)
         for (uint32_t c = 0; c < K; c++)
             out[d * K + c] = m->float_accumulate ? (double)w->accf[d * K + c] : w->acc[d * K + c];
+}
+
+/* ------------------------------------------------------------ exit leaves */
+
+/* The leaf vectors of one block for one document, as the kernels above
+ * build them (narrow vectors in 64 bits: the masks' bits above a block's
+ * width are ones, so the lowest set bit is the same), and each tree's exit
+ * leaf as its source number. */
+static void block_leaves(const qs_scorer *s, const qs_block *B, uint64_t *v, const double *x,
+                         uint32_t *out)
+{
+    const qs_layout *L = s->L;
+    const qs_model *m = s->m;
+    const int lt = m->cmp == QS_CMP_LT;
+    const uint32_t nt = (uint32_t)(B->tree_end - B->tree_begin);
+    const int omega = B->kind == QS_BLOCK_OMEGA, wide = !omega && B->width == 0;
+    const uint32_t W = wide ? B->words : 1;
+    for (uint64_t i = 0; i < (uint64_t)nt * W; i++)
+        v[i] = omega ? 0 : ~0ull;
+    for (uint32_t g = B->group_begin; g < B->group_end; g++) {
+        const qs_group *G = &L->groups[g];
+        uint32_t b, e;
+        group_range(L, G, x[G->feature], lt, &b, &e);
+        for (; b < e; b++) {
+            if (omega)
+                v[L->etree[b]] |= L->emask[b];
+            else if (wide)
+                clear_range(v + (uint64_t)L->etree[b] * W, (uint32_t)(L->emask[b] >> 32),
+                            (uint32_t)L->emask[b]);
+            else
+                v[L->etree[b]] &= L->emask[b];
+        }
+    }
+    for (uint32_t c = B->cat_begin; c < B->cat_end; c++) {
+        const qs_catnode *C = &L->cats[c];
+        const qs_node *n = &m->nodes[C->node];
+        const uint32_t ti = C->tree & ~QS_CAT_REVERSED;
+        if (qs_node_goes_left(m, n, x[n->feature]) != !!(C->tree & QS_CAT_REVERSED))
+            continue;
+        if (wide)
+            clear_range(v + (uint64_t)ti * W, (uint32_t)(C->mask >> 32), (uint32_t)C->mask);
+        else
+            v[ti] &= C->mask;
+    }
+    for (uint32_t i = 0; i < nt; i++) {
+        const uint64_t t = B->tree_begin + i;
+        const uint32_t nl = L->nleaves[t];
+        uint32_t leaf;
+        if (omega) {
+            leaf = (uint32_t)(v[i] & (nl - 1));
+        } else if (wide) {
+            const uint64_t *vt = v + (uint64_t)i * W;
+            leaf = nl - 1;
+            for (uint32_t k = 0; k < W; k++)
+                if (vt[k]) {
+                    uint32_t cand = k * 64 + (uint32_t)__builtin_ctzll(vt[k]);
+                    if (cand < leaf)
+                        leaf = cand;
+                    break;
+                }
+        } else {
+            leaf = (uint32_t)__builtin_ctzll(v[i] | 1ull << (nl - 1));
+        }
+        out[t] = L->leaf_id[L->leaf_off[t] + leaf];
+    }
+}
+
+int qs_bwqs_leaves(const qs_scorer *s, qs_workspace *w, uint32_t n, uint32_t *out, qs_error *err)
+{
+    const uint64_t T = s->m->num_trees;
+    uint64_t *v = aligned_alloc(64, qs_bwqs_vec_bytes(s, 8));
+    if (!v)
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (leaf vectors of %llu trees)",
+                       (unsigned long long)s->max_block_trees);
+    for (uint32_t b = 0; b < s->L->nblocks; b++)
+        for (uint32_t d = 0; d < n; d++)
+            block_leaves(s, &s->L->blocks[b], v, w->xs[d], out + (size_t)d * T);
+    free(v);
+    return 0;
 }
 
 size_t qs_bwqs_vec_bytes(const qs_scorer *s, size_t tree_bytes)

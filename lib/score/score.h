@@ -103,6 +103,10 @@ typedef struct qs_simd_kernel {
  * lanes. */
 void qs_bwqs_score(const qs_scorer *s, qs_workspace *w, void *vec, uint32_t n, double *out,
                    const qs_simd_kernel *k, int forced);
+/* The exit leaf of every tree for slots 0 .. n-1, as the scalar kernels
+ * find them: out[d * T + t] = the leaf's source number (layout leaf_id). */
+int qs_bwqs_leaves(const qs_scorer *s, qs_workspace *w, uint32_t n, uint32_t *out,
+                   qs_error *err);
 /* Scratch bytes of a BWQS back end whose SIMD kernel needs tree_bytes per
  * tree of a block (0: scalar). */
 size_t qs_bwqs_vec_bytes(const qs_scorer *s, size_t tree_bytes);

@@ -234,6 +234,59 @@ int qs_scorer_relayout(qs_scorer *s, uint32_t tree_block, uint32_t doc_block, ui
     return 0;
 }
 
+uint64_t qs_scorer_iterations(const qs_scorer *s)
+{
+    return s->m->num_trees / s->m->num_classes;
+}
+
+int qs_scorer_truncate(qs_scorer *s, uint64_t iterations, qs_error *err)
+{
+    qs_model *m = s->m;
+    const uint32_t K = m->num_classes;
+    if (iterations == 0)
+        return qs_fail(err, QS_ERR_ARG, 0, "0 iterations: keep at least one");
+    uint64_t have = m->num_trees / K;
+    uint64_t keep = iterations >= have ? m->num_trees : iterations * K;
+    for (uint64_t t = 0; K > 1 && t < keep; t++)
+        if (m->trees[t].class_id != t % K)
+            return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                           "tree %llu is of class %u, not %llu: the trees do not come one per "
+                           "class per iteration, so iterations cannot be counted",
+                           (unsigned long long)t, m->trees[t].class_id,
+                           (unsigned long long)(t % K));
+    if (keep == m->num_trees)
+        return 0;
+    /* The model keeps its first trees; the layout follows from them (the
+     * reversal flags of the trees kept are a prefix of the current ones). */
+    const uint64_t nt = m->num_trees, nn = m->num_nodes, nl = m->num_linear,
+                   nlt = m->num_lin_terms;
+    const uint32_t avg = m->transform_average;
+    qs_model_truncate(m, keep);
+    if (m->transform_average)
+        m->transform_average = (uint32_t)iterations;
+    qs_layout *L = qs_layout_build(m, s->L->delta, s->L->tree_block, s->L->treeflags, err);
+    if (!L) {
+        m->num_trees = nt;
+        m->num_nodes = nn;
+        m->num_linear = nl;
+        m->num_lin_terms = nlt;
+        m->transform_average = avg;
+        return -1;
+    }
+    if (m->num_linear == 0) {
+        free(m->node_linear);   /* no linear leaf left: the plain paths again */
+        m->node_linear = NULL;
+    }
+    L->doc_block = s->L->doc_block;
+    qs_layout_free(s->L);
+    s->L = L;
+    scorer_sizes(s);
+    for (unsigned i = 0; i < qs_backend_table_len; i++)
+        if (s->prepared[i] && prepare_one(s, i, err) != 0)
+            return -1;
+    return 0;
+}
+
 void qs_scorer_get_blocks(const qs_scorer *s, uint32_t *tree_block, uint32_t *doc_block,
                           uint32_t *delta, uint32_t *nblocks)
 {
@@ -292,6 +345,28 @@ int qs_score_batch(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n
     if (rc == 0)
         qs_model_finish_scores(s->m, out, n);
     return rc;
+}
+
+int qs_score_leaves(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n,
+                    uint32_t *out, qs_error *err)
+{
+    if (b == QS_BACKEND_AUTO)
+        b = s->auto_backend;
+    const qs_backend_def *d = def_of(b);
+    if (!d)
+        return qs_fail(err, QS_ERR_ARG, 0, "no back end number %d", b);
+    if (n > w->nslots)
+        return qs_fail(err, QS_ERR_ARG, 0, "batch of %u documents for a workspace of %u", n,
+                       w->nslots);
+    const qs_model *m = s->m;
+    const uint64_t T = m->num_trees;
+    if (d->flags & QS_BACKEND_F_REFERENCE) {
+        for (uint32_t i = 0; i < n; i++)
+            for (uint64_t t = 0; t < T; t++)
+                out[(size_t)i * T + t] = qs_model_leaf_id(m, t, qs_tree_walk(m, &m->trees[t], w->xs[i]));
+        return 0;
+    }
+    return qs_bwqs_leaves(s, w, n, out, err);
 }
 
 int qs_score_doc(const qs_scorer *s, qs_workspace *w, qs_backend b, double *out, qs_error *err)

@@ -38,6 +38,14 @@ static void usage(FILE *f)
             "                         library's: LightGBM, QuickRank zero; XGBoost missing)\n"
             "  --transform            apply the objective's output function (sigmoid, softmax...)\n"
             "  --annotate             write `label<TAB>qid<TAB>score` lines (for qs-eval)\n"
+            "  --trees N              score the first N iterations only (N trees per class:\n"
+            "                         LightGBM's num_iteration, XGBoost's iteration_range\n"
+            "                         (0, N)); N beyond the model's iterations: all of them\n"
+            "  --leaves               instead of scores, each tree's exit leaf, one\n"
+            "                         tab-separated column per tree (with --trees: the trees\n"
+            "                         kept), numbered as the library's pred_leaf does\n"
+            "                         (LightGBM: leaf index; XGBoost: node id); not with\n"
+            "                         --annotate or --transform\n"
             "  --strict-features      a feature id the model does not have (>= its feature\n"
             "                         count) is an error; by default it is ignored, with one\n"
             "                         warning naming the first such line\n"
@@ -205,14 +213,17 @@ int main(int argc, char **argv)
         { "label-col", required_argument, 0, 'l' },
         { "qid-col", required_argument, 0, 'q' },
         { "features", required_argument, 0, 'F' },
+        { "trees", required_argument, 0, 'W' },
+        { "leaves", no_argument, 0, 'Y' },
         { 0, 0, 0, 0 },
     };
     qs_absent absent = QS_ABSENT_DEFAULT;
     int transform = 0, annotate = 0, show_version = 0, verbose = 0, show_list = 0;
-    int strict_features = 0;
+    int strict_features = 0, leaves = 0;
     int input = PIPE_LETOR, header = 0;
     const char *label_col = NULL, *qid_col = NULL;
     uint32_t f32_features = 0;
+    uint64_t iterations = 0; /* --trees: 0 = every iteration */
     const char *outpath = NULL, *bname = getenv("QS_BACKEND");
     const char *threads_arg = getenv("QS_THREADS"), *numa_arg = "auto";
     uint32_t tree_block = QS_KEEP, doc_block = QS_KEEP, delta = QS_KEEP;
@@ -257,9 +268,23 @@ int main(int argc, char **argv)
         case 'l': label_col = optarg; break;
         case 'q': qid_col = optarg; break;
         case 'F': f32_features = parse_u32(optarg, "--features", 1, 1u << 26); break;
+        case 'W': {
+            char *e;
+            errno = 0;
+            unsigned long long v = strtoull(optarg, &e, 10);
+            if (!*optarg || *e || errno || optarg[0] == '-' || v == 0)
+                tool_die(EXIT_USAGE, "bad --trees '%s' (expected a number of iterations >= 1)",
+                         optarg);
+            iterations = v;
+            break;
+        }
+        case 'Y': leaves = 1; break;
         default: usage(stderr); return EXIT_USAGE;
         }
     }
+    if (leaves && (annotate || transform))
+        tool_die(EXIT_USAGE, "--leaves prints exit leaves, not scores: it takes neither %s",
+                 annotate ? "--annotate" : "--transform");
     if (show_version) {
         version(verbose);
         return EXIT_OK;
@@ -349,6 +374,8 @@ int main(int argc, char **argv)
     char *mbuf_keep = mbuf; /* for NUMA replicas; freed once they are loaded */
     if (!s)
         tool_die_err(mpath, &err);
+    if (iterations && qs_scorer_truncate(s, iterations, &err) != 0)
+        tool_die_err(mpath, &err);
     if ((tree_block != QS_KEEP || doc_block != QS_KEEP || delta != QS_KEEP) &&
         qs_scorer_relayout(s, tree_block, doc_block, delta, &err) != 0)
         tool_die_err(NULL, &err);
@@ -385,6 +412,8 @@ int main(int argc, char **argv)
     for (unsigned r = 1; r < nrep; r++) {
         numa_enter(by_node ? (int)r : -1);
         rep[r] = qs_scorer_load_threads((const unsigned char *)mbuf_keep, mlen, threads, &err);
+        if (rep[r] && iterations && qs_scorer_truncate(rep[r], iterations, &err) != 0)
+            tool_die_err(mpath, &err);
         if (rep[r] && (tree_block != QS_KEEP || doc_block != QS_KEEP || delta != QS_KEEP) &&
             qs_scorer_relayout(rep[r], tree_block, doc_block, delta, &err) != 0)
             tool_die_err(NULL, &err);
@@ -420,6 +449,7 @@ int main(int argc, char **argv)
         .backend = backend,
         .absent = absent,
         .annotate = annotate,
+        .leaves = leaves,
         .transform = transform,
         .strict_features = strict_features,
         .threads = threads,

@@ -80,6 +80,8 @@ typedef struct worker {
     int digits;
     double *batch;
     doc_meta *meta;
+    uint64_t ntrees;   /* --leaves: trees, and a batch of their exit leaves */
+    uint32_t *leaves;
 } worker;
 
 /* Whether the chunk's input is to be processed: a failed chunk may still
@@ -246,7 +248,12 @@ static int worker_init(worker *wk, const pipe_job *job, const qs_scorer *s, qs_e
     wk->digits = qs_score_digits(s);
     wk->batch = malloc(sizeof(double) * wk->K * wk->nslots);
     wk->meta = calloc(wk->nslots, sizeof *wk->meta);
-    if (!wk->batch || !wk->meta) {
+    wk->ntrees = job->info->num_trees;
+    if (job->leaves)
+        wk->leaves = wk->ntrees > SIZE_MAX / sizeof(uint32_t) / wk->nslots
+                         ? NULL
+                         : malloc(sizeof(uint32_t) * (size_t)(wk->ntrees ? wk->ntrees : 1) * wk->nslots);
+    if (!wk->batch || !wk->meta || (job->leaves && !wk->leaves)) {
         qs_error_clear(err);
         err->code = QS_ERR_NOMEM;
         snprintf(err->msg, sizeof err->msg, "out of memory (a batch of %u documents)",
@@ -261,6 +268,28 @@ static void worker_free(worker *wk)
     qs_workspace_free(wk->w);
     free(wk->batch);
     free(wk->meta);
+    free(wk->leaves);
+}
+
+/* --leaves: slots 0 .. n-1's exit leaves, one line each, tab-separated. */
+static int flush_leaves(worker *wk, chunk *c, uint32_t n)
+{
+    if (qs_score_leaves(wk->s, wk->w, wk->job->backend, n, wk->leaves, &c->err) != 0) {
+        c->bad_line = -1;
+        return -1;
+    }
+    const uint64_t T = wk->ntrees;
+    for (uint32_t d = 0; d < n; d++) {
+        if (T > (SIZE_MAX - 2) / 12 || reserve(&c->out, &c->out_cap, c->out_len + T * 12 + 2) != 0) {
+            c->oom = 1;
+            return -1;
+        }
+        const uint32_t *lf = wk->leaves + (size_t)d * T;
+        for (uint64_t t = 0; t < T; t++)
+            c->out_len += (size_t)snprintf(c->out + c->out_len, 12, "%s%u", t ? "\t" : "", lf[t]);
+        c->out[c->out_len++] = '\n';
+    }
+    return 0;
 }
 
 static void put(chunk *c, const char *s, size_t n)
@@ -274,6 +303,8 @@ static void put(chunk *c, const char *s, size_t n)
 static int flush_batch(worker *wk, chunk *c, uint32_t n)
 {
     const pipe_job *job = wk->job;
+    if (job->leaves)
+        return flush_leaves(wk, c, n);
     if (qs_score_batch(wk->s, wk->w, job->backend, n, wk->batch, &c->err) != 0) {
         c->bad_line = -1;
         return -1;

@@ -26,6 +26,7 @@ typedef struct pipe_job {
     qs_backend backend;
     qs_absent absent;
     int annotate, transform;
+    int leaves;              /* print each tree's exit leaf instead of scores */
     int strict_features;     /* a feature id >= the model's count: error, not warning */
     unsigned threads;        /* >= 1 */
     int pin;                 /* pin thread i to the i-th CPU this process may use */

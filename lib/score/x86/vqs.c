@@ -75,8 +75,8 @@ static void lanes_categorical(const qs_model *m, const qs_layout *L, const qs_bl
 
 /* Exit leaves and accumulation, lane by lane (any class count and mode). */
 static void lanes_leaves(const qs_model *m, const qs_layout *L, const qs_block *B,
-                         const uint64_t *v, unsigned lanes, unsigned nreal, double *acc,
-                         float *accf)
+                         const uint64_t *v, const double *const *xs, unsigned lanes,
+                         unsigned nreal, double *acc, float *accf)
 {
     const uint32_t K = m->num_classes;
     const uint32_t nt = (uint32_t)(B->tree_end - B->tree_begin);
@@ -88,7 +88,7 @@ static void lanes_leaves(const qs_model *m, const qs_layout *L, const qs_block *
         for (unsigned l = 0; l < nreal; l++) {
             uint64_t leaf = omega ? (row[l] & (nl - 1))
                                   : (uint64_t)__builtin_ctzll(row[l] | (1ull << (nl - 1)));
-            qs_layout_add_leaf(m, L, t, leaf, acc + (size_t)l * K, accf + (size_t)l * K);
+            qs_layout_add_leaf(m, L, t, leaf, xs[l], acc + (size_t)l * K, accf + (size_t)l * K);
         }
     }
 }
@@ -209,8 +209,8 @@ T512 static void block512(const qs_model *m, const qs_layout *L, const qs_block 
         GROUPS(8, APPLY512, _mm512_mask_and_epi64)
         lanes_categorical(m, L, B, v, xs, 8);
     }
-    if (m->num_classes != 1) {
-        lanes_leaves(m, L, B, v, 8, nreal, acc, accf);
+    if (m->num_classes != 1 || m->node_linear) {
+        lanes_leaves(m, L, B, v, xs, 8, nreal, acc, accf);
         return;
     }
     /* One class: the 8 documents' sums side by side, each in tree order. */
@@ -340,7 +340,10 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
     const int mode = m->float_accumulate;
     __m512d a[8];
     __m256 af[8];
-    if (K == 1)
+    /* Lane by lane (qs_layout_add_leaf) for several classes and for linear
+     * leaves; else 8 documents' sums side by side. */
+    const int gather = K == 1 && !m->node_linear;
+    if (gather)
         for (unsigned q = 0; q < 8; q++) {
             unsigned r0 = q * 8;
             __mmask8 real = r0 >= nreal ? 0 : nreal - r0 >= 8 ? 0xFF : (__mmask8)((1u << (nreal - r0)) - 1);
@@ -362,10 +365,10 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
         }
         uint8_t leaf[BP_LANES] __attribute__((aligned(64)));
         _mm512_store_si512((__m512i *)leaf, idx);
-        if (K != 1) {
+        if (!gather) {
             for (unsigned l = 0; l < nreal; l++)
-                qs_layout_add_leaf(m, L, B->tree_begin + i, leaf[l], acc + (size_t)l * K,
-                                accf + (size_t)l * K);
+                qs_layout_add_leaf(m, L, B->tree_begin + i, leaf[l], xs[l], acc + (size_t)l * K,
+                                   accf + (size_t)l * K);
             continue;
         }
         const __m512i o = _mm512_set1_epi64((long long)off[i]);
@@ -380,7 +383,7 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
             }
         }
     }
-    if (K == 1)
+    if (gather)
         for (unsigned q = 0; q < 8; q++) {
             unsigned r0 = q * 8;
             __mmask8 real = r0 >= nreal ? 0 : nreal - r0 >= 8 ? 0xFF : (__mmask8)((1u << (nreal - r0)) - 1);
@@ -432,7 +435,7 @@ T256 static void block256(const qs_model *m, const qs_layout *L, const qs_block 
         GROUPS(4, APPLY256, OP256_AND)
         lanes_categorical(m, L, B, v, xs, 4);
     }
-    lanes_leaves(m, L, B, v, 4, nreal, acc, accf);
+    lanes_leaves(m, L, B, v, xs, 4, nreal, acc, accf);
 }
 
 static void kernel_block(const qs_simd_kernel *k, unsigned lanes, const qs_model *m,
