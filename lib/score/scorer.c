@@ -264,7 +264,8 @@ int qs_scorer_truncate(qs_scorer *s, uint64_t iterations, qs_error *err)
     qs_model_truncate(m, keep);
     if (m->transform_average)
         m->transform_average = (uint32_t)iterations;
-    qs_layout *L = qs_layout_build(m, s->L->delta, s->L->tree_block, s->L->treeflags, err);
+    qs_layout *L = qs_layout_build_mt(m, s->L->delta, s->L->tree_block, s->L->treeflags,
+                                      s->build_threads, err);
     if (!L) {
         m->num_trees = nt;
         m->num_nodes = nn;
