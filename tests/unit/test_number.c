@@ -1,6 +1,10 @@
 /* test_number.c: the number parser against strtod and strtof, bit for bit.
  *
- *   test_number [COUNT [SEED]]     (or QS_NUMBER_TEST_COUNT in the environment)
+ *   test_number [COUNT [SEED [SECONDS]]]   (or QS_NUMBER_TEST_COUNT in the environment)
+ *
+ * SECONDS bounds a long run by time (it stops after that many seconds and
+ * reports the tokens it checked); a run of more than 10,000,000 tokens
+ * reports its progress on standard error every 10,000,000.
  *
  * Every token (fixed adversarial ones, then COUNT generated ones, 2,000,000
  * by default) is read four ways and compared with the C library's reading
@@ -32,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static long checks, failures;
 
@@ -441,6 +446,8 @@ int main(int argc, char **argv)
         count = atol(env);
     if (argc > 2)
         rng_state = strtoull(argv[2], NULL, 0) | 1;
+    double seconds = argc > 3 ? atof(argv[3]) : 0;
+    time_t t0 = time(NULL);
     for (int fp = 0; fp < 2; fp++) {
         qs_error err;
         S[fp] = model(fp);
@@ -462,7 +469,14 @@ int main(int argc, char **argv)
         snprintf(b, sizeof b, "%llde-%d", (1LL << 25) + 2 * i + 1, (int)below(23));
         check_str(b, 1);
     }
-    for (long k = 0; k < count; k++) {
+    long k;
+    for (k = 0; k < count; k++) {
+        if (k % 1000000 == 0 && k > 0) {
+            if (seconds > 0 && difftime(time(NULL), t0) >= seconds)
+                break;
+            if (count > 10000000 && k % 10000000 == 0)
+                fprintf(stderr, "%ld tokens, %ld failures\n", k, failures);
+        }
         int n;
         switch (k % 10) {
         case 0: case 1: case 2: case 3:
@@ -490,7 +504,7 @@ int main(int argc, char **argv)
         check_token(b, (size_t)n, (k & 7) == 0);
     }
     printf("%ld tokens, %ld checks, %ld failures\n",
-           count + (long)(sizeof fixed / sizeof *fixed) + 3 * 81, checks, failures);
+           k + (long)(sizeof fixed / sizeof *fixed) + 3 * 81, checks, failures);
     for (int fp = 0; fp < 2; fp++) {
         qs_workspace_free(W[fp]);
         qs_scorer_free(S[fp]);
