@@ -196,7 +196,7 @@ static int letor_token(const qs_scorer *s, qs_workspace *w, const char *t, size_
     return 0;
 }
 
-#if defined(__SSE2__) && defined(__SIZEOF_INT128__) && FLT_EVAL_METHOD == 0
+#if defined(__SSE2__) && FLT_EVAL_METHOD == 0 && !defined(QS_NO_LETOR_SIMD)
 #include <emmintrin.h>
 #define QS_LETOR_SIMD 1
 
@@ -250,10 +250,9 @@ static inline unsigned digit_mask16(const char *p)
 static inline const char *letor_pair_simd(int fp, const char *t, const char *end, uint64_t *id_out,
                                           double *v_out)
 {
-    size_t left = (size_t)(end - t);
-    /* Bytes from `end` on, and past the 32 classified, end every run. */
-    uint64_t past = left < 32 ? ~0ull << left : ~0ull << 32;
-    uint64_t stops = ~(digit_mask16(t) | (uint64_t)digit_mask16(t + 16) << 16) | past;
+    /* Runs of digits end at `end` by themselves: the byte there is '#', or
+     * a blank or CR trimmed off, or the window lies before it. */
+    uint64_t stops = ~(uint64_t)(digit_mask16(t) | digit_mask16(t + 16) << 16);
     unsigned i = (unsigned)__builtin_ctzll(stops); /* the id's digits */
     if (i - 1 >= 8 || t[i] != ':')
         return NULL;
@@ -264,16 +263,18 @@ static inline const char *letor_pair_simd(int fp, const char *t, const char *end
         v++;
     }
     unsigned j = v + (unsigned)__builtin_ctzll(stops >> v); /* after the integer digits */
-    unsigned a = j - v, k = j, f = 0;
+    unsigned a = j - v;
     if (a > 8)
         return NULL;
-    if (j < left && t[j] == '.') { /* j <= 18 */
-        k = j + 1 + (unsigned)__builtin_ctzll(stops >> (j + 1));
-        f = k - j - 1;
-    }
-    /* k <= left; k <= 27 when f <= 8: inside the window, and so are the
-     * loads below (up to t + 26). */
-    if (a + f == 0 || f > 8 || (k < left && t[k] != ' ' && t[k] != '\t'))
+    /* The fraction, if t[j] is a dot (without a branch: "0" and "0.25"
+     * alternate unpredictably); j <= 18. */
+    unsigned has_dot = t[j] == '.';
+    unsigned f = (unsigned)__builtin_ctzll(stops >> (j + 1)) & -has_dot;
+    unsigned k = j + has_dot + f;
+    /* k <= 27 when f <= 8: inside the window, and so are the loads below
+     * (up to t + 26). */
+    const char *after = t + k;
+    if (a + f == 0 || f > 8 || (after != end && *after != ' ' && *after != '\t'))
         return NULL;
     uint64_t m;
     if (a + f <= 8) {
@@ -294,9 +295,10 @@ static inline const char *letor_pair_simd(int fp, const char *t, const char *end
             return NULL;
         val = (double)(float)val;
     }
-    *id_out = digits8(load8(t), i);
+    unsigned d0 = (unsigned char)t[0] - '0', d1 = (unsigned char)t[1] - '0';
+    *id_out = i == 1 ? d0 : i == 2 ? d0 * 10 + d1 : digits8(load8(t), i);
     *v_out = neg ? -val : val;
-    return t + k + (k < left);
+    return after + (after != end);
 }
 #endif
 
@@ -347,7 +349,7 @@ int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const 
     long long max_id = -1;
 #ifdef QS_LETOR_SIMD
     /* Tokens that start before this have the window letor_pair_simd reads. */
-    const char *simd_end = len >= LETOR_SIMD_WINDOW ? line + len - LETOR_SIMD_WINDOW : line - 1;
+    const char *simd_end = line + (len >= LETOR_SIMD_WINDOW ? len - LETOR_SIMD_WINDOW + 1 : 0);
 #endif
     for (;;) {
         while (p < end && is_blank(*p))
@@ -359,7 +361,7 @@ int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const 
         const char *stop;
         double v;
 #ifdef QS_LETOR_SIMD
-        if (t <= simd_end && (stop = letor_pair_simd(fp, t, end, &id, &v)) != NULL)
+        if (t < simd_end && (stop = letor_pair_simd(fp, t, end, &id, &v)) != NULL)
             goto store;
 #endif
         /* The id: at most 10 digits here (up to 9,999,999,999: the range
