@@ -81,11 +81,13 @@ TOOL_BIN := $(TOOLS:%=$(BUILD)/bin/%)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 STATIC_LIB := $(BUILD)/libqs.a
+# bench/parse: the LETOR reader alone, in MB/s (bench/README.md).
+BENCH_BIN := $(BUILD)/bench/parse
 
 include fuzz/fuzz.mk
 
 .PHONY: all check check-unit demo install uninstall clean help features
-all: features $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN) $(SHARED_LIB) bin-links
+all: features $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN) $(BENCH_BIN) $(SHARED_LIB) bin-links
 
 features:
 	@echo "qs build: CC=$(CC) zstd=$(HAVE_ZSTD) openmp=$(HAVE_OPENMP) numa=$(HAVE_NUMA) cuda=$(HAVE_CUDA)$(if $(filter 1,$(HAVE_CUDA)), (nvcc found; no CUDA back end yet))$(if $(SANITIZE), sanitize=$(SANITIZE))"
@@ -131,6 +133,11 @@ $(BUILD)/bin/%: $(BUILD)/tools/%/main.o $(TOOL_COMMON_OBJ) $(STATIC_LIB)
 $(BUILD)/bin/qs-score: $(BUILD)/tools/qs-score/pipeline.o
 $(BUILD)/bin/qs-compile: $(BUILD)/tools/qs-compile/info.o
 
+$(BUILD)/bench/parse: $(BUILD)/bench/parse.o $(TOOL_COMMON_OBJ) $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(ALL_LDFLAGS) $(LIBS)
+
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  LD      $@")
@@ -144,7 +151,7 @@ bin-links: $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN)
 	@ln -sfn ../$(BUILD)/tests bin/unit
 	@ln -sfn ../$(BUILD)/fuzz bin/fuzz
 
--include $(LIB_OBJ:.o=.d) $(TOOL_COMMON_OBJ:.o=.d) $(TOOLS:%=$(BUILD)/tools/%/main.d) $(BUILD)/tools/qs-score/pipeline.d $(BUILD)/tools/qs-compile/info.d $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_COMMON_OBJ:.o=.d) $(TOOLS:%=$(BUILD)/tools/%/main.d) $(BUILD)/tools/qs-score/pipeline.d $(BUILD)/tools/qs-compile/info.d $(BUILD)/bench/parse.d $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
 
 # ------------------------------------------------------------ targets
 # The whole suite, then (plain build) the conformance tests once more per

@@ -1,5 +1,6 @@
 /* fuzz_letor.c: libFuzzer target for the LETOR/SVMLight document reader (qs_letor_parse), run on every line of the input against two small fixed models compiled once at start-up; documents are scored with the incremental slot refill and with a freshly refilled slot, which must agree, and values must parse exactly as strtod/strtof would. */
 #include "fuzz_common.h"
+#include "score/score.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -170,6 +171,61 @@ static void check_values(const qs_scorer *s, int float_precision, const char *li
     }
 }
 
+/* After a line parsed as a document: every feature it sets holds the value
+ * strtod/strtof give its token (the last token of a repeated id wins),
+ * whichever path of the reader read it. */
+static void check_slot(const fixture *F, const qs_workspace *w, const char *line, size_t len)
+{
+    enum { MAXF = 4096 };
+    static uint32_t gen[MAXF], cur;
+    static const char *vp[MAXF];
+    static size_t vn[MAXF];
+    const uint32_t nf = qs_scorer_model(F->s)->num_features;
+    if (nf > MAXF)
+        return;
+    cur++;
+    const char *hash = memchr(line, '#', len);
+    size_t end = hash ? (size_t)(hash - line) : len, i = 0;
+    while (end > 0 && (line[end - 1] == '\r' || line[end - 1] == ' ' || line[end - 1] == '\t'))
+        end--;
+    int label = 1;
+    while (i < end) {
+        while (i < end && (line[i] == ' ' || line[i] == '\t'))
+            i++;
+        size_t b = i;
+        while (i < end && line[i] != ' ' && line[i] != '\t')
+            i++;
+        if (b == i)
+            break;
+        if (label) {
+            label = 0;
+            continue;
+        }
+        if (i - b > 4 && memcmp(line + b, "qid:", 4) == 0)
+            continue;
+        uint64_t id = 0;
+        size_t c = b;
+        while (c < i && line[c] >= '0' && line[c] <= '9' && id < MAXF)
+            id = id * 10 + (uint64_t)(line[c++] - '0');
+        while (c < i && line[c] >= '0' && line[c] <= '9')
+            c++;
+        if (c == i || line[c] != ':' || id >= nf)
+            continue;
+        gen[id] = cur;
+        vp[id] = line + c + 1;
+        vn[id] = i - c - 1;
+    }
+    const double *x = w->slot[w->cur].x;
+    for (uint32_t f = 0; f < nf; f++) {
+        double want;
+        if (gen[f] != cur || reference_value(F->float_precision, vp[f], vn[f], &want) != 0)
+            continue;
+        if (!fuzz_same(x[f], want))
+            FUZZ_FAIL("feature %u = %a after qs_letor_parse, strto%s('%.*s') = %a", f, x[f],
+                      F->float_precision ? "f" : "d", (int)vn[f], vp[f], want);
+    }
+}
+
 static void check_pointers(const char *line, size_t len, const qs_letor_line *out)
 {
     if (!out->label || out->label < line || out->label_len == 0 ||
@@ -212,6 +268,7 @@ static void one_line(const char *line, size_t len, unsigned lineno)
             if (!d1)
                 continue;
             check_pointers(line, len, &o1);
+            check_slot(F, F->w[a], line, len);
             if (qs_score_doc(F->s, F->w[a], qs_backend_find("qs"), got, NULL) != 0 ||
                 qs_score_doc(F->s, F->ref, qs_backend_find("qs"), want, NULL) != 0 ||
                 qs_score_doc(F->s, F->ref, qs_backend_find("walk"), walk, NULL) != 0)

@@ -112,6 +112,15 @@ setup() {
     assert_output --partial "$T/long:1: bad feature value in '3:0.50000"
 }
 
+@test "LETOR numbers: the reader's fast paths equal strtod and strtof bit for bit (tests/unit/test_number.c)" {
+    # 2,000,000 generated tokens and the adversarial list, four ways each:
+    # qs_parse_number, the inline fast path, and qs_letor_parse with the token
+    # first on a line (SIMD window) and last (scalar path), float32 and double.
+    run "$UNIT/test_number"
+    assert_success
+    assert_output --regexp "^[0-9]+ tokens, [0-9]+ checks, 0 failures$"
+}
+
 @test "a model of the wrong kind: qs-score, qs-convert and qs-compile say what it is and what to run" {
     run qs-score -o "$T/out" "$FIX/xgb-tiny/model.json" "$D"
     assert_failure 1

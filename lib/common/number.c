@@ -1,19 +1,25 @@
 /* number.c: decimal and hex number tokens, parsed with a model's precision
  * (strtod for double models, strtof for float32 ones, never through a
- * double first). */
-#include "common/common.h"
+ * double first), after an exact fast path for short decimals
+ * (common/number.h). */
+#include "common/number.h"
 
 #include <errno.h>
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Clinger's fast path: a decimal whose digits fit the significand exactly
- * and whose power of ten is exact is correctly rounded by one IEEE multiply
- * or divide.  That covers LETOR values ("0.974510", "2", "1e-3") without
- * strtod's general machinery; anything else returns 0 and goes to
- * strtod/strtof, which are correctly rounded too. */
-static int parse_fast(int float_precision, const char *p, size_t n, double *out)
+const double qs_pow10_exact[23] = { 1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                    1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                    1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+
+/* The fast path for tokens of QS_NUMBER_SHORT bytes or more, which
+ * strtod/strtof are not asked about (format/letor.md, "Numbers"): it
+ * decides which of them are accepted, so it stays as it was when that rule
+ * was written.  Clinger's: a decimal whose digits fit the significand
+ * exactly and whose power of ten is exact is correctly rounded by one IEEE
+ * multiply or divide; anything else returns 0 (refused). */
+static int parse_fast_long(int float_precision, const char *p, size_t n, double *out)
 {
     static const double p10[] = { 1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                   1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
@@ -80,19 +86,25 @@ static int parse_fast(int float_precision, const char *p, size_t n, double *out)
 
 int qs_parse_number(int float_precision, const char *tok, size_t len, double *out)
 {
-    char buf[128];
+    char buf[QS_NUMBER_SHORT];
     if (len == 0)
         return -1;
+    if (len >= sizeof buf) {
 #if FLT_EVAL_METHOD == 0
-    /* Only where float and double operations round to their own precision
-     * (SSE, AArch64): x87 extended precision would round twice.  It takes
-     * tokens of any length (format/letor.md: zero padding is fine), so it
-     * comes before the length limit of the strtod path. */
-    if (parse_fast(float_precision, tok, len, out))
-        return 0;
+        /* Only where float and double operations round to their own
+         * precision (SSE, AArch64): x87 extended precision would round
+         * twice.  Tokens of any length (format/letor.md: zero padding is
+         * fine). */
+        if (parse_fast_long(float_precision, tok, len, out))
+            return 0;
 #endif
-    if (len >= sizeof buf)
         return -1;
+    }
+    /* Correctly rounded, so the value strtod/strtof give; a token it does
+     * not decide, or that goes on after the number, goes to them. */
+    const char *stop;
+    if (qs_dec_fast(float_precision, tok, tok + len, &stop, out) && stop == tok + len)
+        return 0;
     memcpy(buf, tok, len);
     buf[len] = '\0';
     char *end;

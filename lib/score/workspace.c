@@ -2,6 +2,7 @@
  * prepared back end's scratch), filling documents, the LETOR reader, and
  * node outcome counts for tree reversal. */
 #include "score/score.h"
+#include "common/number.h"
 
 #include <string.h>
 
@@ -150,6 +151,163 @@ int qs_parse_value(const qs_scorer *s, const char *tok, size_t len, double *out)
     return qs_parse_number(s->m->float_precision, tok, len, out);
 }
 
+static inline int is_blank(char c) { return c == ' ' || c == '\t'; }
+
+/* One token that the fast path of qs_letor_parse did not finish, t .. t+n:
+ * a qid, or an id:value pair, with every check and message of the format
+ * (format/letor.md, "Tokens"). */
+static int letor_token(const qs_scorer *s, qs_workspace *w, const char *t, size_t n,
+                       qs_letor_line *out, qs_error *err)
+{
+    char show[64];
+    if (n > 4 && memcmp(t, "qid:", 4) == 0) {
+        if (out->qid)
+            return qs_fail(err, QS_ERR_FORMAT, 0, "more than one qid on a line");
+        out->qid = t + 4;
+        out->qid_len = n - 4;
+        return 0;
+    }
+    const char *colon = memchr(t, ':', n);
+    uint64_t id = 0;
+    const char *d = t;
+    while (d < t + n && *d >= '0' && *d <= '9') {
+        if (id <= UINT32_MAX) /* saturates: any longer id is out of range */
+            id = id * 10 + (uint64_t)(*d - '0');
+        d++;
+    }
+    if (!colon || d != colon || colon == t) {
+        qs_quote(show, sizeof show, t, n);
+        return qs_fail(err, QS_ERR_FORMAT, 0, "bad feature token '%s' (expected INDEX:VALUE)",
+                       show);
+    }
+    if (id > UINT32_MAX) {
+        qs_quote(show, sizeof show, t, n);
+        return qs_fail(err, QS_ERR_FORMAT, 0, "feature id in '%s' is out of range", show);
+    }
+    double v;
+    if (qs_parse_value(s, colon + 1, (size_t)(t + n - colon - 1), &v) != 0) {
+        qs_quote(show, sizeof show, t, n);
+        return qs_fail(err, QS_ERR_FORMAT, 0, "bad feature value in '%s' (expected a number)",
+                       show);
+    }
+    qs_doc_set(w, (uint32_t)id, v);
+    if ((long long)id > out->max_id)
+        out->max_id = (long long)id;
+    return 0;
+}
+
+#if defined(__SSE2__) && FLT_EVAL_METHOD == 0 && !defined(QS_NO_LETOR_SIMD)
+#include <emmintrin.h>
+#define QS_LETOR_SIMD 1
+
+/* The number spelt by the first `n` (0 .. 8) ASCII digits of the eight
+ * bytes w (the first in the lowest byte; the bytes after them may be
+ * anything).  '0' is taken from every byte first: a byte after the digits
+ * may borrow from the ones above it, never from a digit below.  The digits
+ * are then moved to the top of the word (the empty places become leading
+ * zeros) and combined in neighbours, 16-bit and 32-bit lanes by multiplies
+ * (99 and 9999 fit their lanes). */
+static inline uint64_t digits8(uint64_t w, unsigned n)
+{
+    w -= 0x3030303030303030ull;
+    w = (w << 4 * (8 - n)) << 4 * (8 - n); /* two shifts: n = 0 moves it all out */
+    w = (w * 10 + (w >> 8)) & 0x00FF00FF00FF00FFull;
+    w = (w * 100 + (w >> 16)) & 0x0000FFFF0000FFFFull;
+    return (w & 0xFFFFFFFFu) * 10000 + (w >> 32);
+}
+
+static inline uint64_t load8(const char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, sizeof w);
+    return w;
+}
+
+static const uint64_t pow10_u64[9] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                       100000000 };
+
+/* Bit i set where byte i of the 16 at p is an ASCII digit: c - '0' <= 9,
+ * unsigned, as min(c - '0', 9) == c - '0'. */
+static inline unsigned digit_mask16(const char *p)
+{
+    __m128i d = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)p), _mm_set1_epi8('0'));
+    return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d));
+}
+
+/* How many bytes at t letor_pair_simd may read. */
+#define LETOR_SIMD_WINDOW 32
+
+/* The commonest token, `ID:[+-]DIGITS[.DIGITS]` then a blank or `end`, ID 1
+ * to 8 digits, at most 8 digits before and 8 after the dot, read from the
+ * LETOR_SIMD_WINDOW bytes at t (which must be readable) without a branch
+ * per byte: where the digits are in the 32 bytes at t is one bit mask
+ * (SSE2, baseline x86-64), the runs of digits and the bytes between them
+ * are found with count-trailing-zeros, each run converted at once
+ * (digits8).  Returns the byte after the token (past its blank), or NULL
+ * when the token is not of that form (then the scalar path reads it).  The
+ * value is m / 10^f with f <= 8 and m <= 2^53 (else NULL): both operands
+ * exact, one rounding (common/number.h). */
+static inline const char *letor_pair_simd(int fp, const char *t, const char *end, uint64_t *id_out,
+                                          double *v_out)
+{
+    /* Runs of digits end at `end` by themselves: the byte there is '#', or
+     * a blank or CR trimmed off, or the window lies before it. */
+    uint64_t stops = ~(uint64_t)(digit_mask16(t) | digit_mask16(t + 16) << 16);
+    unsigned i = (unsigned)__builtin_ctzll(stops); /* the id's digits */
+    if (i - 1 >= 8 || t[i] != ':')
+        return NULL;
+    unsigned v = i + 1;
+    int neg = 0;
+    if (t[v] == '-' || t[v] == '+') { /* v <= 9: inside the window */
+        neg = t[v] == '-';
+        v++;
+    }
+    unsigned j = v + (unsigned)__builtin_ctzll(stops >> v); /* after the integer digits */
+    unsigned a = j - v;
+    if (a > 8)
+        return NULL;
+    /* The fraction, if t[j] is a dot (without a branch: "0" and "0.25"
+     * alternate unpredictably); j <= 18. */
+    unsigned has_dot = t[j] == '.';
+    unsigned f = (unsigned)__builtin_ctzll(stops >> (j + 1)) & -has_dot;
+    unsigned k = j + has_dot + f;
+    /* k <= 27 when f <= 8: inside the window, and so are the loads below
+     * (up to t + 26). */
+    const char *after = t + k;
+    if (a + f == 0 || f > 8 || (after != end && *after != ' ' && *after != '\t'))
+        return NULL;
+    uint64_t m;
+    if (a + f <= 8) {
+        /* both runs in one word: a bytes of the first, then the second */
+        uint64_t w1 = load8(t + v) & (((1ull << 4 * a) << 4 * a) - 1);
+        uint64_t w2 = (load8(t + j + 1) << 4 * a) << 4 * a;
+        m = digits8(w1 | w2, a + f);
+    } else {
+        m = digits8(load8(t + v), a) * pow10_u64[f] + digits8(load8(t + j + 1), f);
+        if (m > (1ull << 53)) /* 16 digits: not exact as a double */
+            return NULL;
+    }
+    double val = (double)(int64_t)m / qs_pow10_exact[f];
+    if (fp) {
+        uint64_t bits;
+        memcpy(&bits, &val, sizeof bits);
+        if ((bits & 0x1FFFFFFFu) == 0x10000000u) /* a float midpoint: rare */
+            return NULL;
+        val = (double)(float)val;
+    }
+    unsigned d0 = (unsigned char)t[0] - '0', d1 = (unsigned char)t[1] - '0';
+    *id_out = i == 1 ? d0 : i == 2 ? d0 * 10 + d1 : digits8(load8(t), i);
+    *v_out = neg ? -val : val;
+    return after + (after != end);
+}
+#endif
+
+/* The common token, `digits:decimal` followed by a blank or the end, is read
+ * in one pass over its bytes: the id, the ':', the value by the exact fast
+ * path (common/number.h), its store into the slot.  Anything else (a qid, a
+ * long or unusual number, an error) is cut at its end and handed to
+ * letor_token, which reads it as the format says; the fast path reads only
+ * what letor_token would read the same way. */
 int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const char *line,
                    size_t len, qs_letor_line *out, int *is_doc, qs_error *err)
 {
@@ -162,15 +320,15 @@ int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const 
     const char *hash = memchr(line, '#', len);
     if (hash)
         end = hash;
-    while (end > p && (end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
+    while (end > p && (end[-1] == '\r' || is_blank(end[-1])))
         end--;
-    while (p < end && (*p == ' ' || *p == '\t'))
+    while (p < end && is_blank(*p))
         p++;
     if (p == end)
         return 0;
     qs_doc_reset(w, absent);
     const char *t = p;
-    while (p < end && *p != ' ' && *p != '\t')
+    while (p < end && !is_blank(*p))
         p++;
     double lab;
     if (qs_parse_number(0, t, (size_t)(p - t), &lab) != 0 || isnan(lab)) {
@@ -179,49 +337,74 @@ int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const 
     }
     out->label = t;
     out->label_len = (size_t)(p - t);
-    while (p < end) {
-        while (p < end && (*p == ' ' || *p == '\t'))
+
+    const int fp = s->m->float_precision;
+    const uint32_t nf = s->m->num_features;
+    qs_slot *sl = &w->slot[w->cur];
+    double *x = sl->x;
+    /* qs_doc_set's common case, inline: the touched list in registers,
+     * written back before anything else sees the slot. */
+    uint32_t *touched = sl->touched, nt = sl->ntouched;
+    uint32_t room = sl->all_dirty ? 0 : sl->cap_touched - nt;
+    long long max_id = -1;
+#ifdef QS_LETOR_SIMD
+    /* Tokens that start before this have the window letor_pair_simd reads. */
+    const char *simd_end = line + (len >= LETOR_SIMD_WINDOW ? len - LETOR_SIMD_WINDOW + 1 : 0);
+#endif
+    for (;;) {
+        while (p < end && is_blank(*p))
             p++;
         if (p == end)
             break;
         t = p;
-        while (p < end && *p != ' ' && *p != '\t')
-            p++;
-        size_t n = (size_t)(p - t);
-        if (n > 4 && memcmp(t, "qid:", 4) == 0) {
-            if (out->qid)
-                return qs_fail(err, QS_ERR_FORMAT, 0, "more than one qid on a line");
-            out->qid = t + 4;
-            out->qid_len = n - 4;
+        uint64_t id = 0;
+        const char *stop;
+        double v;
+#ifdef QS_LETOR_SIMD
+        if (t < simd_end && (stop = letor_pair_simd(fp, t, end, &id, &v)) != NULL)
+            goto store;
+#endif
+        /* The id: at most 10 digits here (up to 9,999,999,999: the range
+         * check below), longer ids go to letor_token. */
+        while (p < end && (unsigned char)(*p - '0') < 10 && p - t < 10)
+            id = id * 10 + (uint64_t)(*p++ - '0');
+        if (!(p > t && p < end && *p == ':' && id <= UINT32_MAX &&
+              qs_dec_fast(fp, p + 1, end, &stop, &v) && (stop == end || is_blank(*stop)) &&
+              stop - (p + 1) < QS_NUMBER_SHORT)) {
+            /* anything else: the whole token to letor_token */
+            while (p < end && !is_blank(*p))
+                p++;
+            sl->ntouched = nt;
+            out->max_id = max_id;
+            if (letor_token(s, w, t, (size_t)(p - t), out, err) != 0)
+                return -1;
+            max_id = out->max_id;
+            touched = sl->touched;
+            nt = sl->ntouched;
+            room = sl->all_dirty ? 0 : sl->cap_touched - nt;
             continue;
         }
-        const char *colon = memchr(t, ':', n);
-        uint64_t id = 0;
-        const char *d = t;
-        while (d < t + n && *d >= '0' && *d <= '9') {
-            if (id <= UINT32_MAX) /* saturates: any longer id is out of range */
-                id = id * 10 + (uint64_t)(*d - '0');
-            d++;
+#ifdef QS_LETOR_SIMD
+    store:
+#endif
+        p = stop;
+        if (id < nf) {
+            x[id] = v;
+            if (room) {
+                touched[nt++] = (uint32_t)id;
+                room--;
+            } else {
+                sl->ntouched = nt;
+                qs_doc_set(w, (uint32_t)id, v);
+                touched = sl->touched;
+                nt = sl->ntouched;
+                room = sl->all_dirty ? 0 : sl->cap_touched - nt;
+            }
         }
-        if (!colon || d != colon || colon == t) {
-            qs_quote(show, sizeof show, t, n);
-            return qs_fail(err, QS_ERR_FORMAT, 0, "bad feature token '%s' (expected INDEX:VALUE)",
-                           show);
-        }
-        if (id > UINT32_MAX) {
-            qs_quote(show, sizeof show, t, n);
-            return qs_fail(err, QS_ERR_FORMAT, 0, "feature id in '%s' is out of range", show);
-        }
-        double v;
-        if (qs_parse_value(s, colon + 1, (size_t)(t + n - colon - 1), &v) != 0) {
-            qs_quote(show, sizeof show, t, n);
-            return qs_fail(err, QS_ERR_FORMAT, 0, "bad feature value in '%s' (expected a number)",
-                           show);
-        }
-        qs_doc_set(w, (uint32_t)id, v);
-        if ((long long)id > out->max_id)
-            out->max_id = (long long)id;
+        max_id = (long long)id > max_id ? (long long)id : max_id;
     }
+    sl->ntouched = nt;
+    out->max_id = max_id;
     *is_doc = 1;
     return 0;
 }

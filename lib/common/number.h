@@ -1,0 +1,104 @@
+/* number.h: the decimal fast path of qs_parse_number, inline so that the
+ * LETOR reader (score/workspace.c) parses a value where it finds it, without
+ * a call per token.  Internal to libqs. */
+#ifndef QS_COMMON_NUMBER_H
+#define QS_COMMON_NUMBER_H
+
+#include "common/common.h"
+
+#include <float.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Tokens at least this long skip the fast path of qs_dec_fast and go to
+ * qs_parse_number, which keeps its own rule for them (format/letor.md,
+ * "Numbers": strtod/strtof read at most 127 bytes). */
+#define QS_NUMBER_SHORT 128
+
+extern const double qs_pow10_exact[23]; /* 1e0 .. 1e22, exact doubles */
+
+/* Clinger's fast path, correctly rounded.  Reads from p (not past e) the
+ * longest prefix of the form [+-] digits [. digits] [(e|E) [+-] digits]
+ * (at least one significand digit, an exponent at least one digit), and
+ * when its value is exactly m x 10^k with m < 10^19 significand digits (19
+ * at most, leading zeros counted) and one IEEE operation on exact
+ * operands gives it, correctly rounded, in the precision asked:
+ *
+ *   m = 0:                         +-0 (the sign kept);
+ *   m <= 2^53 and |k| <= 22:       (double)m * 10^k or (double)m / 10^-k,
+ *                                  one rounding; for float32, that double
+ *                                  rounded to float, unless it lies exactly
+ *                                  halfway between two floats (then the
+ *                                  double rounding could differ: refused).
+ *
+ * Returns 1 with *out and *stop (the first byte not read), or 0 (not
+ * decided here: the caller asks strtod/strtof).  A value m <= 2^53 x 10^22
+ * is below FLT_MAX, and >= 10^-22 is a normal float, so the float32 result
+ * never overflows nor is subnormal.  Only where float and double
+ * operations round to their own precision (FLT_EVAL_METHOD 0: SSE,
+ * AArch64): x87 extended precision would round twice. */
+static inline int qs_dec_fast(int float_precision, const char *p, const char *e, const char **stop,
+                              double *out)
+{
+#if FLT_EVAL_METHOD == 0
+    int neg = 0;
+    if (p < e && (*p == '-' || *p == '+'))
+        neg = *p++ == '-';
+    uint64_t m = 0;
+    const char *d0 = p;
+    while (p < e && (unsigned char)(*p - '0') < 10)
+        m = m * 10 + (uint64_t)(*p++ - '0');
+    size_t digits = (size_t)(p - d0);
+    int frac = 0;
+    if (p < e && *p == '.') {
+        const char *f0 = ++p;
+        while (p < e && (unsigned char)(*p - '0') < 10)
+            m = m * 10 + (uint64_t)(*p++ - '0');
+        frac = (int)(p - f0);
+        digits += (size_t)frac;
+    }
+    if (digits == 0 || digits > 19) /* no digit, or m may have wrapped */
+        return 0;
+    int ex = 0;
+    if (p < e && (*p | 0x20) == 'e') {
+        p++;
+        int eneg = 0;
+        if (p < e && (*p == '-' || *p == '+'))
+            eneg = *p++ == '-';
+        const char *x0 = p;
+        for (; p < e && (unsigned char)(*p - '0') < 10; p++)
+            if (ex < 10000)
+                ex = ex * 10 + (*p - '0');
+        if (p == x0)
+            return 0;
+        if (eneg)
+            ex = -ex;
+    }
+    *stop = p;
+    if (m == 0) {
+        *out = neg ? -0.0 : 0.0;
+        return 1;
+    }
+    int k = ex - frac;
+    if (m > ((uint64_t)1 << 53) || k < -22 || k > 22)
+        return 0;
+    double v = (double)(int64_t)m;
+    v = k >= 0 ? v * qs_pow10_exact[k] : v / qs_pow10_exact[-k];
+    if (float_precision) {
+        uint64_t bits;
+        memcpy(&bits, &v, sizeof bits);
+        /* 29 bits below float's 24-bit significand: 1 then 28 zeros is a
+         * float midpoint. */
+        if ((bits & 0x1FFFFFFFu) == 0x10000000u)
+            return 0;
+        v = (double)(float)v;
+    }
+    *out = neg ? -v : v;
+    return 1;
+#else
+    (void)float_precision, (void)p, (void)e, (void)stop, (void)out;
+    return 0;
+#endif
+}
+
+#endif
