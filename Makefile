@@ -81,11 +81,14 @@ TOOL_BIN := $(TOOLS:%=$(BUILD)/bin/%)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 STATIC_LIB := $(BUILD)/libqs.a
+# The bench's driver for the dense-matrix view (bench/peers.py); built with
+# everything else so that it keeps compiling, but not installed.
+BENCH_BIN := $(BUILD)/bench/qs-matrix
 
 include fuzz/fuzz.mk
 
 .PHONY: all check check-unit demo install uninstall clean help features
-all: features $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN) $(SHARED_LIB) bin-links
+all: features $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN) $(SHARED_LIB) $(BENCH_BIN) bin-links
 
 features:
 	@echo "qs build: CC=$(CC) zstd=$(HAVE_ZSTD) openmp=$(HAVE_OPENMP) numa=$(HAVE_NUMA) cuda=$(HAVE_CUDA)$(if $(filter 1,$(HAVE_CUDA)), (nvcc found; no CUDA back end yet))$(if $(SANITIZE), sanitize=$(SANITIZE))"
@@ -136,6 +139,11 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(STATIC_LIB)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
 
+$(BENCH_BIN): $(BUILD)/bench/qs_matrix.o $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
+
 # bin/ holds links to the current build's tools, for the tests and the demo.
 .PHONY: bin-links
 bin-links: $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN)
@@ -144,7 +152,7 @@ bin-links: $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN)
 	@ln -sfn ../$(BUILD)/tests bin/unit
 	@ln -sfn ../$(BUILD)/fuzz bin/fuzz
 
--include $(LIB_OBJ:.o=.d) $(TOOL_COMMON_OBJ:.o=.d) $(TOOLS:%=$(BUILD)/tools/%/main.d) $(BUILD)/tools/qs-score/pipeline.d $(BUILD)/tools/qs-compile/info.d $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_COMMON_OBJ:.o=.d) $(TOOLS:%=$(BUILD)/tools/%/main.d) $(BUILD)/tools/qs-score/pipeline.d $(BUILD)/tools/qs-compile/info.d $(BUILD)/bench/qs_matrix.d $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
 
 # ------------------------------------------------------------ targets
 # The whole suite, then (plain build) the conformance tests once more per
