@@ -356,14 +356,15 @@ def finish_cache(tmp, path, want, extra):
     os.rename(tmp, path)
 
 
-def train_lgb(a, shared, wl_root, trees, leaves, X64, train_cache):
+def train_lgb(a, shared, wl_root, trees, leaves, X64, train_cache, docs_sha):
     import lightgbm as lgb
     import numpy as np
     params = {'objective': 'lambdarank', 'num_leaves': leaves, 'learning_rate': 0.02,
               'min_data_in_leaf': 1, 'min_sum_hessian_in_leaf': 0.01, 'max_bin': 255,
               'seed': a.seed, 'deterministic': True, 'force_row_wise': True,
               'num_threads': 1, 'verbose': -1}
-    want = {'params': params, 'trees': trees, 'lightgbm': lgb.__version__, 'docs_n': a.docs}
+    # The reference scores are of these documents: their sha256 is part of the key.
+    want = {'params': params, 'trees': trees, 'lightgbm': lgb.__version__, 'docs_sha256': docs_sha}
     path = os.path.join(wl_root, 'lgb-mq2008-t%d-l%d-n%d-s%d' % (trees, leaves, a.docs, a.seed))
     if not cached(path, want):
         if train_cache.get('train') is None:
@@ -385,14 +386,14 @@ def train_lgb(a, shared, wl_root, trees, leaves, X64, train_cache):
     return path
 
 
-def train_cb(a, shared, wl_root, trees, leaves, X64, train_cache):
+def train_cb(a, shared, wl_root, trees, leaves, X64, train_cache, docs_sha):
     import catboost
     import numpy as np
     depth = int(round(math.log2(leaves)))
     params = {'loss_function': 'QueryRMSE', 'iterations': trees, 'depth': depth,
               'learning_rate': 0.02, 'random_seed': a.seed, 'thread_count': 1,
               'verbose': False, 'allow_writing_files': False}
-    want = {'params': params, 'catboost': catboost.__version__, 'docs_n': a.docs}
+    want = {'params': params, 'catboost': catboost.__version__, 'docs_sha256': docs_sha}
     path = os.path.join(wl_root, 'cb-mq2008-t%d-d%d-n%d-s%d' % (trees, depth, a.docs, a.seed))
     if not cached(path, want):
         if train_cache.get('train') is None:
@@ -701,6 +702,8 @@ def main():
                 fout.write(' '.join(t for t in line.split() if not t.startswith('qid:')) + '\n')
         del X32m
         fam_info = {}
+        with open(os.path.join(xdir, 'meta.json')) as f:
+            docs_sha = json.load(f).get('sha256', {}).get('docs.txt') or sha256(docs)
         if 'xgb' in fams:
             ref = load_output(os.path.join(xdir, 'pred.missing.txt'))
             with open(os.path.join(xdir, 'meta.json')) as f:
@@ -710,7 +713,7 @@ def main():
                                'leaves': '%s-%s' % (st.get('leaves_min'), st.get('leaves_max')),
                                'cache': xdir}
         if 'lgb' in fams:
-            ldir = train_lgb(a, shared, wl_root, trees, leaves, X64, train_cache)
+            ldir = train_lgb(a, shared, wl_root, trees, leaves, X64, train_cache, docs_sha)
             with open(os.path.join(ldir, 'meta.json')) as f:
                 built = json.load(f).get('trees_built', trees)
             fam_info['lgb'] = {'model': os.path.join(ldir, 'model.txt'), 'trees': built,
@@ -721,7 +724,7 @@ def main():
                 log('CatBoost twin %dx%d: skipped (oblivious trees have a power of 2 leaves)'
                     % (trees, leaves))
             else:
-                cdir = train_cb(a, shared, wl_root, trees, leaves, X64, train_cache)
+                cdir = train_cb(a, shared, wl_root, trees, leaves, X64, train_cache, docs_sha)
                 fam_info['cb'] = {'model': os.path.join(cdir, 'model.cbm'), 'trees': trees,
                                   'qs_model': os.path.join(cdir, 'model.json'),
                                   'ref': np.load(os.path.join(cdir, 'ref.npy')),
@@ -751,10 +754,12 @@ def main():
                         continue
                     try:
                         if peer == 'tl2cgen':
-                            fi['tl2cgen_so'] = os.path.join(fi['cache'], 'tl2cgen.so')
+                            fi['tl2cgen_so'] = os.path.join(fi['cache'], 'tl2cgen-%s.so'
+                                                            % vers.get('tl2cgen', ''))
                             build_tl2cgen(fi['model'], fam, fi['tl2cgen_so'])
                         if peer == 'onnxruntime':
-                            fi['onnx'] = os.path.join(fi['cache'], 'model.onnx')
+                            fi['onnx'] = os.path.join(fi['cache'], 'model-onnxmltools-%s.onnx'
+                                                      % vers.get('onnxmltools', ''))
                             build_onnx(fi['model'], fam, fi['onnx'])
                     except Exception as e:  # a converter that refuses this model
                         m.status = 'unsupported: %s' % str(e).strip().splitlines()[0][:160]
