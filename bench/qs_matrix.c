@@ -6,7 +6,7 @@
  * X.f64 holds NDOCS x NCOLS float64 values, row-major, native byte order;
  * column j is feature id j; absent features already filled (0.0 or NaN, as
  * the model's source library means them) and values rounded to the model's
- * precision.  The model is loaded and the matrix read before any timing;
+ * precision (float32 models: done here, before timing).  The model is loaded and the matrix read before any timing;
  * one untimed call (warm-up), then N timed calls of qs_score_matrix (one
  * thread by default).  Writes the scores of the last call to OUT.f64
  * (NDOCS x classes float64) and one line of JSON to standard output:
@@ -172,6 +172,13 @@ int main(int argc, char **argv)
         }
         free(xbuf);
         x = px;
+    }
+    if (info.float_precision) {
+        /* qs_score_matrix wants values rounded to the model's precision (as
+         * qs_parse_value would parse them): float32 models (XGBoost,
+         * CatBoost) get them rounded here, before timing. */
+        for (size_t k = 0; k < ndocs * stride; k++)
+            x[k] = (double)(float)x[k];
     }
     size_t nout = ndocs * info.num_classes;
     double *out = malloc(nout * sizeof(double));
