@@ -81,8 +81,10 @@ TOOL_BIN := $(TOOLS:%=$(BUILD)/bin/%)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 STATIC_LIB := $(BUILD)/libqs.a
-# bench/parse: the LETOR reader alone, in MB/s (bench/README.md).
-BENCH_BIN := $(BUILD)/bench/parse
+# bench/parse: the LETOR reader alone, in MB/s; bench/qs-matrix: the dense-matrix
+# view of bench/peers.py (bench/README.md).  Built with everything else so
+# that they keep compiling, but not installed.
+BENCH_BIN := $(BUILD)/bench/parse $(BUILD)/bench/qs-matrix
 
 include fuzz/fuzz.mk
 
@@ -143,6 +145,11 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(STATIC_LIB)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
 
+$(BENCH_BIN): $(BUILD)/bench/qs_matrix.o $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
+
 # bin/ holds links to the current build's tools, for the tests and the demo.
 .PHONY: bin-links
 bin-links: $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN)
@@ -151,7 +158,7 @@ bin-links: $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN)
 	@ln -sfn ../$(BUILD)/tests bin/unit
 	@ln -sfn ../$(BUILD)/fuzz bin/fuzz
 
--include $(LIB_OBJ:.o=.d) $(TOOL_COMMON_OBJ:.o=.d) $(TOOLS:%=$(BUILD)/tools/%/main.d) $(BUILD)/tools/qs-score/pipeline.d $(BUILD)/tools/qs-compile/info.d $(BUILD)/bench/parse.d $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_COMMON_OBJ:.o=.d) $(TOOLS:%=$(BUILD)/tools/%/main.d) $(BUILD)/tools/qs-score/pipeline.d $(BUILD)/tools/qs-compile/info.d $(BUILD)/bench/parse.d $(BUILD)/bench/qs_matrix.d $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
 
 # ------------------------------------------------------------ targets
 # The whole suite, then (plain build) the conformance tests once more per
