@@ -24,7 +24,14 @@
  *    (src/objective/regression_loss.h), logf(b) for count:poisson,
  *    survival:cox, reg:gamma, reg:tweedie (src/objective/regression_obj.cu)
  *    and survival:aft (src/objective/aft_obj.cu), identity otherwise.
- *    XGBoost 3.1 writes base_score as a JSON array in a string ("[5E-1]").
+ *    XGBoost 3.1 writes base_score as a JSON array in a string ("[5E-1]"),
+ *    one value per output group.
+ *  - XGBoost 2.0 and later: num_target > 1 with multi_strategy
+ *    one_output_per_tree has one output group per target (tree_info names
+ *    it), scored like classes; multi_output_tree (vector leaves,
+ *    size_leaf_vector > 1) is refused.  3.1's "cats" holds the training
+ *    categories of data-frame inputs, which predict() re-codes: refused
+ *    unless empty.
  *  - src/common/json.cc: XGBoost writes NaN, Infinity and -Infinity bare in
  *    JSON; its UBJSON holds float32 arrays ('d'), U8/I32/I64 arrays and
  *    strings, read here through the same tokens. */
@@ -571,6 +578,34 @@ static int parse_gbtree_model(conv *c)
             c->has_tree_info = 1;
             if (read_int_array(c, "tree_info", &c->tree_info, 0, QS_MAX_TREES) != 0)
                 return -1;
+        } else if (qs_json_str_eq(&k, "cats")) {
+            /* XGBoost 3.1: the categories seen in training, by feature ("enc"),
+             * with which predict() re-codes its input's categories.  Empty
+             * when training took category codes (numbers); otherwise the
+             * trees' categories are indices into these lists, a mapping qs
+             * does not apply: refused. */
+            if (expect(c, &t, QS_JSON_OBJECT, "gradient_booster.model.cats") != 0)
+                return -1;
+            for (;;) {
+                if (next(c, &k) != 0)
+                    return -1;
+                if (k.type == QS_JSON_OBJECT_END)
+                    break;
+                if (qs_json_str_eq(&k, "enc")) {
+                    if (expect(c, &t, QS_JSON_ARRAY, "cats.enc") != 0)
+                        return -1;
+                    if (next(c, &t) != 0)
+                        return -1;
+                    if (t.type != QS_JSON_ARRAY_END)
+                        return qs_fail(c->err, QS_ERR_UNSUPPORTED, 0,
+                                       "the model re-codes categories (cats.enc is not empty: it "
+                                       "was trained on a data frame's categories); qs scores "
+                                       "category codes as the trees hold them, so it cannot "
+                                       "reproduce this model's predictions");
+                } else if (qs_json_skip(&c->r, &k, c->err) != 0) {
+                    return -1;
+                }
+            }
         } else if (qs_json_str_eq(&k, "gbtree_model_param")) {
             if (expect(c, &t, QS_JSON_OBJECT, "gbtree_model_param") != 0)
                 return -1;
@@ -869,16 +904,24 @@ static int finish(conv *c)
         return qs_fail(err, QS_ERR_FORMAT, 0, "tree_info has %zu entries, trees %llu",
                        c->tree_info.n, (unsigned long long)nt);
 
-    if (c->num_target > 1)
-        return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
-                       "multi-target models are not supported (num_target %lld)",
-                       (long long)c->num_target);
     if (c->num_class < 0)
         return qs_fail(err, QS_ERR_FORMAT, 0, "num_class is negative");
     if (c->num_class > (int64_t)QS_MAX_CLASSES)
         return qs_fail(err, QS_ERR_LIMIT, 0, "num_class %lld is beyond the limit of %u",
                        (long long)c->num_class, QS_MAX_CLASSES);
-    uint32_t k = c->num_class > 1 ? (uint32_t)c->num_class : 1;
+    if (c->num_target < 0)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "num_target is negative");
+    if (c->num_target > (int64_t)QS_MAX_CLASSES)
+        return qs_fail(err, QS_ERR_LIMIT, 0, "num_target %lld is beyond the limit of %u",
+                       (long long)c->num_target, QS_MAX_CLASSES);
+    if (c->num_target > 1 && c->num_class > 1)
+        return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                       "num_class %lld with num_target %lld: multi-target classifiers are not "
+                       "supported", (long long)c->num_class, (long long)c->num_target);
+    /* Output groups: one per class, or (XGBoost 2.0 and later, multi_strategy
+     * one_output_per_tree) one per target; tree_info says which each tree adds to. */
+    uint32_t k = c->num_class > 1 ? (uint32_t)c->num_class
+               : c->num_target > 1 ? (uint32_t)c->num_target : 1;
     if (!c->has_num_feature)
         return qs_fail(err, QS_ERR_FORMAT, 0, "learner_model_param.num_feature is missing");
     if (c->num_feature < 0)
