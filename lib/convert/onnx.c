@@ -232,11 +232,12 @@ static int get_string(conv *c, const char *name, const char *def, char *out, siz
         snprintf(out, cap, "%s", def);
         return 0;
     }
-    size_t n = a->s.len;
-    if (n >= cap || memchr(a->s.data, 0, n))
+    size_t n = a->has_s ? a->s.len : 0;
+    if (n >= cap || (n && memchr(a->s.data, 0, n)))
         return qs_fail(c->err, QS_ERR_FORMAT, 0, "%s: attribute %s is not a known value", c->op,
                        name);
-    memcpy(out, a->s.data, n);
+    if (n)
+        memcpy(out, a->s.data, n);
     out[n] = 0;
     return 0;
 }
@@ -1210,9 +1211,10 @@ static int convert_node(conv *c, const Onnx__ModelProto *mp)
     }
     for (size_t i = 0; i < nbase; i++)
         if (!isfinite(base[i])) {
+            double b = base[i];
             free(base);
             return qs_fail(err, QS_ERR_UNSUPPORTED, 0, "%s: base value %.17g is not finite", c->op,
-                           base[i]);
+                           b);
         }
     c->binary_col = -1;
     if (!c->classifier) {
