@@ -66,13 +66,20 @@ score_fixture() { # score_fixture MODEL DOCS WANT [qs-score options]: every back
     score_fixture "$X/v3-multitarget.json" "$X/v23.docs.txt" "$X/v3-multitarget.pred.txt"
 }
 
-@test "xgboost vector-leaf trees (multi_output_tree) are refused; so is num_class with num_target" {
-    local v
-    for v in v2 v3; do
-        run qs-convert "$X/$v-vecleaf.json"
-        assert_failure 3
-        assert_output --partial "vector-leaf"
-    done
+@test "xgboost 2.x/3.x vector-leaf trees (multi_output_tree): one canonical tree per target" {
+    # 2.x keeps the leaf vectors in base_weights (K per node), 3.x in
+    # leaf_weights (K per leaf, right_children holding the leaf's index)
+    score_fixture "$X/v2-vecleaf.json" "$X/v23.docs.txt" "$X/v2-vecleaf.pred.txt"
+    score_fixture "$X/v3-vecleaf.json" "$X/v23.docs.txt" "$X/v3-vecleaf.pred.txt"
+    grep -q '"right_children":\[2,4,6,8,10,12,14,0,1,2,3,4,5,6,7\]' "$X/v3-vecleaf.json"
+    sed 's/"right_children":\[2,4,6,8,10,12,14,0,1,2,3,4,5,6,7\]/"right_children":[2,4,6,8,10,12,14,0,1,2,3,4,5,6,99]/' \
+        "$X/v3-vecleaf.json" > "$BATS_TEST_TMPDIR/bad.json"
+    run qs-convert "$BATS_TEST_TMPDIR/bad.json"
+    assert_failure 1
+    assert_output --partial "leaf vector 99 is beyond"
+}
+
+@test "xgboost num_class with num_target is refused" {
     sed 's/"num_class":"0"/"num_class":"3"/' "$X/v3-multitarget.json" > "$BATS_TEST_TMPDIR/mc.json"
     run qs-convert "$BATS_TEST_TMPDIR/mc.json"
     assert_failure 3
