@@ -94,7 +94,8 @@ onnx_conform() { # onnx_conform NAME [qs-score options]
     for pair in "bad-cycle:has a cycle" "bad-cycle5:has a cycle" "bad-child:is not a node of the tree" \
         "bad-leafweight:has no weight" "bad-arrays:the node arrays differ in length" \
         "bad-member:BRANCH_MEMBER with an empty set" \
-        "bad-double-tensor:double tensor for a float input"; do
+        "bad-double-tensor:double tensor for a float input" \
+        "bad-unfold:unfolds into more than"; do
         run qs-convert "$O/${pair%%:*}.onnx"
         assert_failure 1
         assert_output --partial "${pair#*:}"

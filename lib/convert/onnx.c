@@ -49,10 +49,11 @@
 
 /* ------------------------------------------------------------ limits */
 
-/* A canonical tree may hold at most this many times the ONNX nodes it was
- * unfolded from (EQ nodes and shared subtrees copy subtrees), and the model at
- * most QS_ONNX_MAX_NODES nodes in all. */
-#define UNFOLD_FACTOR 8u
+/* Unfolding copies subtrees (set tests, shared subtrees): a canonical tree
+ * holds at most QS_MAX_TREE_NODES nodes, and the model at most NODES_PER_BYTE
+ * nodes per byte of input (plus 2^20), and never more than QS_ONNX_MAX_NODES,
+ * so a small file cannot unfold into gigabytes. */
+#define NODES_PER_BYTE 64u
 #define QS_ONNX_MAX_NODES (1ull << 25)
 
 /* ------------------------------------------------------ parse budget */
@@ -154,6 +155,7 @@ typedef struct conv {
     task *tasks;
     size_t ntasks, tasks_cap;
     uint8_t *used;         /* targets present in a tree */
+    uint64_t node_budget;  /* canonical nodes the model may have */
 } conv;
 
 static int nomem(conv *c)
@@ -845,7 +847,8 @@ static int32_t new_node(conv *c, const task *tk, size_t *count, size_t limit, si
     if (*count >= limit) {
         qs_fail(c->err, QS_ERR_LIMIT, 0,
                 "%s: tree %zu unfolds into more than %zu nodes (equality tests and shared "
-                "subtrees are copied; limit)", c->op, ti, limit);
+                "subtrees are copied; limit: %u per tree, %u per byte of the file)", c->op, ti,
+                limit, QS_MAX_TREE_NODES, NODES_PER_BYTE);
         return -1;
     }
     int64_t i = qs_model_add_nodes(c->m, 1, c->err);
@@ -936,9 +939,15 @@ static int set_task(conv *c, const task *tk, task *out)
 /* Canonical tree for ONNX tree ti, output column `col` (target `target`). */
 static int emit_tree(conv *c, size_t ti, size_t root, uint32_t col, uint32_t target, size_t reach)
 {
-    size_t limit = reach > QS_MAX_TREE_NODES ? QS_MAX_TREE_NODES : reach * UNFOLD_FACTOR + 64;
-    if (limit > QS_MAX_TREE_NODES)
-        limit = QS_MAX_TREE_NODES;
+    (void)reach;
+    size_t limit = QS_MAX_TREE_NODES;
+    if (c->m->num_nodes >= c->node_budget)
+        return qs_fail(c->err, QS_ERR_LIMIT, 0, "%s: the model unfolds into more than %llu nodes "
+                       "(limit: %u per byte of the file, at most %llu)", c->op,
+                       (unsigned long long)c->node_budget, NODES_PER_BYTE,
+                       (unsigned long long)QS_ONNX_MAX_NODES);
+    if (limit > c->node_budget - c->m->num_nodes)
+        limit = (size_t)(c->node_budget - c->m->num_nodes);
     if (qs_model_add_tree(c->m, col, 1.0, c->err) != 0)
         return -1;
     size_t count = 0;
@@ -1009,9 +1018,6 @@ static int emit_tree(conv *c, size_t ti, size_t root, uint32_t col, uint32_t tar
             return qs_fail(c->err, QS_ERR_FORMAT, 0, "%s: bad node mode", c->op);
         }
     }
-    if (c->m->num_nodes > QS_ONNX_MAX_NODES)
-        return qs_fail(c->err, QS_ERR_LIMIT, 0, "%s: the model unfolds into more than %llu nodes "
-                       "(limit)", c->op, (unsigned long long)QS_ONNX_MAX_NODES);
     return 0;
 }
 
@@ -1390,6 +1396,8 @@ qs_model *qs_convert_onnx(const char *buf, size_t len, qs_error *err)
     conv c;
     memset(&c, 0, sizeof c);
     c.err = err;
+    c.node_budget = len > (QS_ONNX_MAX_NODES - (1u << 20)) / NODES_PER_BYTE
+                        ? QS_ONNX_MAX_NODES : (uint64_t)len * NODES_PER_BYTE + (1u << 20);
     const Onnx__GraphProto *g = mp->graph;
     size_t found = 0;
     if (!g) {
