@@ -62,15 +62,21 @@ score_fixture() { # score_fixture MODEL DOCS WANT [qs-score options]: every back
 }
 
 @test "xgboost 2.x/3.x multi-target (one_output_per_tree): one column per target" {
-    score_fixture "$X/v2-multitarget.json" "$X/v23.docs.txt" "$X/v2-multitarget.pred.txt"
-    score_fixture "$X/v3-multitarget.json" "$X/v23.docs.txt" "$X/v3-multitarget.pred.txt"
+    local v
+    for v in v2 v3; do
+        score_fixture "$X/$v-multitarget.json" "$X/v23.docs.txt" "$X/$v-multitarget.pred.txt"
+        score_fixture "$X/$v-multitarget.ubj" "$X/v23.docs.txt" "$X/$v-multitarget.pred.txt"
+    done
 }
 
 @test "xgboost 2.x/3.x vector-leaf trees (multi_output_tree): one canonical tree per target" {
     # 2.x keeps the leaf vectors in base_weights (K per node), 3.x in
     # leaf_weights (K per leaf, right_children holding the leaf's index)
-    score_fixture "$X/v2-vecleaf.json" "$X/v23.docs.txt" "$X/v2-vecleaf.pred.txt"
-    score_fixture "$X/v3-vecleaf.json" "$X/v23.docs.txt" "$X/v3-vecleaf.pred.txt"
+    local v
+    for v in v2 v3; do
+        score_fixture "$X/$v-vecleaf.json" "$X/v23.docs.txt" "$X/$v-vecleaf.pred.txt"
+        score_fixture "$X/$v-vecleaf.ubj" "$X/v23.docs.txt" "$X/$v-vecleaf.pred.txt"
+    done
     grep -q '"right_children":\[2,4,6,8,10,12,14,0,1,2,3,4,5,6,7\]' "$X/v3-vecleaf.json"
     sed 's/"right_children":\[2,4,6,8,10,12,14,0,1,2,3,4,5,6,7\]/"right_children":[2,4,6,8,10,12,14,0,1,2,3,4,5,6,99]/' \
         "$X/v3-vecleaf.json" > "$BATS_TEST_TMPDIR/bad.json"
