@@ -41,6 +41,10 @@ onnx_conform() { # onnx_conform NAME [qs-score options]
     [ "$output" -lt 400 ] || { echo "lgb-cat unfolds into $output leaves"; return 1; }
 }
 
+@test "onnx: XGBoost through onnxmltools: BRANCH_LT, missing values tracked, base value added last" {
+    onnx_conform xgb-reg
+}
+
 @test "onnx: hand-made opset 3: every comparison mode, missing tracking, a DAG, two targets, base values" {
     onnx_conform h3-modes
     onnx_conform h3-tensor
