@@ -109,7 +109,8 @@ onnx_conform() { # onnx_conform NAME [qs-score options]
 @test "onnx: models that cannot be scored exactly are refused with exit 3" {
     local pair
     for pair in "unsup-average:aggregate_function AVERAGE" "unsup-double-in:double input" \
-        "unsup-notree:no ai.onnx.ml tree ensemble" "unsup-two:2 tree ensembles"; do
+        "unsup-notree:no ai.onnx.ml tree ensemble" "unsup-two:2 tree ensembles" \
+        "unsup-partial-base:only some leaves add to it"; do
         run qs-convert "$O/${pair%%:*}.onnx"
         assert_failure 3
         assert_output --partial "${pair#*:}"

@@ -22,7 +22,9 @@
  *    leaf adds its weights (the target_ or class_ arrays, sorted by tree and node)
  *    to their targets; with one target only its first weight.  One target:
  *    + base_values[0] when base_values has one value; N targets: + base_values
- *    when it has N.
+ *    when it has N, but a target no reached leaf adds to is written 0
+ *    (checked against ONNX Runtime 1.32: such models are refused unless the
+ *    target is reached by every path of some tree, or by none).
  *  - TreeEnsembleClassifier: a class without a weight in the leaves reached
  *    keeps the base value alone; two classes with weights for one class only
  *    ("binary case") write [1 - s, s] or [-s, s]: qs gives the one column s.
@@ -156,6 +158,8 @@ typedef struct conv {
     size_t ntasks, tasks_cap;
     uint8_t *used;         /* targets present in a tree */
     uint64_t node_budget;  /* canonical nodes the model may have */
+    uint32_t *lcount;      /* per target: the reached leaves of a tree adding to it */
+    uint8_t *ever, *always;
 } conv;
 
 static int nomem(conv *c)
@@ -1307,7 +1311,12 @@ static int convert_node(conv *c, const Onnx__ModelProto *mp)
     if (qs_model_set_classes(m, K, err) != 0)
         return -1;
     c->used = calloc(c->K, 1);
-    if (!c->used)
+    /* regressors with several targets: onnx runtime writes 0, not the base
+     * value, for a target no reached leaf adds to.  ever[t]: some leaf adds
+     * to t; always[t]: in some tree every reachable leaf does. */
+    uint32_t *lcount = c->lcount = calloc(c->K, sizeof *lcount);
+    uint8_t *ever = c->ever = calloc(c->K, 1), *always = c->always = calloc(c->K, 1);
+    if (!c->used || !lcount || !ever || !always)
         return nomem(c);
     uint64_t maxf = 0;
     for (size_t i = 0; i < c->nn; i++)
@@ -1319,14 +1328,19 @@ static int convert_node(conv *c, const Onnx__ModelProto *mp)
             return -1;
         /* the targets this tree's leaves add to, in order */
         memset(c->used, 0, c->K);
+        memset(lcount, 0, c->K * sizeof *lcount);
+        uint32_t nleaves = 0;
         for (size_t i = 0, sp = 0; i < 1; i++) {
             c->dfs[sp++] = c->roots[r];
             c->nodes[c->roots[r]].color = 4;
             while (sp) {
                 const onode *x = &c->nodes[c->dfs[--sp]];
                 if (x->mode == M_LEAF) {
-                    for (size_t j = 0; j < x->nw; j++)
+                    nleaves++;
+                    for (size_t j = 0; j < x->nw; j++) {
                         c->used[c->w[x->w0 + j].target] = 1;
+                        lcount[c->w[x->w0 + j].target]++;
+                    }
                     continue;
                 }
                 size_t ch[2] = { x->t, x->f };
@@ -1339,6 +1353,10 @@ static int convert_node(conv *c, const Onnx__ModelProto *mp)
         }
         clear_tree(c, c->roots[r]);
         for (uint32_t k = 0; k < c->K; k++) {
+            ever[k] |= c->used[k];
+            always[k] |= lcount[k] == nleaves;
+        }
+        for (uint32_t k = 0; k < c->K; k++) {
             if (!c->used[k])
                 continue;
             if (c->binary_col >= 0 && (int)k != c->binary_col)
@@ -1350,6 +1368,20 @@ static int convert_node(conv *c, const Onnx__ModelProto *mp)
                 return -1;
         }
     }
+    if (!c->classifier && c->K > 1)
+        for (uint32_t k = 0; k < c->K; k++) {
+            if (c->bias[k] == 0.0 || always[k])
+                continue;
+            if (!ever[k]) {
+                c->bias[k] = 0.0;   /* never a score: onnx runtime writes 0 */
+                continue;
+            }
+            return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                           "%s: target %u has a base value, and only some leaves add to it: "
+                           "onnx runtime then writes 0 or the base value plus the sum depending "
+                           "on the leaves reached; not supported", c->op, k);
+        }
+
     m->num_features = (uint32_t)maxf;
     m->cmp = QS_CMP_LE;
     m->float_precision = !c->dbl;
@@ -1440,5 +1472,8 @@ done:
     free(c.setvals);
     free(c.tasks);
     free(c.used);
+    free(c.lcount);
+    free(c.ever);
+    free(c.always);
     return c.m;
 }
