@@ -30,9 +30,11 @@
  *    ("binary case") write [1 - s, s] or [-s, s]: qs gives the one column s.
  *  - Opset 5: nodes and leaves in separate arrays (nodes_trueleafs says
  *    which), BRANCH_MEMBER unrolled into a chain of BRANCH_EQ nodes (its
- *    values are membership_values, sets separated by NaN), a root whose two
- *    child ids are equal is the leaf of that id; no base values; the output
- *    has the input's type (double in, double sums out).
+ *    values are membership_values, sets separated by NaN); tree_roots name
+ *    nodes (older ONNX Runtime releases took a root whose two child ids are
+ *    equal for the leaf of that id; 1.32 does not, and neither does qs); no
+ *    base values; the output has the input's type (double in, double sums
+ *    out).
  *  - post_transform (LOGISTIC, SOFTMAX, SOFTMAX_ZERO, PROBIT) is computed with
  *    float32 library calls (std::exp, and MLAS kernels for batches): not
  *    reproducible bit for bit, so the canonical transform is "unsupported"
@@ -707,6 +709,17 @@ static int read_v5(conv *c)
                         "(membership_values has too few values)", c->op, i);
                 goto out;
             }
+            /* ONNX Runtime 1.32 tests a set holding a negative value otherwise
+             * (1.5 is then a member of {-1, 1}, as if truncated); sets of
+             * values >= 0 are tested for equality, as here */
+            for (size_t j = 0; j < o->nm; j++)
+                if (signbit(c->members[o->m0 + j])) {
+                    qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                            "%s: node %zu: BRANCH_MEMBER set with the negative value %.17g: onnx "
+                            "runtime does not test such sets for equality; not supported", c->op,
+                            i, c->members[o->m0 + j]);
+                    goto out;
+                }
         }
     }
     for (size_t j = 0; j < nlw; j++) {
@@ -730,17 +743,7 @@ static int read_v5(conv *c)
                     c->op, r, (long long)x, n);
             goto out;
         }
-        /* onnx runtime: a root whose two children have one id is the leaf of that id */
-        if (fids[x] == tids[x]) {
-            if ((uint64_t)x >= nlw) {
-                qs_fail(err, QS_ERR_FORMAT, 0, "%s: tree %zu is a leaf, but leaf %lld does not "
-                        "exist", c->op, r, (long long)x);
-                goto out;
-            }
-            c->roots[r] = n + (size_t)x;
-        } else {
-            c->roots[r] = (size_t)x;
-        }
+        c->roots[r] = (size_t)x;   /* a root is always a node (ONNX Runtime 1.32) */
     }
     c->nroots = nroots;
     rc = 0;
