@@ -30,7 +30,7 @@ endif
 BUILD := build$(if $(SANITIZE),-san)
 OPT   ?= -O2
 WARN  := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -g $(WARN) -Iinclude -Ilib -Itools/common -fPIC
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -g $(WARN) -Iinclude -Ilib -I$(BUILD)/gen -Itools/common -fPIC
 ifneq ($(SANITIZE),)
 BASE_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDSAN := -fsanitize=$(SANITIZE)
@@ -53,7 +53,12 @@ endif
 HAVE_ZSTD := $(call probe,'$(HASH)include <zstd.h>' 'int main(void){return (int)ZSTD_versionNumber()<0;}',-lzstd)
 
 FEATURE_DEFS := -DQS_HAVE_OPENMP=$(HAVE_OPENMP) -DQS_HAVE_NUMA=$(HAVE_NUMA) -DQS_HAVE_CUDA=0
-LIBS := -lzstd -lexpat -lm
+# protobuf-c (the ONNX reader): its library and protoc-c, which generates the
+# parser from lib/convert/onnx.proto into $(BUILD)/gen at build time.
+PROTOC_C ?= protoc-c
+PROTOBUF_C_CFLAGS := $(shell pkg-config --cflags libprotobuf-c 2>/dev/null)
+PROTOBUF_C_LIBS := $(or $(shell pkg-config --libs libprotobuf-c 2>/dev/null),-lprotobuf-c)
+LIBS := -lzstd -lexpat $(PROTOBUF_C_LIBS) -lm
 # OpenMP: the threaded paths (qs-score --threads, qs_score_matrix).
 ifeq ($(HAVE_OPENMP),1)
 FEATURE_DEFS += -fopenmp
@@ -69,7 +74,7 @@ ALL_LDFLAGS = $(LDSAN) $(LDFLAGS)
 # ------------------------------------------------------------ sources
 LIB_SRC  :=
 include lib/lib.mk
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(LIB_GEN:%=$(BUILD)/gen/%.o)
 # The shared library exports the public API (QS_API in qs.h) and nothing else.
 SOVERSION := 0
 LIB_VERSION := $(shell sed -n 's/^\#define QS_VERSION_STRING "\(.*\)"/\1/p' include/qs.h)
@@ -96,6 +101,7 @@ features:
 ifneq ($(HAVE_ZSTD),1)
 	@echo "qs build: libzstd (zstd.h, -lzstd) is required: apt-get install libzstd-dev" >&2; exit 1
 endif
+	@command -v $(PROTOC_C) >/dev/null 2>&1 || { echo "qs build: protoc-c is required: apt-get install protobuf-c-compiler libprotobuf-c-dev" >&2; exit 1; }
 
 # Rebuild everything when the flags change.
 $(BUILD)/.flags: FORCE
@@ -108,6 +114,21 @@ $(BUILD)/%.o: %.c $(BUILD)/.flags
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+# Generated protobuf-c parsers: lib/X.proto -> $(BUILD)/gen/X.pb-c.{c,h},
+# included as "X.pb-c.h" (e.g. "convert/onnx.pb-c.h").
+$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: lib/%.proto
+	@mkdir -p $(BUILD)/gen
+	$(if $(Q),@echo "  PROTOC  $<")
+	$(Q)$(PROTOC_C) --proto_path=lib --c_out=$(BUILD)/gen $<
+
+$(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c $(BUILD)/.flags
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(PROTOBUF_C_CFLAGS) -fvisibility=hidden -MMD -MP -c $< -o $@
+
+# Sources that include a generated header wait for it.
+$(LIB_GEN_USERS:%.c=$(BUILD)/%.o): $(LIB_GEN:%=$(BUILD)/gen/%.h)
 
 # Library objects: only what qs.h marks QS_API is visible outside libqs.
 $(BUILD)/lib/%.o: lib/%.c $(BUILD)/.flags
@@ -145,7 +166,7 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(STATIC_LIB)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
 
-$(BENCH_BIN): $(BUILD)/bench/qs_matrix.o $(STATIC_LIB)
+$(BUILD)/bench/qs-matrix: $(BUILD)/bench/qs_matrix.o $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)

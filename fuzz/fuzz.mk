@@ -17,7 +17,7 @@
 # Keep the includer's default goal: these rules must not become `make`'s.
 FUZZ_SAVED_GOAL := $(.DEFAULT_GOAL)
 
-FUZZ_TARGETS := lightgbm xgboost catboost quickrank text qsm letor eval dsv
+FUZZ_TARGETS := lightgbm xgboost catboost onnx quickrank text qsm letor eval dsv
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_BUILD   ?= build-fuzz
@@ -39,9 +39,9 @@ $(BUILD)/fuzz/replay_%: $(BUILD)/fuzz/replay.o $(BUILD)/fuzz/fuzz_%.o $(STATIC_L
 # coverage and built with ASan+UBSan; UBSan aborts at the first report.
 # OpenMP and NUMA stay off: they add nothing to parsing and confuse ASan.
 FUZZ_SAN    := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude -Ilib -Itools/common \
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude -Ilib -I$(BUILD)/gen -Itools/common \
                -DQS_HAVE_OPENMP=0 -DQS_HAVE_NUMA=0 -DQS_HAVE_CUDA=0 -DQS_LIBFUZZER=1 $(FUZZ_SAN)
-FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o) $(LIB_GEN:%=$(FUZZ_BUILD)/gen/%.o)
 FUZZ_BIN     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/bin/fuzz_%)
 
 $(FUZZ_BUILD)/.flags: FORCE
@@ -52,6 +52,13 @@ $(FUZZ_BUILD)/%.o: %.c $(FUZZ_BUILD)/.flags
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC-FUZZ $<")
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+
+# The generated parsers (made in $(BUILD)/gen by the Makefile's rule).
+$(FUZZ_BUILD)/gen/%.o: $(BUILD)/gen/%.c $(FUZZ_BUILD)/.flags
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC-FUZZ $<")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(PROTOBUF_C_CFLAGS) -MMD -MP -c $< -o $@
+$(LIB_GEN_USERS:%.c=$(FUZZ_BUILD)/%.o): $(LIB_GEN:%=$(BUILD)/gen/%.h)
 
 $(FUZZ_BUILD)/bin/fuzz_%: $(FUZZ_BUILD)/fuzz/fuzz_%.o $(FUZZ_LIB_OBJ)
 	@mkdir -p $(dir $@)

@@ -63,7 +63,8 @@ typedef enum qs_source {
     QS_SRC_LIGHTGBM = 1,
     QS_SRC_XGBOOST = 2,
     QS_SRC_QUICKRANK = 3,
-    QS_SRC_CATBOOST = 4
+    QS_SRC_CATBOOST = 4,
+    QS_SRC_ONNX = 5        /* an ONNX-ML tree ensemble, as ONNX Runtime scores it */
 } qs_source;
 
 typedef struct qs_model qs_model;   /* a canonical tree ensemble */
@@ -77,7 +78,8 @@ typedef enum qs_format {
     QS_FMT_XGBOOST = 2,    /* XGBoost JSON model */
     QS_FMT_QUICKRANK = 3,  /* QuickRank / RankLib XML */
     QS_FMT_CANONICAL = 4,  /* qs canonical ensemble text */
-    QS_FMT_CATBOOST = 5    /* CatBoost JSON model (save_model(format="json")) */
+    QS_FMT_CATBOOST = 5,   /* CatBoost JSON model (save_model(format="json")) */
+    QS_FMT_ONNX = 6        /* ONNX model (protobuf) holding one ai.onnx.ml tree ensemble */
 } qs_format;
 
 /* Guess a model's format from its first bytes. */
@@ -90,6 +92,7 @@ QS_API qs_model *qs_convert_lightgbm(const char *buf, size_t len, qs_error *err)
 QS_API qs_model *qs_convert_xgboost(const char *buf, size_t len, qs_error *err);
 QS_API qs_model *qs_convert_quickrank(const char *buf, size_t len, qs_error *err);
 QS_API qs_model *qs_convert_catboost(const char *buf, size_t len, qs_error *err);
+QS_API qs_model *qs_convert_onnx(const char *buf, size_t len, qs_error *err);
 /* Dispatch on `fmt` (QS_FMT_UNKNOWN: detect). */
 QS_API qs_model *qs_convert(qs_format fmt, const char *buf, size_t len, qs_error *err);
 

@@ -12,7 +12,12 @@ LIB_SRC += lib/model/model.c lib/model/text.c lib/model/stats.c
 # convert: the table of readers, one file per format
 LIB_SRC += lib/convert/convert.c lib/convert/json.c lib/convert/lightgbm.c \
            lib/convert/xgboost.c lib/convert/quickrank.c lib/convert/catboost.c \
-           lib/convert/version.c
+           lib/convert/version.c \
+           lib/convert/onnx.c
+# generated from lib/convert/onnx.proto by protoc-c (into $(BUILD)/gen), and
+# the sources that include its header
+LIB_GEN := convert/onnx.pb-c
+LIB_GEN_USERS := lib/convert/onnx.c
 
 # layout: the QuickScorer layout and the .qsm container
 LIB_SRC += lib/layout/layout.c lib/layout/qsm.c

@@ -4,7 +4,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-want="gcc make libc6-dev libzstd-dev zstd libexpat1-dev bats bats-support bats-assert time pkg-config binutils libnuma-dev numactl parallel openssh-server openssh-client rsync iproute2 jq python3 man-db groff-base"
+want="gcc make libc6-dev libzstd-dev zstd libexpat1-dev libprotobuf-c-dev protobuf-c-compiler bats bats-support bats-assert time pkg-config binutils libnuma-dev numactl parallel openssh-server openssh-client rsync iproute2 jq python3 man-db groff-base"
 missing=""
 for p in $want; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

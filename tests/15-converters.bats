@@ -38,6 +38,68 @@ score_fixture() { # score_fixture MODEL DOCS WANT [qs-score options]: every back
     score_fixture "$X/real-softprob.ubj" "$X/real-softprob.docs.txt" "$X/real-softprob.pred.txt"
 }
 
+@test "xgboost 2.x and 3.x (JSON and UBJSON): regression, logistic, softprob, categorical" {
+    local v
+    for v in v2 v3; do
+        score_fixture "$X/$v-reg.json" "$X/v23.docs.txt" "$X/$v-reg.pred.txt"
+        score_fixture "$X/$v-reg.ubj" "$X/v23.docs.txt" "$X/$v-reg.pred.txt"
+        score_fixture "$X/$v-logistic.json" "$X/v23.docs.txt" "$X/$v-logistic.pred.txt"
+        score_fixture "$X/$v-softprob.ubj" "$X/v23.docs.txt" "$X/$v-softprob.pred.txt"
+        score_fixture "$X/$v-cat.json" "$X/v23-cat.docs.txt" "$X/$v-cat.pred.txt"
+        score_fixture "$X/$v-cat.ubj" "$X/v23-cat.docs.txt" "$X/$v-cat.pred.txt"
+    done
+}
+
+@test "xgboost 3.x vector base_score: one intercept per class or target" {
+    run grep -c '"base_score":"\[[^],]*,[^],]*,[^]]*\]"' "$X/v3-multitarget.json"
+    assert_output 1
+    qs-convert "$X/v3-softprob.ubj" > "$BATS_TEST_TMPDIR/s.txt"
+    run grep -c '^base ' "$BATS_TEST_TMPDIR/s.txt"
+    assert_output 3
+    # three different margins, not one repeated
+    run sh -c "grep '^base ' '$BATS_TEST_TMPDIR/s.txt' | cut -d' ' -f3 | sort -u | wc -l"
+    assert_output 3
+}
+
+@test "xgboost 2.x/3.x multi-target (one_output_per_tree): one column per target" {
+    local v
+    for v in v2 v3; do
+        score_fixture "$X/$v-multitarget.json" "$X/v23.docs.txt" "$X/$v-multitarget.pred.txt"
+        score_fixture "$X/$v-multitarget.ubj" "$X/v23.docs.txt" "$X/$v-multitarget.pred.txt"
+    done
+}
+
+@test "xgboost 2.x/3.x vector-leaf trees (multi_output_tree): one canonical tree per target" {
+    # 2.x keeps the leaf vectors in base_weights (K per node), 3.x in
+    # leaf_weights (K per leaf, right_children holding the leaf's index)
+    local v
+    for v in v2 v3; do
+        score_fixture "$X/$v-vecleaf.json" "$X/v23.docs.txt" "$X/$v-vecleaf.pred.txt"
+        score_fixture "$X/$v-vecleaf.ubj" "$X/v23.docs.txt" "$X/$v-vecleaf.pred.txt"
+    done
+    grep -q '"right_children":\[2,4,6,8,10,12,14,0,1,2,3,4,5,6,7\]' "$X/v3-vecleaf.json"
+    sed 's/"right_children":\[2,4,6,8,10,12,14,0,1,2,3,4,5,6,7\]/"right_children":[2,4,6,8,10,12,14,0,1,2,3,4,5,6,99]/' \
+        "$X/v3-vecleaf.json" > "$BATS_TEST_TMPDIR/bad.json"
+    run qs-convert "$BATS_TEST_TMPDIR/bad.json"
+    assert_failure 1
+    assert_output --partial "leaf vector 99 is beyond"
+}
+
+@test "xgboost num_class with num_target is refused" {
+    sed 's/"num_class":"0"/"num_class":"3"/' "$X/v3-multitarget.json" > "$BATS_TEST_TMPDIR/mc.json"
+    run qs-convert "$BATS_TEST_TMPDIR/mc.json"
+    assert_failure 3
+    assert_output --partial "multi-target classifiers"
+}
+
+@test "xgboost 3.1 categories re-coded by the model (cats.enc) are refused" {
+    grep -q '"enc":\[\]' "$X/v3-cat.json"
+    sed 's/"enc":\[\]/"enc":[{"type":0,"values":[3,7]}]/' "$X/v3-cat.json" > "$BATS_TEST_TMPDIR/enc.json"
+    run qs-convert "$BATS_TEST_TMPDIR/enc.json"
+    assert_failure 3
+    assert_output --partial "cats.enc"
+}
+
 @test "xgboost dart with dropout weights is refused" {
     run qs-convert "$X/real-dart-rate.json"
     assert_failure 3

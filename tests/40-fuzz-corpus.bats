@@ -27,6 +27,7 @@ replay() {
 @test "fuzz corpus: lightgbm converter" { replay lightgbm; }
 @test "fuzz corpus: xgboost converter (json, ubjson)" { replay xgboost; }
 @test "fuzz corpus: catboost converter" { replay catboost; }
+@test "fuzz corpus: onnx converter (protobuf)" { replay onnx; }
 @test "fuzz corpus: quickrank converter" { replay quickrank; }
 @test "fuzz corpus: canonical text reader and round trip" { replay text; }
 @test "fuzz corpus: .qsm loader, every back end against the walk" { replay qsm; }

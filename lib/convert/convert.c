@@ -34,9 +34,26 @@ static int looks_like_catboost(const char *p, size_t n)
     return 0;
 }
 
+/* Whether the bytes start like an ONNX ModelProto: field 1 (ir_version,
+ * a small varint) first, as every ONNX writer puts it, then another field of
+ * ModelProto (opset_import, producer_name, graph, ...). */
+static int looks_like_onnx(const unsigned char *p, size_t n)
+{
+    if (n < 3 || p[0] != 0x08 || p[1] == 0 || p[1] >= 0x80)
+        return 0;
+    switch (p[2]) {
+    case 0x12: case 0x1a: case 0x22: case 0x28: case 0x32: case 0x3a: case 0x42: case 0x72:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 qs_format qs_detect_format(const char *buf, size_t len)
 {
     size_t i = 0;
+    if (buf && looks_like_onnx((const unsigned char *)buf, len))
+        return QS_FMT_ONNX;
     if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB &&
         (unsigned char)buf[2] == 0xBF)
         i = 3;
@@ -80,6 +97,7 @@ static const qs_reader readers[] = {
     { QS_FMT_XGBOOST, "XGBoost JSON or UBJSON", qs_convert_xgboost },
     { QS_FMT_QUICKRANK, "QuickRank/RankLib XML", qs_convert_quickrank },
     { QS_FMT_CATBOOST, "CatBoost JSON", qs_convert_catboost },
+    { QS_FMT_ONNX, "ONNX", qs_convert_onnx },
     { QS_FMT_CANONICAL, "qs canonical ensemble text", qs_model_from_text },
 };
 
@@ -92,6 +110,6 @@ qs_model *qs_convert(qs_format fmt, const char *buf, size_t len, qs_error *err)
             return readers[i].read(buf, len, err);
     qs_fail(err, QS_ERR_FORMAT, 0,
             "unrecognised model format (expected LightGBM text, XGBoost JSON, "
-            "CatBoost JSON or QuickRank/RankLib XML)");
+            "CatBoost JSON, ONNX or QuickRank/RankLib XML)");
     return NULL;
 }

@@ -24,7 +24,17 @@
  *    (src/objective/regression_loss.h), logf(b) for count:poisson,
  *    survival:cox, reg:gamma, reg:tweedie (src/objective/regression_obj.cu)
  *    and survival:aft (src/objective/aft_obj.cu), identity otherwise.
- *    XGBoost 3.1 writes base_score as a JSON array in a string ("[5E-1]").
+ *    XGBoost 3.1 writes base_score as a JSON array in a string ("[5E-1]"),
+ *    one value per output group.
+ *  - XGBoost 2.0 and later: num_target > 1 with multi_strategy
+ *    one_output_per_tree has one output group per target (tree_info names
+ *    it), scored like classes; multi_output_tree trees have vector leaves
+ *    (size_leaf_vector K > 1) whose value j goes to output j, in float32,
+ *    tree by tree (2.x: in base_weights, K per node; 3.x: in leaf_weights,
+ *    K per leaf, a leaf's right_children entry being its index): each
+ *    becomes K canonical trees, one per output.  3.1's "cats" holds the training
+ *    categories of data-frame inputs, which predict() re-codes: refused
+ *    unless empty.
  *  - src/common/json.cc: XGBoost writes NaN, Infinity and -Infinity bare in
  *    JSON; its UBJSON holds float32 arrays ('d'), U8/I32/I64 arrays and
  *    strings, read here through the same tokens. */
@@ -53,21 +63,23 @@ typedef struct f32vec {
 enum {
     F_LEFT, F_RIGHT, F_SPLIT_INDICES, F_SPLIT_CONDITIONS, F_DEFAULT_LEFT, F_SPLIT_TYPE,
     F_CATEGORIES, F_CATEGORIES_NODES, F_CATEGORIES_SEGMENTS, F_CATEGORIES_SIZES, F_ID,
-    F_TREE_PARAM, F_NFIELDS
+    F_TREE_PARAM, F_BASE_WEIGHTS, F_LEAF_WEIGHTS, F_NFIELDS
 };
 
 static const char *const field_names[F_NFIELDS] = {
     "left_children", "right_children", "split_indices", "split_conditions", "default_left",
     "split_type", "categories", "categories_nodes", "categories_segments", "categories_sizes",
-    "id", "tree_param"
+    "id", "tree_param", "base_weights", "leaf_weights"
 };
 
 typedef struct xtree {
     unsigned seen;
     i64vec arr[F_ID];        /* integer arrays by field (F_SPLIT_CONDITIONS unused) */
     f32vec cond;             /* split_conditions */
+    f32vec bw, lw;           /* base_weights, leaf_weights (read for vector-leaf trees) */
     int64_t id;
     int64_t num_nodes;       /* tree_param.num_nodes, -1 when absent */
+    int64_t leaf_vec;        /* tree_param.size_leaf_vector (0 or 1: scalar leaves) */
 } xtree;
 
 typedef struct conv {
@@ -95,6 +107,8 @@ typedef struct conv {
     i64vec tree_info;
     int has_tree_info, has_trees;
     i64vec tree_ids;         /* "id" of each tree, in file order */
+    i64vec tree_first;       /* its first canonical tree */
+    i64vec tree_nvec;        /* canonical trees made from it: 1, or K for vector leaves */
     uint64_t num_features;   /* max split index + 1 */
 
     /* scratch, reused across trees */
@@ -360,6 +374,34 @@ static int build_tree(conv *c, uint64_t ti)
         }
     }
 
+    /* Vector leaves (multi_output_tree, size_leaf_vector K > 1): XGBoost
+     * adds leaf value j to output j, each output in float32 in tree order,
+     * so the tree becomes K canonical trees, one per output, each with the
+     * same splits.  The values: 3.x "leaf_weights", K per leaf, the leaf's
+     * right_children entry being its index; 2.x "base_weights", K per node. */
+    uint32_t nvec = t->leaf_vec > 1 ? (uint32_t)t->leaf_vec : 1;
+    const float *LW = NULL;
+    size_t nlw = 0;
+    int by_leaf = 0;
+    if (nvec > 1) {
+        if (t->seen & (1u << F_LEAF_WEIGHTS)) {
+            LW = t->lw.v;
+            nlw = t->lw.n;
+            by_leaf = 1;
+        } else if ((t->seen & (1u << F_BASE_WEIGHTS)) && t->bw.n == n * nvec) {
+            LW = t->bw.v;
+            nlw = t->bw.n;
+        } else {
+            return qs_fail(err, QS_ERR_FORMAT, 0,
+                           "tree %llu: size_leaf_vector %u, but neither leaf_weights nor "
+                           "base_weights (%zu entries for %zu nodes) holds the leaf vectors",
+                           tl, nvec, (t->seen & (1u << F_BASE_WEIGHTS)) ? t->bw.n : 0, n);
+        }
+        if (c->m->num_trees + nvec > QS_MAX_TREES)
+            return qs_fail(err, QS_ERR_LIMIT, 0, "more than %u trees (limit)", QS_MAX_TREES);
+    }
+    uint64_t first = c->m->num_trees;
+    for (uint32_t vj = 0; vj < nvec; vj++) {
     if (qs_model_add_tree(c->m, 0, 1.0, err) != 0)
         return -1;
     if (qs_model_add_nodes(c->m, count, err) < 0)
@@ -369,9 +411,22 @@ static int build_tree(conv *c, uint64_t ti)
             continue;
         uint32_t ci = (uint32_t)c->map[i];
         if (L[i] == -1) {
+            float v = SC[i];
+            if (nvec > 1) {
+                uint64_t at = by_leaf ? (uint64_t)R[i] : (uint64_t)i;
+                if (R[i] < 0 && by_leaf)
+                    return qs_fail(err, QS_ERR_FORMAT, 0,
+                                   "tree %llu node %zu: leaf index %lld is negative", tl, i,
+                                   (long long)R[i]);
+                if (at >= nlw / nvec)
+                    return qs_fail(err, QS_ERR_FORMAT, 0,
+                                   "tree %llu node %zu: leaf vector %llu is beyond the %zu "
+                                   "values of the tree", tl, i, (unsigned long long)at, nlw);
+                v = LW[at * nvec + vj];
+            }
             qs_node *nd = qs_model_cur_node(c->m, ci);
             nd->kind = QS_NODE_LEAF;
-            nd->value = SC[i];
+            nd->value = v;
             continue;
         }
         if (SI[i] < 0)
@@ -445,10 +500,17 @@ static int build_tree(conv *c, uint64_t ti)
             nd->value = isnan(SC[i]) ? -INFINITY : (double)SC[i];
         }
     }
+    }
     if (qs_vec_reserve((void **)&c->tree_ids.v, &c->tree_ids.cap, c->tree_ids.n,
-                    sizeof *c->tree_ids.v) != 0)
+                    sizeof *c->tree_ids.v) != 0 ||
+        qs_vec_reserve((void **)&c->tree_first.v, &c->tree_first.cap, c->tree_first.n,
+                    sizeof *c->tree_first.v) != 0 ||
+        qs_vec_reserve((void **)&c->tree_nvec.v, &c->tree_nvec.cap, c->tree_nvec.n,
+                    sizeof *c->tree_nvec.v) != 0)
         return nomem(c);
     c->tree_ids.v[c->tree_ids.n++] = (t->seen & (1u << F_ID)) ? t->id : (int64_t)ti;
+    c->tree_first.v[c->tree_first.n++] = (int64_t)first;
+    c->tree_nvec.v[c->tree_nvec.n++] = nvec;
     return 0;
 }
 
@@ -477,10 +539,10 @@ static int parse_tree_param(conv *c, uint64_t ti)
                      (unsigned long long)ti);
             if (read_param_int(c, what, &v) != 0)
                 return -1;
-            if (v > 1)
-                return qs_fail(c->err, QS_ERR_UNSUPPORTED, 0,
-                               "tree %llu: vector-leaf (multi-target) trees are not supported "
-                               "(size_leaf_vector %lld)", (unsigned long long)ti, (long long)v);
+            if (v < 0 || v > (int64_t)QS_MAX_CLASSES)
+                return qs_fail(c->err, v < 0 ? QS_ERR_FORMAT : QS_ERR_LIMIT, 0,
+                               "%s is %lld (limit %u)", what, (long long)v, QS_MAX_CLASSES);
+            c->t.leaf_vec = v;
         } else if (qs_json_skip(&c->r, &t, c->err) != 0) {
             return -1;
         }
@@ -494,6 +556,7 @@ static int parse_tree(conv *c, uint64_t ti)
     char what[96];
     t->seen = 0;
     t->num_nodes = -1;
+    t->leaf_vec = 0;
     t->id = 0;
     for (;;) {
         if (next(c, &k) != 0)
@@ -518,6 +581,9 @@ static int parse_tree(conv *c, uint64_t ti)
         int rc;
         if (f == F_SPLIT_CONDITIONS)
             rc = read_f32_array(c, what, &t->cond, QS_MAX_TREE_NODES);
+        else if (f == F_BASE_WEIGHTS || f == F_LEAF_WEIGHTS)
+            rc = read_f32_array(c, what, f == F_BASE_WEIGHTS ? &t->bw : &t->lw,
+                                (size_t)QS_MAX_TREE_NODES * QS_MAX_CLASSES);
         else if (f == F_ID)
             rc = read_param_int(c, what, &t->id);
         else if (f == F_TREE_PARAM)
@@ -571,6 +637,34 @@ static int parse_gbtree_model(conv *c)
             c->has_tree_info = 1;
             if (read_int_array(c, "tree_info", &c->tree_info, 0, QS_MAX_TREES) != 0)
                 return -1;
+        } else if (qs_json_str_eq(&k, "cats")) {
+            /* XGBoost 3.1: the categories seen in training, by feature ("enc"),
+             * with which predict() re-codes its input's categories.  Empty
+             * when training took category codes (numbers); otherwise the
+             * trees' categories are indices into these lists, a mapping qs
+             * does not apply: refused. */
+            if (expect(c, &t, QS_JSON_OBJECT, "gradient_booster.model.cats") != 0)
+                return -1;
+            for (;;) {
+                if (next(c, &k) != 0)
+                    return -1;
+                if (k.type == QS_JSON_OBJECT_END)
+                    break;
+                if (qs_json_str_eq(&k, "enc")) {
+                    if (expect(c, &t, QS_JSON_ARRAY, "cats.enc") != 0)
+                        return -1;
+                    if (next(c, &t) != 0)
+                        return -1;
+                    if (t.type != QS_JSON_ARRAY_END)
+                        return qs_fail(c->err, QS_ERR_UNSUPPORTED, 0,
+                                       "the model re-codes categories (cats.enc is not empty: it "
+                                       "was trained on a data frame's categories); qs scores "
+                                       "category codes as the trees hold them, so it cannot "
+                                       "reproduce this model's predictions");
+                } else if (qs_json_skip(&c->r, &k, c->err) != 0) {
+                    return -1;
+                }
+            }
         } else if (qs_json_str_eq(&k, "gbtree_model_param")) {
             if (expect(c, &t, QS_JSON_OBJECT, "gbtree_model_param") != 0)
                 return -1;
@@ -585,12 +679,9 @@ static int parse_gbtree_model(conv *c)
                         return -1;
                     c->num_trees_param = v;
                 } else if (qs_json_str_eq(&k, "size_leaf_vector")) {
+                    /* each tree says its own (tree_param) */
                     if (read_param_int(c, "gbtree_model_param.size_leaf_vector", &v) != 0)
                         return -1;
-                    if (v > 1)
-                        return qs_fail(c->err, QS_ERR_UNSUPPORTED, 0,
-                                       "vector-leaf (multi-target) trees are not supported "
-                                       "(size_leaf_vector %lld)", (long long)v);
                 } else if (qs_json_skip(&c->r, &k, c->err) != 0) {
                     return -1;
                 }
@@ -808,9 +899,9 @@ out:
     return rc;
 }
 
-/* Put the trees in the order of their ids (XGBoost's order), when the file
- * lists them otherwise. */
-static int reorder_trees(conv *c, const uint64_t *pos_of_id)
+/* Put the canonical trees in the order `order` (XGBoost's id order), when
+ * the file lists them otherwise. */
+static int reorder_trees(conv *c, const uint64_t *order)
 {
     qs_model *m = c->m;
     qs_tree *nt = malloc((size_t)m->num_trees * sizeof *nt);
@@ -822,7 +913,7 @@ static int reorder_trees(conv *c, const uint64_t *pos_of_id)
     }
     uint64_t off = 0;
     for (uint64_t k = 0; k < m->num_trees; k++) {
-        const qs_tree *src = &m->trees[pos_of_id[k]];
+        const qs_tree *src = &m->trees[order[k]];
         nt[k] = *src;
         nt[k].node_off = off;
         memcpy(nn + off, m->nodes + src->node_off, (size_t)src->num_nodes * sizeof *nn);
@@ -859,7 +950,7 @@ static int finish(conv *c)
     }
     if (!c->has_trees)
         return qs_fail(err, QS_ERR_FORMAT, 0, "gradient_booster.model.trees is missing");
-    uint64_t nt = m->num_trees;
+    uint64_t nt = c->tree_ids.n;   /* XGBoost's trees; a vector-leaf tree is K canonical ones */
     if (c->num_trees_param >= 0 && (uint64_t)c->num_trees_param != nt)
         return qs_fail(err, QS_ERR_FORMAT, 0, "gbtree_model_param.num_trees is %lld, but trees has %llu",
                        (long long)c->num_trees_param, (unsigned long long)nt);
@@ -869,16 +960,24 @@ static int finish(conv *c)
         return qs_fail(err, QS_ERR_FORMAT, 0, "tree_info has %zu entries, trees %llu",
                        c->tree_info.n, (unsigned long long)nt);
 
-    if (c->num_target > 1)
-        return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
-                       "multi-target models are not supported (num_target %lld)",
-                       (long long)c->num_target);
     if (c->num_class < 0)
         return qs_fail(err, QS_ERR_FORMAT, 0, "num_class is negative");
     if (c->num_class > (int64_t)QS_MAX_CLASSES)
         return qs_fail(err, QS_ERR_LIMIT, 0, "num_class %lld is beyond the limit of %u",
                        (long long)c->num_class, QS_MAX_CLASSES);
-    uint32_t k = c->num_class > 1 ? (uint32_t)c->num_class : 1;
+    if (c->num_target < 0)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "num_target is negative");
+    if (c->num_target > (int64_t)QS_MAX_CLASSES)
+        return qs_fail(err, QS_ERR_LIMIT, 0, "num_target %lld is beyond the limit of %u",
+                       (long long)c->num_target, QS_MAX_CLASSES);
+    if (c->num_target > 1 && c->num_class > 1)
+        return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                       "num_class %lld with num_target %lld: multi-target classifiers are not "
+                       "supported", (long long)c->num_class, (long long)c->num_target);
+    /* Output groups: one per class, or (XGBoost 2.0 and later, multi_strategy
+     * one_output_per_tree) one per target; tree_info says which each tree adds to. */
+    uint32_t k = c->num_class > 1 ? (uint32_t)c->num_class
+               : c->num_target > 1 ? (uint32_t)c->num_target : 1;
     if (!c->has_num_feature)
         return qs_fail(err, QS_ERR_FORMAT, 0, "learner_model_param.num_feature is missing");
     if (c->num_feature < 0)
@@ -978,20 +1077,43 @@ static int finish(conv *c)
         if ((uint64_t)id != p)
             identity = 0;
     }
+    /* canonical trees in id order; vector-leaf trees add to outputs 0 .. K-1 */
+    uint64_t *order = malloc((size_t)(m->num_trees ? m->num_trees : 1) * sizeof *order);
+    if (!order) {
+        free(pos_of_id);
+        return nomem(c);
+    }
+    uint64_t q = 0;
     for (uint64_t id = 0; id < nt; id++) {
+        uint64_t p = pos_of_id[id];
+        uint64_t first = (uint64_t)c->tree_first.v[p], nv = (uint64_t)c->tree_nvec.v[p];
         int64_t g = c->tree_info.v[id];
-        if (g < 0 || (uint64_t)g >= k) {
+        if (nv > 1) {
+            if (nv != k) {
+                free(order);
+                free(pos_of_id);
+                return qs_fail(err, QS_ERR_FORMAT, 0,
+                               "tree %llu has leaf vectors of %llu values, but the model has %u "
+                               "outputs", (unsigned long long)p, (unsigned long long)nv, k);
+            }
+        } else if (g < 0 || (uint64_t)g >= k) {
+            free(order);
             free(pos_of_id);
             return qs_fail(err, QS_ERR_FORMAT, 0,
                            "tree_info[%llu] is %lld, but the model has %u output group%s",
                            (unsigned long long)id, (long long)g, k, k == 1 ? "" : "s");
         }
-        m->trees[pos_of_id[id]].class_id = (uint32_t)g;
+        for (uint64_t j = 0; j < nv; j++) {
+            m->trees[first + j].class_id = nv > 1 ? (uint32_t)j : (uint32_t)g;
+            order[q++] = first + j;
+        }
     }
-    if (!identity && reorder_trees(c, pos_of_id) != 0) {
+    if (!identity && reorder_trees(c, order) != 0) {
+        free(order);
         free(pos_of_id);
         return -1;
     }
+    free(order);
     free(pos_of_id);
 
     uint64_t nf = (uint64_t)c->num_feature;
@@ -1071,6 +1193,10 @@ done:
     free(c.weight_drop.v);
     free(c.tree_info.v);
     free(c.tree_ids.v);
+    free(c.tree_first.v);
+    free(c.tree_nvec.v);
+    free(c.t.bw.v);
+    free(c.t.lw.v);
     free(c.stack);
     free(c.map);
     free(c.catidx);

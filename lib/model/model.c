@@ -401,14 +401,23 @@ static int model_scan(const qs_model *m, uint32_t *max_leaves, uint32_t *max_dep
     if (m->out_affine != 0 && m->out_affine != 1)
         return qs_fail(err, QS_ERR_FORMAT, 0, "bad output affine flag");
     if (m->out_affine) {
-        if (m->float_accumulate != QS_ACC_DOUBLE)
+        if (m->float_accumulate == QS_ACC_FLOAT_DOUBLE)
             return qs_fail(err, QS_ERR_FORMAT, 0,
-                           "an output scale and bias need accumulate double");
+                           "an output scale and bias need accumulate double or float");
         if (!isfinite(m->out_scale))
             return qs_fail(err, QS_ERR_FORMAT, 0, "output scale is not finite");
-        for (uint32_t c = 0; c < m->num_classes; c++)
+        /* accumulate float: one float32 addition of the bias (ONNX Runtime's
+         * base values), so the scale is 1 and the biases float32 values */
+        if (m->float_accumulate == QS_ACC_FLOAT && m->out_scale != 1.0)
+            return qs_fail(err, QS_ERR_FORMAT, 0,
+                           "with accumulate float the output scale must be 1");
+        for (uint32_t c = 0; c < m->num_classes; c++) {
             if (!isfinite(m->out_bias[c]))
                 return qs_fail(err, QS_ERR_FORMAT, 0, "output bias of class %u is not finite", c);
+            if (m->float_accumulate == QS_ACC_FLOAT && !is_float_exact(m->out_bias[c]))
+                return qs_fail(err, QS_ERR_FORMAT, 0,
+                               "output bias of class %u is not a float32 value", c);
+        }
     }
     uint32_t maxn = 1;
     uint64_t total = 0;
@@ -573,6 +582,15 @@ void qs_model_finish_scores(const qs_model *m, double *out, size_t n)
     if (!m->out_affine)
         return;
     const uint32_t K = m->num_classes;
+    if (m->float_accumulate == QS_ACC_FLOAT) {
+        /* A float32 sum plus a float32 bias (scale 1), rounded to float32:
+         * the double sum of two float32 values rounded to float32 is their
+         * float32 sum (53 >= 2 * 24 + 2: the double rounding is innocuous). */
+        for (size_t d = 0; d < n; d++)
+            for (uint32_t c = 0; c < K; c++)
+                out[d * K + c] = (float)(out[d * K + c] + m->out_bias[c]);
+        return;
+    }
     for (size_t d = 0; d < n; d++)
         for (uint32_t c = 0; c < K; c++) {
             /* Two statements: the product is rounded before the sum (no

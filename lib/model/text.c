@@ -59,6 +59,7 @@ static const char *src_name(qs_source s)
     case QS_SRC_XGBOOST: return "xgboost";
     case QS_SRC_QUICKRANK: return "quickrank";
     case QS_SRC_CATBOOST: return "catboost";
+    case QS_SRC_ONNX: return "onnx";
     default: return "unknown";
     }
 }
@@ -462,6 +463,8 @@ static int read_body(reader *r, qs_model *m)
         m->source = QS_SRC_QUICKRANK;
     else if (tok_is(r, 1, "catboost"))
         m->source = QS_SRC_CATBOOST;
+    else if (tok_is(r, 1, "onnx"))
+        m->source = QS_SRC_ONNX;
     else if (tok_is(r, 1, "unknown"))
         m->source = QS_SRC_UNKNOWN;
     else

@@ -360,6 +360,7 @@ const char *tool_model_kind(const char *buf, size_t len)
     case QS_FMT_QUICKRANK: return "a QuickRank or RankLib XML model";
     case QS_FMT_CANONICAL: return "canonical ensemble text (qs-convert's output)";
     case QS_FMT_CATBOOST: return "a CatBoost JSON model";
+    case QS_FMT_ONNX: return "an ONNX model";
     default: return NULL;
     }
 }

@@ -9,15 +9,15 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: qs-convert [--from lightgbm|xgboost|catboost|quickrank] [-o FILE] [MODEL|-]\n"
+            "usage: qs-convert [--from lightgbm|xgboost|catboost|onnx|quickrank] [-o FILE] [MODEL|-]\n"
             "\n"
-            "Reads a trained model (LightGBM text, XGBoost JSON, CatBoost JSON, QuickRank or\n"
+            "Reads a trained model (LightGBM text, XGBoost JSON, CatBoost JSON, ONNX, QuickRank or\n"
             "RankLib XML; zstd-compressed input is read transparently; the format is detected\n"
             "unless --from is given) and writes the canonical ensemble text (format/ensemble-text.md)\n"
             "to standard output, or to FILE (written to a temporary name, then renamed).\n"
             "A model that cannot be scored exactly is refused (exit 3).\n"
             "\n"
-            "  --from FMT     the input format: lightgbm, xgboost, catboost or quickrank (ranklib)\n"
+            "  --from FMT     the input format: lightgbm, xgboost, catboost, onnx or quickrank (ranklib)\n"
             "  -o, --output F write to F instead of standard output\n"
             "  -h, --help     this help\n"
             "  -V, --version  version\n"
@@ -47,10 +47,12 @@ int main(int argc, char **argv)
                 fmt = QS_FMT_XGBOOST;
             else if (strcmp(optarg, "catboost") == 0)
                 fmt = QS_FMT_CATBOOST;
+            else if (strcmp(optarg, "onnx") == 0)
+                fmt = QS_FMT_ONNX;
             else if (strcmp(optarg, "quickrank") == 0 || strcmp(optarg, "ranklib") == 0)
                 fmt = QS_FMT_QUICKRANK;
             else {
-                tool_warn("unknown format '%s' (expected lightgbm, xgboost, catboost or quickrank)",
+                tool_warn("unknown format '%s' (expected lightgbm, xgboost, catboost, onnx or quickrank)",
                           optarg);
                 usage(stderr);
                 return EXIT_USAGE;

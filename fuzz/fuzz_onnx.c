@@ -1,0 +1,13 @@
+/* fuzz_onnx.c: libFuzzer target for the ONNX tree-ensemble reader (qs_convert_onnx, protobuf through protobuf-c) and the format detection in front of it; a model it accepts must validate, round-trip as text, compile, load and score identically on every back end. */
+#include "fuzz_common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *buf = (const char *)data;
+    (void)qs_detect_format(buf, size);
+    qs_error err;
+    qs_error_clear(&err);
+    qs_model *m = qs_convert_onnx(buf, size, &err);
+    fuzz_converted(m, &err, "qs_convert_onnx");
+    return 0;
+}

@@ -1,0 +1,148 @@
+#!/usr/bin/env bats
+# ONNX-ML tree ensembles (TreeEnsembleRegressor / TreeEnsembleClassifier of
+# ai.onnx.ml opsets 1 and 3, TreeEnsemble of opset 5): every fixture against
+# ONNX Runtime's own output (tests/fixtures/onnx/README.md), every back end,
+# a second layout and the threaded paths; the models that must be refused,
+# and malformed protobuf.
+
+load test_helper
+
+O="$BATS_TEST_DIRNAME/fixtures/onnx"
+
+onnx_conform() { # onnx_conform NAME [qs-score options]
+    conform "$O/$1.onnx" "$O/docs.letor" "$O/$1.pred" "${@:2}"
+}
+
+@test "onnx: scikit-learn GradientBoostingRegressor (base value added last, in float32)" {
+    onnx_conform sk-gbr
+}
+
+@test "onnx: scikit-learn RandomForestRegressor" { onnx_conform sk-rfr; }
+
+@test "onnx: scikit-learn GradientBoostingClassifier, binary: one column, the score s of [1 - s, s]" {
+    onnx_conform sk-gbc2
+}
+
+@test "onnx: scikit-learn GradientBoostingClassifier, 3 classes (one tree per class and round)" {
+    onnx_conform sk-gbc3
+}
+
+@test "onnx: scikit-learn RandomForestClassifier, 2 and 3 classes (a weight per class in every leaf)" {
+    onnx_conform sk-rfc3
+    onnx_conform sk-rfc2
+}
+
+@test "onnx: LightGBM through onnxmltools: missing values tracked, categorical BRANCH_EQ chains" {
+    onnx_conform lgb-reg
+    onnx_conform lgb-cat
+    # a chain of BRANCH_EQ on one feature is one set test, not a subtree copied per link
+    qs-convert "$O/lgb-cat.onnx" > "$BATS_TEST_TMPDIR/c.txt"
+    run grep -c ' leaf ' "$BATS_TEST_TMPDIR/c.txt"
+    [ "$output" -lt 400 ] || { echo "lgb-cat unfolds into $output leaves"; return 1; }
+}
+
+@test "onnx: XGBoost through onnxmltools: BRANCH_LT, missing values tracked, base value added last" {
+    onnx_conform xgb-reg
+}
+
+@test "onnx: hand-made opset 3: every comparison mode, missing tracking, a DAG, two targets, base values" {
+    onnx_conform h3-modes
+    onnx_conform h3-tensor
+}
+
+@test "onnx: hand-made opset 5 TreeEnsemble: BRANCH_MEMBER, leaves apart, float and double" {
+    onnx_conform h5-member
+    onnx_conform h5-double
+    run qs-convert "$O/h5-double.onnx"
+    assert_success
+    assert_line --index 4 "precision double"
+    assert_line --index 5 "accumulate double"
+}
+
+@test "onnx: post_transform is not claimed exact: raw scores are, --transform is refused" {
+    local m
+    for m in h3-one sk-gbc2 sk-gbc3; do
+        qs-convert "$O/$m.onnx" > "$BATS_TEST_TMPDIR/m.txt"
+        run grep '^transform ' "$BATS_TEST_TMPDIR/m.txt"
+        assert_output "transform unsupported 0x1p+0"
+        qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" "$BATS_TEST_TMPDIR/m.txt"
+        run qs-score --transform "$BATS_TEST_TMPDIR/m.qsm" < "$O/docs.letor"
+        assert_failure 3
+    done
+    onnx_conform h3-one
+    qs-convert "$O/h3-modes.onnx" > "$BATS_TEST_TMPDIR/m.txt"
+    run grep '^transform ' "$BATS_TEST_TMPDIR/m.txt"
+    assert_output "transform none 0x1p+0"
+}
+
+@test "onnx: detected without --from, text round trip, and --from onnx on other formats" {
+    run qs-convert "$O/sk-gbr.onnx"
+    assert_success
+    assert_line --index 0 "qs-ensemble 2"
+    assert_line --index 1 "source onnx"
+    assert_line --index 2 "objective TreeEnsembleRegressor"
+    printf '%s\n' "$output" > "$BATS_TEST_TMPDIR/a.txt"
+    qs-convert "$BATS_TEST_TMPDIR/a.txt" > "$BATS_TEST_TMPDIR/b.txt"
+    cmp "$BATS_TEST_TMPDIR/a.txt" "$BATS_TEST_TMPDIR/b.txt"
+    run qs-convert --from onnx "$FIX/xgb-tiny/model.json"
+    assert_failure 1
+    assert_output --partial "not an onnx model"
+    # qs-compile takes the ONNX model directly too
+    qs-compile -o "$BATS_TEST_TMPDIR/d.qsm" "$O/sk-gbr.onnx"
+    qs-score "$BATS_TEST_TMPDIR/d.qsm" < "$O/docs.letor" > "$BATS_TEST_TMPDIR/got"
+    compare_scores "$BATS_TEST_TMPDIR/got" "$O/sk-gbr.pred"
+}
+
+@test "onnx: malformed ensembles are refused with exit 1 and a message" {
+    local pair
+    for pair in "bad-cycle:has a cycle" "bad-cycle5:has a cycle" "bad-child:is not a node of the tree" \
+        "bad-leafweight:has no weight" "bad-arrays:the node arrays differ in length" \
+        "bad-member:BRANCH_MEMBER with an empty set" \
+        "bad-double-tensor:double tensor for a float input" \
+        "bad-unfold:unfolds into more than"; do
+        run qs-convert "$O/${pair%%:*}.onnx"
+        assert_failure 1
+        assert_output --partial "${pair#*:}"
+    done
+}
+
+@test "onnx: models that cannot be scored exactly are refused with exit 3" {
+    local pair
+    for pair in "unsup-average:aggregate_function AVERAGE" "unsup-double-in:double input" \
+        "unsup-notree:no ai.onnx.ml tree ensemble" "unsup-two:2 tree ensembles" \
+        "unsup-partial-base:only some leaves add to it"; do
+        run qs-convert "$O/${pair%%:*}.onnx"
+        assert_failure 3
+        assert_output --partial "${pair#*:}"
+    done
+}
+
+@test "onnx: truncated and corrupt protobuf is refused cleanly, no output file" {
+    local n T="$BATS_TEST_TMPDIR"
+    for n in 3 40 300 2000 9000 17000; do
+        head -c $n "$O/sk-gbr.onnx" > "$T/t.onnx"
+        run qs-convert --from onnx -o "$T/out.txt" "$T/t.onnx"
+        assert_failure 1
+        assert_output --partial "malformed or truncated"
+        [ ! -e "$T/out.txt" ]
+    done
+    # a length field claiming 2^62 bytes
+    printf '\010\010\072\200\200\200\200\200\200\200\200\100' > "$T/huge.onnx"
+    run qs-convert "$T/huge.onnx"
+    assert_failure 1
+    assert_output --partial "malformed or truncated"
+}
+
+@test "onnx: a huge graph of empty nodes is parsed in bounded memory" {
+    local T="$BATS_TEST_TMPDIR"
+    # ir_version, then a graph holding 400,000 empty NodeProtos (2 bytes each)
+    {
+        printf '\010\010\072\200\352\060\n'
+        yes | head -n 400000 | tr y '\0' | head -c 799999
+    } > "$T/nodes.onnx"
+    [ "$(wc -c < "$T/nodes.onnx")" = 800006 ]
+    run /usr/bin/time -f %M -o "$T/rss" qs-convert "$T/nodes.onnx"
+    assert_failure 3
+    assert_output --partial "no ai.onnx.ml tree ensemble"
+    [ "$(tail -n 1 "$T/rss")" -lt $((262144 + $(san_rss qs-convert))) ]
+}
