@@ -20,13 +20,19 @@
  * feature's treatment.  The scale and bias become the model's output affine
  * (applied once after the sum), so the rounding is CatBoost's.
  *
+ * Non-symmetric trees ("trees", grow_policy Depthwise or Lossguide) are
+ * nested nodes {"split", "left", "right"} or leaves {"value": V or [V...]};
+ * a document goes right when x > border (float32), NaN by the feature's
+ * treatment, as above; each becomes one canonical tree per output, its
+ * nodes in preorder.
+ *
  * Feature ids: float feature j with flat index f (its column among all of
  * the model's features) is canonical feature f + 1: CatBoost's LETOR/libsvm
  * reader numbers columns from 1.  Absent features are 0.0, as in CatBoost's
  * libsvm and sparse inputs; a missing value is written as nan.
  *
  * Refused as unsupported (exit 3): categorical, text and embedding features,
- * CTRs, non-symmetric trees ("trees"), splits that are not FloatFeature,
+ * CTRs, splits that are not FloatFeature,
  * unknown nan_value_treatment values, and any field this reader does not
  * know in the parts that decide the scores (top level, features_info, float
  * features, trees, splits): it might change them.  "model_info" is
@@ -56,7 +62,20 @@ typedef struct split {
 typedef struct ctree {
     size_t split_off, depth;
     size_t leaf_off, nleaves;   /* leaf values, 2^depth * K */
+    /* A non-symmetric tree ("trees"): nodes ns[ns_off .. ns_off+nns) in
+     * preorder (the root first); depth and nleaves count its levels and
+     * its leaf values. */
+    int nonsym;
+    size_t ns_off, nns;
 } ctree;
+
+/* A node of a non-symmetric tree: a split (sp[split], children by index
+ * within the tree) or a leaf (K values at lv[leaf_off]). */
+typedef struct nsnode {
+    int leaf;
+    size_t split, leaf_off, nvals;
+    size_t left, right;
+} nsnode;
 
 typedef struct conv {
     qs_json_reader r;
@@ -67,6 +86,8 @@ typedef struct conv {
     split *sp;  size_t nsp, capsp;
     double *lv; size_t nlv, caplv;
     ctree *tr;  size_t ntr, captr;
+    nsnode *ns; size_t nns, capns;
+    int nonsym_seen;
     double *bias; size_t nbias, capbias;
     double scale;
     int has_features, has_trees, has_sab, bias_scalar;
@@ -426,6 +447,127 @@ static int parse_tree(conv *c)
     return 0;
 }
 
+/* A node of a non-symmetric tree ("trees"): {"split": {...}, "left":
+ * NODE, "right": NODE} or {"value": V or [V...], "weight": W}.  CatBoost
+ * sends a document right when x > border (in float32), as in oblivious
+ * trees; NaN by the feature's treatment.  Returns the node's index in the
+ * tree, or (size_t)-1. */
+static size_t parse_ns_node(conv *c, size_t ti, ctree *tr, unsigned depth)
+{
+    qs_json_token t, k;
+    if (expect(c, &t, QS_JSON_OBJECT, "trees[] node") != 0)
+        return (size_t)-1;
+    if (depth > CB_MAX_DEPTH) {
+        qs_fail_at(c->err, QS_ERR_LIMIT, (long long)t.offset,
+                   "tree %zu is deeper than %u levels (byte %zu)", ti, CB_MAX_DEPTH, t.offset);
+        return (size_t)-1;
+    }
+    if (depth + 1 > tr->depth)
+        tr->depth = depth + 1;
+    if (qs_vec_reserve((void **)&c->ns, &c->capns, c->nns, sizeof *c->ns) != 0) {
+        nomem(c);
+        return (size_t)-1;
+    }
+    const size_t self = c->nns++ - tr->ns_off;
+    nsnode nd = { 0, 0, 0, 0, 0, 0 };
+    int has_split = 0, has_left = 0, has_right = 0, has_value = 0;
+    size_t at = t.offset;
+    for (;;) {
+        if (next(c, &k) != 0)
+            return (size_t)-1;
+        if (k.type == QS_JSON_OBJECT_END)
+            break;
+        if (qs_json_str_eq(&k, "split")) {
+            if (has_split++)
+                return duplicate(c, &k, "split"), (size_t)-1;
+            nd.split = c->nsp;
+            if (parse_split(c, ti) != 0)
+                return (size_t)-1;
+        } else if (qs_json_str_eq(&k, "left") || qs_json_str_eq(&k, "right")) {
+            int left = qs_json_str_eq(&k, "left");
+            if (left ? has_left++ : has_right++)
+                return duplicate(c, &k, left ? "left" : "right"), (size_t)-1;
+            size_t ch = parse_ns_node(c, ti, tr, depth + 1);
+            if (ch == (size_t)-1)
+                return ch;
+            if (left)
+                nd.left = ch;
+            else
+                nd.right = ch;
+        } else if (qs_json_str_eq(&k, "value")) {
+            if (has_value++)
+                return duplicate(c, &k, "value"), (size_t)-1;
+            nd.leaf_off = c->nlv;
+            qs_json_reader save = c->r;
+            if (next(c, &t) != 0)
+                return (size_t)-1;
+            int array = t.type == QS_JSON_ARRAY;
+            if (!array)
+                c->r = save;
+            for (;;) {
+                if (next(c, &t) != 0)
+                    return (size_t)-1;
+                if (array && t.type == QS_JSON_ARRAY_END)
+                    break;
+                double v;
+                if (qs_json_get_f64(&t, &v) != 0) {
+                    qs_fail_at(c->err, QS_ERR_FORMAT, (long long)t.offset,
+                               "tree %zu: a leaf value should be a number, found %s at byte %zu",
+                               ti, qs_json_type_name(t.type), t.offset);
+                    return (size_t)-1;
+                }
+                if (c->nlv - nd.leaf_off >= QS_MAX_CLASSES) {
+                    qs_fail_at(c->err, QS_ERR_LIMIT, (long long)t.offset,
+                               "tree %zu: too many leaf values", ti);
+                    return (size_t)-1;
+                }
+                if (qs_vec_reserve((void **)&c->lv, &c->caplv, c->nlv, sizeof *c->lv) != 0) {
+                    nomem(c);
+                    return (size_t)-1;
+                }
+                c->lv[c->nlv++] = v;
+                if (!array)
+                    break;
+            }
+            nd.nvals = c->nlv - nd.leaf_off;
+        } else if (qs_json_str_eq(&k, "weight")) {
+            if (qs_json_skip(&c->r, &k, c->err) != 0)   /* training weight */
+                return (size_t)-1;
+        } else {
+            unknown(c, &k, "trees[] node");
+            return (size_t)-1;
+        }
+    }
+    if (has_value ? (has_split || has_left || has_right || nd.nvals == 0)
+                  : !(has_split && has_left && has_right)) {
+        qs_fail_at(c->err, QS_ERR_FORMAT, (long long)at,
+                   "tree %zu: the node at byte %zu should be a split with left and right, or a "
+                   "leaf with a value", ti, at);
+        return (size_t)-1;
+    }
+    nd.leaf = has_value;
+    c->ns[tr->ns_off + self] = nd;
+    return self;
+}
+
+static int parse_ns_tree(conv *c)
+{
+    size_t ti = c->ntr;
+    if (qs_vec_reserve((void **)&c->tr, &c->captr, c->ntr, sizeof *c->tr) != 0)
+        return nomem(c);
+    if (c->ntr >= QS_MAX_TREES)
+        return qs_fail(c->err, QS_ERR_LIMIT, 0, "more than %u trees", QS_MAX_TREES);
+    ctree *tr = &c->tr[c->ntr++];
+    memset(tr, 0, sizeof *tr);
+    tr->nonsym = 1;
+    tr->ns_off = c->nns;
+    if (parse_ns_node(c, ti, &c->tr[ti], 0) == (size_t)-1)
+        return -1;
+    tr = &c->tr[ti];
+    tr->nns = c->nns - tr->ns_off;
+    return 0;
+}
+
 /* ------------------------------------------------ scale_and_bias, info */
 
 static int parse_scale_and_bias(conv *c)
@@ -572,7 +714,7 @@ static int finish(conv *c)
     qs_error *err = c->err;
     if (!c->has_trees)
         return qs_fail(err, QS_ERR_FORMAT, 0,
-                       "not a catboost json model: no \"oblivious_trees\" list");
+                       "not a catboost json model: no \"oblivious_trees\" or \"trees\" list");
     if (!c->has_features)
         return qs_fail(err, QS_ERR_FORMAT, 0, "features_info is missing");
 
@@ -581,7 +723,9 @@ static int finish(conv *c)
     size_t K = 1;
     if (c->has_sab && !c->bias_scalar)
         K = c->nbias;
-    else if (c->ntr > 0) {
+    else if (c->ntr > 0 && c->tr[0].nonsym) {
+        K = c->ns[c->tr[0].ns_off + (c->tr[0].nns - 1)].nvals; /* the last node is a leaf */
+    } else if (c->ntr > 0) {
         size_t leaves = (size_t)1 << c->tr[0].depth;
         if (c->tr[0].nleaves == 0 || c->tr[0].nleaves % leaves != 0)
             return qs_fail(err, QS_ERR_FORMAT, 0,
@@ -609,6 +753,47 @@ static int finish(conv *c)
 
     for (size_t ti = 0; ti < c->ntr; ti++) {
         const ctree *tr = &c->tr[ti];
+        if (tr->nonsym) {
+            const nsnode *nd = c->ns + tr->ns_off;
+            for (size_t i = 0; i < tr->nns; i++) {
+                if (nd[i].leaf && nd[i].nvals != K)
+                    return qs_fail(err, QS_ERR_FORMAT, 0,
+                                   "tree %zu: a leaf with %zu values, expected %zu outputs", ti,
+                                   nd[i].nvals, K);
+                if (!nd[i].leaf && ((uint64_t)c->sp[nd[i].split].feature >= c->nff ||
+                                    !c->ff[c->sp[nd[i].split].feature].seen))
+                    return qs_fail(err, QS_ERR_FORMAT, 0,
+                                   "tree %zu: float feature %lld is not described in "
+                                   "features_info.float_features",
+                                   ti, (long long)c->sp[nd[i].split].feature);
+            }
+            if (tr->nns > QS_MAX_TREE_NODES)
+                return qs_fail(err, QS_ERR_LIMIT, 0, "tree %zu has %zu nodes (limit %u)", ti,
+                               tr->nns, QS_MAX_TREE_NODES);
+            for (size_t cl = 0; cl < K; cl++) {
+                if (qs_model_add_tree(m, (uint32_t)cl, 1.0, err) != 0 ||
+                    qs_model_add_nodes(m, (uint32_t)tr->nns, err) < 0)
+                    return -1;
+                for (size_t i = 0; i < tr->nns; i++) {
+                    qs_node *n = qs_model_cur_node(m, (uint32_t)i);
+                    if (nd[i].leaf) {
+                        n->kind = QS_NODE_LEAF;
+                        n->value = c->lv[nd[i].leaf_off + cl];
+                        continue;
+                    }
+                    const split *s = &c->sp[nd[i].split];
+                    const ffeat *f = &c->ff[s->feature];
+                    n->kind = QS_NODE_NUM;
+                    n->feature = (uint32_t)(f->flat + 1);
+                    n->value = s->border;
+                    n->miss = QS_MISS_NAN;
+                    n->default_left = f->nan_true ? 0 : 1;
+                    n->left = (int32_t)nd[i].left;
+                    n->right = (int32_t)nd[i].right;
+                }
+            }
+            continue;
+        }
         const size_t d = tr->depth, leaves = (size_t)1 << d;
         if (tr->nleaves != leaves * K)
             return qs_fail(err, QS_ERR_FORMAT, 0,
@@ -730,10 +915,25 @@ qs_model *qs_convert_catboost(const char *buf, size_t len, qs_error *err)
             if (parse_model_info(&c) != 0)
                 goto done;
         } else if (qs_json_str_eq(&k, "trees")) {
-            qs_fail_at(err, QS_ERR_UNSUPPORTED, (long long)k.offset,
-                       "non-symmetric trees (\"trees\", byte %zu) are not supported; "
-                       "only oblivious trees (\"oblivious_trees\")", k.offset);
-            goto done;
+            /* Non-symmetric trees (grow_policy Depthwise or Lossguide). */
+            if (c.has_trees) {
+                duplicate(&c, &k, "trees");
+                goto done;
+            }
+            c.has_trees = 1;
+            c.nonsym_seen = 1;
+            if (expect(&c, &t, QS_JSON_ARRAY, "trees") != 0)
+                goto done;
+            for (;;) {
+                qs_json_reader save = c.r;
+                if (next(&c, &t) != 0)
+                    goto done;
+                if (t.type == QS_JSON_ARRAY_END)
+                    break;
+                c.r = save;
+                if (parse_ns_tree(&c) != 0)
+                    goto done;
+            }
         } else if (qs_json_str_eq(&k, "ctr_data")) {
             if (require_empty(&c, "CTR data (ctr_data)") != 0)
                 goto done;
@@ -761,6 +961,7 @@ done:
     free(c.sp);
     free(c.lv);
     free(c.tr);
+    free(c.ns);
     free(c.bias);
     if (rc != 0) {
         qs_model_free(c.m);
