@@ -87,7 +87,6 @@ typedef struct conv {
     double *lv; size_t nlv, caplv;
     ctree *tr;  size_t ntr, captr;
     nsnode *ns; size_t nns, capns;
-    int nonsym_seen;
     double *bias; size_t nbias, capbias;
     double scale;
     int has_features, has_trees, has_sab, bias_scalar;
@@ -570,6 +569,19 @@ static int parse_ns_tree(conv *c)
 
 /* ------------------------------------------------ scale_and_bias, info */
 
+/* A canonical split node for CatBoost split s: left when !(x > border) in
+ * float32, NaN by the feature's treatment. */
+static void set_split(qs_node *n, const split *s, const ffeat *f, size_t left, size_t right)
+{
+    n->kind = QS_NODE_NUM;
+    n->feature = (uint32_t)(f->flat + 1);
+    n->value = s->border;
+    n->miss = QS_MISS_NAN;
+    n->default_left = f->nan_true ? 0 : 1;
+    n->left = (int32_t)left;
+    n->right = (int32_t)right;
+}
+
 static int parse_scale_and_bias(conv *c)
 {
     qs_json_token t;
@@ -782,14 +794,7 @@ static int finish(conv *c)
                         continue;
                     }
                     const split *s = &c->sp[nd[i].split];
-                    const ffeat *f = &c->ff[s->feature];
-                    n->kind = QS_NODE_NUM;
-                    n->feature = (uint32_t)(f->flat + 1);
-                    n->value = s->border;
-                    n->miss = QS_MISS_NAN;
-                    n->default_left = f->nan_true ? 0 : 1;
-                    n->left = (int32_t)nd[i].left;
-                    n->right = (int32_t)nd[i].right;
+                    set_split(n, s, &c->ff[s->feature], nd[i].left, nd[i].right);
                 }
             }
             continue;
@@ -814,16 +819,8 @@ static int finish(conv *c)
             for (size_t lev = 0; lev < d; lev++) {
                 const split *s = &sp[d - 1 - lev];
                 const ffeat *f = &c->ff[s->feature];
-                for (size_t i = ((size_t)1 << lev) - 1; i < ((size_t)2 << lev) - 1; i++) {
-                    qs_node *n = qs_model_cur_node(m, (uint32_t)i);
-                    n->kind = QS_NODE_NUM;
-                    n->feature = (uint32_t)(f->flat + 1);
-                    n->value = s->border;
-                    n->miss = QS_MISS_NAN;
-                    n->default_left = f->nan_true ? 0 : 1;
-                    n->left = (int32_t)(2 * i + 1);
-                    n->right = (int32_t)(2 * i + 2);
-                }
+                for (size_t i = ((size_t)1 << lev) - 1; i < ((size_t)2 << lev) - 1; i++)
+                    set_split(qs_model_cur_node(m, (uint32_t)i), s, f, 2 * i + 1, 2 * i + 2);
             }
             for (size_t p = 0; p < leaves; p++) {
                 qs_node *n = qs_model_cur_node(m, (uint32_t)(leaves - 1 + p));
@@ -877,13 +874,16 @@ qs_model *qs_convert_catboost(const char *buf, size_t len, qs_error *err)
             goto done;
         if (k.type == QS_JSON_OBJECT_END)
             break;
-        if (qs_json_str_eq(&k, "oblivious_trees")) {
+        if (qs_json_str_eq(&k, "oblivious_trees") || qs_json_str_eq(&k, "trees")) {
+            /* "trees": non-symmetric trees (grow_policy Depthwise or Lossguide). */
+            const int ns = qs_json_str_eq(&k, "trees");
+            const char *what = ns ? "trees" : "oblivious_trees";
             if (c.has_trees) {
-                duplicate(&c, &k, "oblivious_trees");
+                duplicate(&c, &k, what);
                 goto done;
             }
             c.has_trees = 1;
-            if (expect(&c, &t, QS_JSON_ARRAY, "oblivious_trees") != 0)
+            if (expect(&c, &t, QS_JSON_ARRAY, what) != 0)
                 goto done;
             for (;;) {
                 qs_json_reader save = c.r;
@@ -892,7 +892,7 @@ qs_model *qs_convert_catboost(const char *buf, size_t len, qs_error *err)
                 if (t.type == QS_JSON_ARRAY_END)
                     break;
                 c.r = save;
-                if (parse_tree(&c) != 0)
+                if ((ns ? parse_ns_tree(&c) : parse_tree(&c)) != 0)
                     goto done;
             }
         } else if (qs_json_str_eq(&k, "features_info")) {
@@ -914,26 +914,6 @@ qs_model *qs_convert_catboost(const char *buf, size_t len, qs_error *err)
         } else if (qs_json_str_eq(&k, "model_info")) {
             if (parse_model_info(&c) != 0)
                 goto done;
-        } else if (qs_json_str_eq(&k, "trees")) {
-            /* Non-symmetric trees (grow_policy Depthwise or Lossguide). */
-            if (c.has_trees) {
-                duplicate(&c, &k, "trees");
-                goto done;
-            }
-            c.has_trees = 1;
-            c.nonsym_seen = 1;
-            if (expect(&c, &t, QS_JSON_ARRAY, "trees") != 0)
-                goto done;
-            for (;;) {
-                qs_json_reader save = c.r;
-                if (next(&c, &t) != 0)
-                    goto done;
-                if (t.type == QS_JSON_ARRAY_END)
-                    break;
-                c.r = save;
-                if (parse_ns_tree(&c) != 0)
-                    goto done;
-            }
         } else if (qs_json_str_eq(&k, "ctr_data")) {
             if (require_empty(&c, "CTR data (ctr_data)") != 0)
                 goto done;
