@@ -9,6 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The AND byte of plane j for a multi-word node clearing leaves [lo, hi). */
+static uint8_t range_byte(uint32_t lo, uint32_t hi, uint32_t j)
+{
+    const uint32_t b0 = 8 * j, a = lo > b0 ? lo - b0 : 0, b = hi < b0 + 8 ? hi - b0 : 8;
+    if (a >= b)
+        return 0xFF;
+    return (uint8_t)~(((1u << b) - 1) & ~((1u << a) - 1));
+}
+
 /* The byte-plane plan of every entry of the blocks the kernel takes. */
 int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P)
 {
@@ -20,32 +29,51 @@ int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P)
     }
     for (uint32_t k = 0; k < L->nblocks; k++) {
         const qs_block *B = &L->blocks[k];
-        if (!qs_vqs_planes_ok(B))
+        const uint32_t planes = qs_vqs_planes(B);
+        if (!planes)
             continue;
-        const uint64_t row = (uint64_t)B->width * 8; /* width/8 planes of 64 bytes */
-        const uint64_t wmask = B->width == 64 ? ~0ull : (1ull << B->width) - 1;
+        const uint64_t row = (uint64_t)planes * 64, nt = B->tree_end - B->tree_begin;
+        const int omega = B->kind == QS_BLOCK_OMEGA, wide = !omega && B->width == 0;
+        const uint64_t wmask = omega ? 0xFFFF : B->width == 64 || wide ? ~0ull : (1ull << B->width) - 1;
         for (uint32_t g = B->group_begin; g < B->group_end; g++) {
             const qs_group *G = &L->groups[g];
             for (int part = 0; part < 2; part++) {
                 uint32_t i0 = part ? G->sp_begin : G->begin, i1 = part ? G->sp_end : G->end;
                 for (uint32_t i = i0; i < i1; i++) {
-                    const uint64_t mk = L->emask[i], nm = ~mk & wmask;
-                    const uint64_t base = (uint64_t)L->etree[i] * row;
-                    if (!nm || L->etree[i] >= B->tree_end - B->tree_begin) {
-                        /* clears nothing: touch plane 0 with all-ones bytes */
+                    const uint64_t mk = L->emask[i], base = (uint64_t)L->etree[i] * row;
+                    /* QS: the leaves the mask clears; Ω: the bits it sets. */
+                    const uint64_t nm = omega ? mk & wmask : wide ? 1 : ~mk & wmask;
+                    const uint32_t lo = (uint32_t)(mk >> 32), hi = (uint32_t)mk;
+                    if (!nm || L->etree[i] >= nt || (wide && (lo >= hi || hi > planes * 8u))) {
+                        /* changes nothing: plane 0, with all-ones (AND) or zero (OR) bytes */
                         P->off[i] = base | base << 32;
-                        P->bytes[i] = 0xFFFF;
+                        P->bytes[i] = omega ? 0 : 0xFFFF;
                         continue;
                     }
-                    const uint32_t a = (uint32_t)__builtin_ctzll(nm) >> 3,
-                                   b = (63u - (uint32_t)__builtin_clzll(nm)) >> 3;
+                    uint32_t a, b;
+                    if (wide) {
+                        a = lo >> 3;
+                        b = (hi - 1) >> 3;
+                        P->bytes[i] = (uint16_t)(range_byte(lo, hi, a) | range_byte(lo, hi, b) << 8);
+                    } else {
+                        a = (uint32_t)__builtin_ctzll(nm) >> 3;
+                        b = (63u - (uint32_t)__builtin_clzll(nm)) >> 3;
+                        P->bytes[i] = (uint16_t)(((mk >> (8 * a)) & 0xFF) | ((mk >> (8 * b)) & 0xFF) << 8);
+                    }
                     P->off[i] = (base + a * 64u) | (base + b * 64u) << 32;
-                    P->bytes[i] = (uint16_t)(((mk >> (8 * a)) & 0xFF) | ((mk >> (8 * b)) & 0xFF) << 8);
                 }
             }
         }
     }
     return 0;
+}
+
+/* Bytes of the accumulators the byte-plane kernel keeps for K classes
+ * (64 documents x K, double and float, class-major), at the start of its
+ * scratch. */
+static size_t vqs_acc_bytes(uint32_t K)
+{
+    return K == 1 ? 0 : ((size_t)K * 64 * (sizeof(double) + sizeof(float)) + 63) & ~(size_t)63;
 }
 
 void qs_vqs_plan_free(qs_vqs_plan *P)
@@ -243,13 +271,15 @@ T512 static void block512(const qs_model *m, const qs_layout *L, const qs_block 
 
 /* ---------------------------------------------- AVX-512, byte planes
  *
- * QS blocks of up to 64 leaves per tree, 64 documents at once, the leaf
- * vectors stored as byte planes (as RapidScorer does): plane j of a tree
- * holds byte j (leaves 8j..8j+7) of the 64 documents' vectors, one byte
- * per document, so one 512-bit operation updates 64 documents.  A node's
- * mask clears one contiguous leaf range (its left subtree), which touches
- * only the planes that range spans: usually one.  The planes a tree has
- * are those of the block's mask width (width / 8). */
+ * 64 documents at once, the leaf vectors stored as byte planes (as
+ * RapidScorer does): plane j of a tree holds byte j (leaves 8j..8j+7) of
+ * the 64 documents' vectors, one byte per document, so one 512-bit
+ * operation updates 64 documents.  A QS node's mask clears one contiguous
+ * leaf range (its left subtree), which touches only the planes that range
+ * spans: usually one.  The planes a tree has are those of the block's mask
+ * width (width / 8), or 8 per word of a multi-word block.  A QS-Ω tree has
+ * two planes, the low and the high byte of the 64 documents' leaf indexes,
+ * into which each false level ORs its bit. */
 
 #define BP_LANES 64u
 
@@ -274,6 +304,21 @@ T512 static void bp_apply(const qs_vqs_plan *P, uint8_t *v, uint64_t k, uint32_t
     }
 }
 
+/* QS-Ω: each entry ORs its level's bit into the lanes of k (the low or the
+ * high byte plane; both, harmlessly, for a mask spanning the two). */
+T512 static void bp_apply_or(const qs_vqs_plan *P, uint8_t *v, uint64_t k, uint32_t i0,
+                             uint32_t end)
+{
+    for (uint32_t i = i0; i < end; i++) {
+        const uint64_t o = P->off[i];
+        const uint32_t oa = (uint32_t)o, ob = (uint32_t)(o >> 32), by = P->bytes[i];
+        __m512i *pa = (__m512i *)(v + oa);
+        *pa = _mm512_or_si512(*pa, _mm512_maskz_set1_epi8(k, (char)by));
+        __m512i *pb = (__m512i *)(v + ob);
+        *pb = _mm512_or_si512(*pb, _mm512_maskz_set1_epi8(k, (char)(by >> 8)));
+    }
+}
+
 /* Lowest set bit of each byte (8 for a zero byte). */
 T512 static inline __m512i bp_ctz8(__m512i p)
 {
@@ -285,21 +330,40 @@ T512 static inline __m512i bp_ctz8(__m512i p)
                            _mm512_add_epi8(_mm512_shuffle_epi8(tz4, hi), _mm512_set1_epi8(4)));
 }
 
+/* The lanes of q-th group of 8 that hold real documents. */
+static inline __mmask8 bp_real(unsigned q, unsigned nreal)
+{
+    const unsigned r0 = q * 8;
+    return r0 >= nreal ? 0 : nreal - r0 >= 8 ? 0xFF : (__mmask8)((1u << (nreal - r0)) - 1);
+}
+
+
 T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
                             const qs_block *B, uint8_t *v,
                             const double *const *xs, unsigned nreal, double *acc, float *accf)
 {
     const int lt = m->cmp == QS_CMP_LT;
+    const int omega = B->kind == QS_BLOCK_OMEGA;
     const uint32_t nt = (uint32_t)(B->tree_end - B->tree_begin);
-    const uint32_t planes = B->width / 8;
+    const uint32_t planes = qs_vqs_planes(B);
     const size_t row = (size_t)planes * 64;
-    memset(v, 0xFF, row * nt);
+    const uint32_t K = m->num_classes;
+    /* Several classes: the 64 documents' sums class-major (accT[c][l]) at
+     * the start of the scratch, the planes after. */
+    double *accT = (double *)(void *)v;
+    float *accTf = (float *)(void *)(accT + (size_t)K * BP_LANES);
+    v += vqs_acc_bytes(K);
+    memset(v, omega ? 0 : 0xFF, row * nt);
     for (uint32_t g = B->group_begin; g < B->group_end; g++) {
         const qs_group *G = &L->groups[g];
         uint32_t e[BP_LANES];
         const uint64_t sp = lanes_ends(L, G, xs, BP_LANES, lt, e);
-        if (sp)
-            bp_apply(P, v, sp, G->sp_begin, G->sp_end);
+        if (sp) {
+            if (omega)
+                bp_apply_or(P, v, sp, G->sp_begin, G->sp_end);
+            else
+                bp_apply(P, v, sp, G->sp_begin, G->sp_end);
+        }
         /* Entries before the nearest lane's end go to every lane still
          * running, and so on: each segment one lane set. */
         const __m512i E0 = _mm512_loadu_si512(e), E1 = _mm512_loadu_si512(e + 16),
@@ -317,7 +381,10 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
                 _mm512_min_epu32(_mm512_mask_mov_epi32(none, k0, E0), _mm512_mask_mov_epi32(none, k1, E1)),
                 _mm512_min_epu32(_mm512_mask_mov_epi32(none, k2, E2), _mm512_mask_mov_epi32(none, k3, E3)));
             const uint32_t next = _mm512_reduce_min_epu32(mn);
-            bp_apply(P, v, k, cur, next);
+            if (omega)
+                bp_apply_or(P, v, k, cur, next);
+            else
+                bp_apply(P, v, k, cur, next);
             cur = next;
         }
     }
@@ -325,71 +392,113 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
         const qs_catnode *C = &L->cats[c];
         const qs_node *n = &m->nodes[C->node];
         uint8_t *r = v + (size_t)(C->tree & ~QS_CAT_REVERSED) * row;
+        const uint32_t lo = (uint32_t)(C->mask >> 32), hi = (uint32_t)C->mask;
         for (unsigned l = 0; l < BP_LANES; l++)
             if (qs_node_goes_left(m, n, xs[l][n->feature]) == !!(C->tree & QS_CAT_REVERSED))
                 for (uint32_t j = 0; j < planes; j++)
-                    r[(size_t)j * 64 + l] &= (uint8_t)(C->mask >> (8 * j));
+                    r[(size_t)j * 64 + l] &= B->width ? (uint8_t)(C->mask >> (8 * j))
+                                                      : range_byte(lo, hi, j);
     }
-    /* Exit leaves: per document the lowest set bit over the planes, the
-     * tree's last leaf forced on (as the scalar kernels do), then 8
-     * documents at a time their contributions gathered and added, each
-     * document's sum in tree order. */
-    const uint32_t K = m->num_classes;
+    /* Exit leaves, per document: QS, the lowest set bit over the planes,
+     * the tree's last leaf forced on (as the scalar kernels do), as its
+     * plane (b1) and its bit there (b0); QS-Ω, the index's high (b1) and
+     * low (b0) byte, masked to the tree's leaves.  Then 8 documents at a
+     * time their contributions gathered and added, each document's sums in
+     * tree order. */
     const uint32_t *nl = L->nleaves + B->tree_begin;
     const uint64_t *off = L->leaf_off + B->tree_begin;
     const int mode = m->float_accumulate;
+    /* Lane by lane (qs_layout_add_leaf) for linear leaves; else 8
+     * documents' sums side by side, in registers for one class, in accT
+     * for several. */
+    const int gather = !m->node_linear;
+    const __m512i shift = _mm512_set1_epi64(omega ? 8 : 3);
     __m512d a[8];
     __m256 af[8];
-    /* Lane by lane (qs_layout_add_leaf) for several classes and for linear
-     * leaves; else 8 documents' sums side by side. */
-    const int gather = K == 1 && !m->node_linear;
-    if (gather)
+    if (gather && K == 1)
         for (unsigned q = 0; q < 8; q++) {
-            unsigned r0 = q * 8;
-            __mmask8 real = r0 >= nreal ? 0 : nreal - r0 >= 8 ? 0xFF : (__mmask8)((1u << (nreal - r0)) - 1);
-            a[q] = _mm512_maskz_loadu_pd(real, acc + r0);
-            af[q] = _mm256_maskz_loadu_ps(real, accf + r0);
+            a[q] = _mm512_maskz_loadu_pd(bp_real(q, nreal), acc + q * 8);
+            af[q] = _mm256_maskz_loadu_ps(bp_real(q, nreal), accf + q * 8);
         }
+    else if (gather)
+        for (uint32_t c = 0; c < K; c++)
+            for (unsigned l = 0; l < BP_LANES; l++) {
+                accT[(size_t)c * BP_LANES + l] = l < nreal ? acc[(size_t)l * K + c] : 0.0;
+                accTf[(size_t)c * BP_LANES + l] = l < nreal ? accf[(size_t)l * K + c] : 0.0f;
+            }
     for (uint32_t i = 0; i < nt; i++) {
         uint8_t *r = v + (size_t)i * row;
-        const uint32_t last = nl[i] - 1;
-        __m512i *lp = (__m512i *)(r + (size_t)(last >> 3) * 64);
-        *lp = _mm512_or_si512(*lp, _mm512_set1_epi8((char)(1u << (last & 7))));
-        __m512i idx = _mm512_setzero_si512();
-        __mmask64 done = 0;
-        for (uint32_t j = 0; j < planes && done != ~0ull; j++) {
-            const __m512i p = _mm512_load_si512((const __m512i *)(r + (size_t)j * 64));
-            const __mmask64 nz = _mm512_test_epi8_mask(p, p) & ~done;
-            idx = _mm512_mask_add_epi8(idx, nz, bp_ctz8(p), _mm512_set1_epi8((char)(8 * j)));
-            done |= nz;
+        __m512i b0, b1;
+        __m512i lmask = _mm512_set1_epi64(-1);
+        if (omega) {
+            b0 = _mm512_load_si512((const __m512i *)r);
+            b1 = _mm512_load_si512((const __m512i *)(r + 64));
+            lmask = _mm512_set1_epi64((long long)(nl[i] - 1));
+        } else {
+            const uint32_t last = nl[i] - 1;
+            __m512i *lp = (__m512i *)(r + (size_t)(last >> 3) * 64);
+            *lp = _mm512_or_si512(*lp, _mm512_set1_epi8((char)(1u << (last & 7))));
+            b0 = b1 = _mm512_setzero_si512();
+            __mmask64 done = 0;
+            for (uint32_t j = 0; j < planes && done != ~0ull; j++) {
+                const __m512i p = _mm512_load_si512((const __m512i *)(r + (size_t)j * 64));
+                const __mmask64 nz = _mm512_test_epi8_mask(p, p) & ~done;
+                b0 = _mm512_mask_mov_epi8(b0, nz, bp_ctz8(p));
+                b1 = _mm512_mask_mov_epi8(b1, nz, _mm512_set1_epi8((char)j));
+                done |= nz;
+            }
         }
-        uint8_t leaf[BP_LANES] __attribute__((aligned(64)));
-        _mm512_store_si512((__m512i *)leaf, idx);
+        uint8_t lb0[BP_LANES] __attribute__((aligned(64))), lb1[BP_LANES] __attribute__((aligned(64)));
+        _mm512_store_si512((__m512i *)lb0, b0);
+        _mm512_store_si512((__m512i *)lb1, b1);
         if (!gather) {
-            for (unsigned l = 0; l < nreal; l++)
-                qs_layout_add_leaf(m, L, B->tree_begin + i, leaf[l], xs[l], acc + (size_t)l * K,
+            for (unsigned l = 0; l < nreal; l++) {
+                uint32_t leaf = omega ? ((uint32_t)lb1[l] << 8 | lb0[l]) & (nl[i] - 1)
+                                      : (uint32_t)lb1[l] * 8 + lb0[l];
+                qs_layout_add_leaf(m, L, B->tree_begin + i, leaf, xs[l], acc + (size_t)l * K,
                                    accf + (size_t)l * K);
+            }
             continue;
         }
         const __m512i o = _mm512_set1_epi64((long long)off[i]);
+        const uint32_t cls = m->trees[B->tree_begin + i].class_id;
         for (unsigned q = 0; q < 8; q++) {
-            const __m512i ix =
-                _mm512_add_epi64(o, _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(leaf + 8 * q))));
-            const __m512d c = _mm512_i64gather_pd(ix, L->leaves, 8);
+            const __m512i lo8 = _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(lb0 + 8 * q)));
+            const __m512i hi8 = _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(lb1 + 8 * q)));
+            const __m512i leaf = _mm512_and_si512(_mm512_add_epi64(_mm512_sllv_epi64(hi8, shift), lo8), lmask);
+            const __m512d c = _mm512_i64gather_pd(_mm512_add_epi64(o, leaf), L->leaves, 8);
+            if (K == 1) {
+                switch (mode) {
+                case QS_ACC_DOUBLE: a[q] = _mm512_add_pd(a[q], c); break;
+                case QS_ACC_FLOAT: af[q] = _mm256_add_ps(af[q], _mm512_cvtpd_ps(c)); break;
+                default: af[q] = _mm512_cvtpd_ps(_mm512_add_pd(_mm512_cvtps_pd(af[q]), c)); break;
+                }
+                continue;
+            }
+            double *pa = accT + (size_t)cls * BP_LANES + q * 8;
+            float *pf = accTf + (size_t)cls * BP_LANES + q * 8;
             switch (mode) {
-            case QS_ACC_DOUBLE: a[q] = _mm512_add_pd(a[q], c); break;
-            case QS_ACC_FLOAT: af[q] = _mm256_add_ps(af[q], _mm512_cvtpd_ps(c)); break;
-            default: af[q] = _mm512_cvtpd_ps(_mm512_add_pd(_mm512_cvtps_pd(af[q]), c)); break;
+            case QS_ACC_DOUBLE: _mm512_store_pd(pa, _mm512_add_pd(_mm512_load_pd(pa), c)); break;
+            case QS_ACC_FLOAT:
+                _mm256_store_ps(pf, _mm256_add_ps(_mm256_load_ps(pf), _mm512_cvtpd_ps(c)));
+                break;
+            default:
+                _mm256_store_ps(pf, _mm512_cvtpd_ps(_mm512_add_pd(_mm512_cvtps_pd(_mm256_load_ps(pf)), c)));
+                break;
             }
         }
     }
-    if (gather)
+    if (gather && K == 1)
         for (unsigned q = 0; q < 8; q++) {
-            unsigned r0 = q * 8;
-            __mmask8 real = r0 >= nreal ? 0 : nreal - r0 >= 8 ? 0xFF : (__mmask8)((1u << (nreal - r0)) - 1);
-            _mm512_mask_storeu_pd(acc + r0, real, a[q]);
-            _mm256_mask_storeu_ps(accf + r0, real, af[q]);
+            _mm512_mask_storeu_pd(acc + q * 8, bp_real(q, nreal), a[q]);
+            _mm256_mask_storeu_ps(accf + q * 8, bp_real(q, nreal), af[q]);
         }
+    else if (gather)
+        for (unsigned l = 0; l < nreal; l++)
+            for (uint32_t c = 0; c < K; c++) {
+                acc[(size_t)l * K + c] = accT[(size_t)c * BP_LANES + l];
+                accf[(size_t)l * K + c] = accTf[(size_t)c * BP_LANES + l];
+            }
 }
 
 /* ------------------------------------------------------------ AVX2 */
@@ -443,7 +552,7 @@ static void kernel_block(const qs_simd_kernel *k, unsigned lanes, const qs_model
                          const double *const *xs, unsigned nreal, double *acc, float *accf)
 {
     const qs_vqs_plan *P = k->data;
-    if (k->level == QS_SIMD_AVX512 && lanes == BP_LANES && qs_vqs_planes_ok(B) && P && P->off)
+    if (k->level == QS_SIMD_AVX512 && lanes == BP_LANES && qs_vqs_planes(B) && P && P->off)
         block512bp(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
     else if (k->level == QS_SIMD_AVX512)
         block512(m, L, B, v, xs, nreal, acc, accf);
@@ -511,7 +620,17 @@ static void vqs_release(void *state)
 static int vqs_ws_init(const qs_backend_def *d, const qs_scorer *s, const void *state,
                        void **scratch, qs_error *err)
 {
-    return qs_bwqs_ws_alloc(s, QS_VQS_TREE_BYTES, scratch, err);
+    /* Byte planes: 512 bytes per tree per word of a multi-word block; the
+     * accumulators of several classes before them. */
+    size_t tree_bytes = QS_VQS_TREE_BYTES;
+    if (s->max_words && s->max_words <= 32 && (size_t)s->max_words * 512 > tree_bytes)
+        tree_bytes = (size_t)s->max_words * 512;
+    const size_t bytes = qs_bwqs_vec_bytes(s, tree_bytes) + vqs_acc_bytes(s->m->num_classes);
+    *scratch = aligned_alloc(64, bytes);
+    if (!*scratch)
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (leaf vectors of %llu trees)",
+                       (unsigned long long)s->max_block_trees);
+    return 0;
 }
 
 static int vqs_score(const qs_backend_def *d, const qs_scorer *s, const void *state,

@@ -15,29 +15,54 @@
 
 #include <stdio.h>
 
-/* Whether the AVX-512 byte-plane kernel takes block B: a QS block whose
- * planes (trees x width/8 x 64 bytes) 32-bit offsets can address. */
-static inline int qs_vqs_planes_ok(const qs_block *B)
+/* Planes per tree of the AVX-512 byte-plane kernel for block B (plane j:
+ * byte j of 64 documents' leaf vectors, 64 bytes), or 0 when it does not
+ * take B.  QS blocks: width/8 planes, or 8 per word of a multi-word block
+ * of at most 32 words (2048 leaves); QS-Ω blocks: 2 (the low and the high
+ * byte of the leaf index, depth <= 16).  The planes of a block must stay
+ * within 32-bit offsets. */
+static inline uint32_t qs_vqs_planes(const qs_block *B)
 {
-    return B->kind == QS_BLOCK_QS && B->width != 0 &&
-           (B->tree_end - B->tree_begin) * (uint64_t)B->width * 8u <= 0xFFFFFFFFull;
+    uint32_t p = B->kind == QS_BLOCK_OMEGA ? 2u
+                 : B->kind != QS_BLOCK_QS  ? 0u
+                 : B->width                ? B->width / 8
+                 : B->words <= 32          ? B->words * 8
+                                           : 0u;
+    if ((B->tree_end - B->tree_begin) * (uint64_t)p * 64u > 0xFFFFFFFFull)
+        return 0;
+    return p;
+}
+
+/* Whether a block can go through the SIMD kernels at a level: with
+ * AVX-512 every block the byte-plane kernel takes, and narrow QS blocks
+ * (8 lanes); with AVX2 QS blocks of at most 64 leaves per tree and QS-Ω
+ * blocks. */
+static inline int qs_vqs_block_ok(unsigned level, const qs_block *B)
+{
+    if (level == QS_SIMD_AVX512 && qs_vqs_planes(B))
+        return 1;
+    return B->kind == QS_BLOCK_OMEGA || (B->kind == QS_BLOCK_QS && B->width != 0);
 }
 
 /* Lanes (documents per call) for a batch of n documents through block B:
- * AVX-512 scores QS blocks 64 documents at a time (byte planes) when the
- * batch fills at least half of them, else 8 at a time (also QS-Ω blocks);
- * AVX2 4 at a time. */
+ * AVX-512 scores 64 documents at a time on byte planes when the batch
+ * fills at least half of them (multi-word blocks always: they have no
+ * narrower kernel), else 8 at a time; AVX2 4 at a time. */
 static inline unsigned qs_vqs_lanes(unsigned level, const qs_block *B, uint32_t n)
 {
     if (level != QS_SIMD_AVX512)
         return 4u;
-    return qs_vqs_planes_ok(B) && n >= 32 ? 64u : 8u;
+    if (!qs_vqs_planes(B))
+        return 8u;
+    return n >= 32 || (B->kind == QS_BLOCK_QS && B->width == 0) ? 64u : 8u;
 }
 
 /* What the byte-plane kernel reads per layout entry instead of its tree id
  * and mask: the byte offsets of the first and the last plane the node's
  * mask touches (low and high 32 bits of off) and the mask's bytes there
- * (low and high 8 bits of bytes).  Built from a layout once. */
+ * (low and high 8 bits of bytes): AND bytes for QS blocks (planes between
+ * the two are cleared), OR bytes for QS-Ω blocks.  Built from a layout
+ * once. */
 typedef struct qs_vqs_plan {
     uint64_t *off;
     uint16_t *bytes;
@@ -47,15 +72,9 @@ typedef struct qs_vqs_plan {
 int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P);
 void qs_vqs_plan_free(qs_vqs_plan *P);
 
-/* Whether a block can go through the SIMD kernels: QS blocks of at most
- * 64 leaves per tree and QS-Ω blocks (wider trees stay scalar). */
-static inline int qs_vqs_block_ok(const qs_block *B)
-{
-    return B->kind == QS_BLOCK_OMEGA || (B->kind == QS_BLOCK_QS && B->width != 0);
-}
-
-/* Bytes of scratch per tree of a block that qs_vqs_block needs (AVX-512
- * byte planes: 8 planes x 64 documents; 8 or 4 lanes x 8 bytes else). */
+/* Bytes of scratch per tree of a block that the kernels need (AVX-512
+ * byte planes: 8 planes x 64 documents per 64 leaves, 2 planes for QS-Ω;
+ * 8 or 4 lanes x 8 bytes else). */
 #define QS_VQS_TREE_BYTES 512u
 
 #endif
