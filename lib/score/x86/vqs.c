@@ -12,9 +12,10 @@
 /* The AND byte of plane j for a multi-word node clearing leaves [lo, hi). */
 static uint8_t range_byte(uint32_t lo, uint32_t hi, uint32_t j)
 {
-    const uint32_t b0 = 8 * j, a = lo > b0 ? lo - b0 : 0, b = hi < b0 + 8 ? hi - b0 : 8;
-    if (a >= b)
+    const uint32_t b0 = 8 * j;
+    if (hi <= b0 || lo >= b0 + 8)
         return 0xFF;
+    const uint32_t a = lo > b0 ? lo - b0 : 0, b = hi < b0 + 8 ? hi - b0 : 8;
     return (uint8_t)~(((1u << b) - 1) & ~((1u << a) - 1));
 }
 
@@ -623,8 +624,9 @@ static int vqs_ws_init(const qs_backend_def *d, const qs_scorer *s, const void *
     /* Byte planes: 512 bytes per tree per word of a multi-word block; the
      * accumulators of several classes before them. */
     size_t tree_bytes = QS_VQS_TREE_BYTES;
-    if (s->max_words && s->max_words <= 32 && (size_t)s->max_words * 512 > tree_bytes)
-        tree_bytes = (size_t)s->max_words * 512;
+    for (uint32_t b = 0; b < s->L->nblocks; b++)
+        if ((size_t)qs_vqs_planes(&s->L->blocks[b]) * 64 > tree_bytes)
+            tree_bytes = (size_t)qs_vqs_planes(&s->L->blocks[b]) * 64;
     const size_t bytes = qs_bwqs_vec_bytes(s, tree_bytes) + vqs_acc_bytes(s->m->num_classes);
     *scratch = aligned_alloc(64, bytes);
     if (!*scratch)
