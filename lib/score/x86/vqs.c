@@ -24,10 +24,33 @@ int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P)
 {
     P->off = calloc(L->nentries ? L->nentries : 1, sizeof *P->off);
     P->bytes = calloc(L->nentries ? L->nentries : 1, sizeof *P->bytes);
-    if (!P->off || !P->bytes) {
+    P->feats = calloc(L->ngroups ? L->ngroups : 1, sizeof *P->feats);
+    P->feat_off = calloc((size_t)L->nblocks + 1, sizeof *P->feat_off);
+    P->grow = calloc(L->ngroups ? L->ngroups : 1, sizeof *P->grow);
+    if (!P->off || !P->bytes || !P->feats || !P->feat_off || !P->grow) {
         qs_vqs_plan_free(P);
         return -1;
     }
+    /* Each block's features, in the order of its groups (sorted by
+     * feature, so a document's values are read in address order). */
+    uint64_t nf = 0;
+    P->max_feats = 0;
+    for (uint32_t k = 0; k < L->nblocks; k++) {
+        const qs_block *B = &L->blocks[k];
+        P->feat_off[k] = nf;
+        for (uint32_t g = B->group_begin; g < B->group_end; g++) {
+            const uint32_t f = L->groups[g].feature;
+            uint64_t r = nf > P->feat_off[k] && P->feats[nf - 1] == f ? nf - 1 : P->feat_off[k];
+            while (r < nf && P->feats[r] != f)
+                r++;
+            if (r == nf)
+                P->feats[nf++] = f;
+            P->grow[g] = (uint32_t)(r - P->feat_off[k]);
+        }
+        if (nf - P->feat_off[k] > P->max_feats)
+            P->max_feats = (uint32_t)(nf - P->feat_off[k]);
+    }
+    P->feat_off[L->nblocks] = nf;
     for (uint32_t k = 0; k < L->nblocks; k++) {
         const qs_block *B = &L->blocks[k];
         const uint32_t planes = qs_vqs_planes(B);
@@ -81,8 +104,14 @@ void qs_vqs_plan_free(qs_vqs_plan *P)
 {
     free(P->off);
     free(P->bytes);
+    free(P->feats);
+    free(P->feat_off);
+    free(P->grow);
     P->off = NULL;
     P->bytes = NULL;
+    P->feats = NULL;
+    P->feat_off = NULL;
+    P->grow = NULL;
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -284,7 +313,7 @@ T512 static void block512(const qs_model *m, const qs_layout *L, const qs_block 
 
 #define BP_LANES 64u
 
-T512 static void bp_apply(const qs_vqs_plan *P, uint8_t *v, uint64_t k, uint32_t i0,
+T512 static inline __attribute__((always_inline)) void bp_apply(const qs_vqs_plan *P, uint8_t *v, uint64_t k, uint32_t i0,
                           uint32_t end)
 {
     const __m512i ones = _mm512_set1_epi8(-1);
@@ -307,7 +336,7 @@ T512 static void bp_apply(const qs_vqs_plan *P, uint8_t *v, uint64_t k, uint32_t
 
 /* QS-Ω: each entry ORs its level's bit into the lanes of k (the low or the
  * high byte plane; both, harmlessly, for a mask spanning the two). */
-T512 static void bp_apply_or(const qs_vqs_plan *P, uint8_t *v, uint64_t k, uint32_t i0,
+T512 static inline __attribute__((always_inline)) void bp_apply_or(const qs_vqs_plan *P, uint8_t *v, uint64_t k, uint32_t i0,
                              uint32_t end)
 {
     for (uint32_t i = i0; i < end; i++) {
@@ -330,6 +359,34 @@ T512 static inline __m512i bp_ctz8(__m512i p)
     return _mm512_min_epu8(_mm512_shuffle_epi8(tz4, lo),
                            _mm512_add_epi8(_mm512_shuffle_epi8(tz4, hi), _mm512_set1_epi8(4)));
 }
+
+/* Groups of at most this many sorted entries are scanned by comparing
+ * each entry with the 64 documents' values at once; longer ones by a
+ * binary search per document. */
+#define BP_SCAN_MAX 128u
+
+#define BP_SCAN(CMP)                                                                           \
+    do {                                                                                       \
+        const double *thr = L->thr;                                                            \
+        for (uint32_t i = G->begin; i < G->end; i++) {                                         \
+            const __m512d t = _mm512_set1_pd(thr[i]);                                          \
+            const uint64_t k =                                                                 \
+                ((uint64_t)_mm512_cmp_pd_mask(t, xv[0], CMP) |                                 \
+                 (uint64_t)_mm512_cmp_pd_mask(t, xv[1], CMP) << 8 |                            \
+                 (uint64_t)_mm512_cmp_pd_mask(t, xv[2], CMP) << 16 |                           \
+                 (uint64_t)_mm512_cmp_pd_mask(t, xv[3], CMP) << 24 |                           \
+                 (uint64_t)_mm512_cmp_pd_mask(t, xv[4], CMP) << 32 |                           \
+                 (uint64_t)_mm512_cmp_pd_mask(t, xv[5], CMP) << 40 |                           \
+                 (uint64_t)_mm512_cmp_pd_mask(t, xv[6], CMP) << 48 |                           \
+                 (uint64_t)_mm512_cmp_pd_mask(t, xv[7], CMP) << 56) & ~sp;                     \
+            if (!k)                                                                            \
+                break;                                                                         \
+            if (omega)                                                                         \
+                bp_apply_or(P, v, k, i, i + 1);                                                \
+            else                                                                               \
+                bp_apply(P, v, k, i, i + 1);                                                   \
+        }                                                                                      \
+    } while (0)
 
 /* The lanes of q-th group of 8 that hold real documents. */
 static inline __mmask8 bp_real(unsigned q, unsigned nreal)
@@ -354,19 +411,93 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
     double *accT = (double *)(void *)v;
     float *accTf = (float *)(void *)(accT + (size_t)K * BP_LANES);
     v += vqs_acc_bytes(K);
+    /* The 64 documents' values of the block's features, a row of 64 per
+     * feature, then the planes. */
+    const uint32_t bi = (uint32_t)(B - L->blocks);
+    const uint32_t *feats = P->feats + P->feat_off[bi];
+    const uint32_t nfe = (uint32_t)(P->feat_off[bi + 1] - P->feat_off[bi]);
+    double *xT = (double *)(void *)v;
+    v += (size_t)P->max_feats * BP_LANES * sizeof(double);
+    for (uint32_t r = 0; r < nfe; r++)
+        for (unsigned l = 0; l < BP_LANES; l++)
+            xT[(size_t)r * BP_LANES + l] = xs[l][feats[r]];
     memset(v, omega ? 0 : 0xFF, row * nt);
+    const uint32_t *grow = P->grow;
     for (uint32_t g = B->group_begin; g < B->group_end; g++) {
         const qs_group *G = &L->groups[g];
-        uint32_t e[BP_LANES];
-        const uint64_t sp = lanes_ends(L, G, xs, BP_LANES, lt, e);
+        double *xr = xT + (size_t)grow[g] * BP_LANES;
+        /* The group's value rule, 8 lanes at a time: sp, the lanes that
+         * take its special-value list; the others' NaN read as 0.0. */
+        uint64_t sp = 0;
+        __m512d xv[8];
+        const unsigned rule = G->rule & QS_RULE_MASK;
+        for (unsigned q = 0; q < 8; q++) {
+            __m512d x = _mm512_load_pd(xr + 8 * q);
+            const __mmask8 nan = _mm512_cmp_pd_mask(x, x, _CMP_UNORD_Q);
+            if (rule == QS_RULE_NAN) {
+                sp |= (uint64_t)nan << (8 * q);
+            } else {
+                x = _mm512_mask_mov_pd(x, nan, _mm512_setzero_pd());
+                if (rule == QS_RULE_ZERO)
+                    sp |= (uint64_t)(_mm512_cmp_pd_mask(x, _mm512_set1_pd(-QS_ZERO_BAND), _CMP_GE_OQ) &
+                                     _mm512_cmp_pd_mask(x, _mm512_set1_pd(QS_ZERO_BAND), _CMP_LE_OQ))
+                          << (8 * q);
+            }
+            xv[q] = x;
+        }
         if (sp) {
             if (omega)
                 bp_apply_or(P, v, sp, G->sp_begin, G->sp_end);
             else
                 bp_apply(P, v, sp, G->sp_begin, G->sp_end);
         }
-        /* Entries before the nearest lane's end go to every lane still
-         * running, and so on: each segment one lane set. */
+        const int desc = (G->rule & QS_GROUP_DESC) != 0;
+        if (G->end - G->begin <= BP_SCAN_MAX) {
+            /* A short group: each entry compared with the 64 values at
+             * once, its mask applied to the lanes it is false for, until
+             * an entry is false for none (a lane's false entries are a
+             * prefix of the group). */
+            if (desc) {
+                if (lt)
+                    BP_SCAN(_CMP_GT_OQ);
+                else
+                    BP_SCAN(_CMP_GE_OQ);
+            } else {
+                if (lt)
+                    BP_SCAN(_CMP_LE_OQ);
+                else
+                    BP_SCAN(_CMP_LT_OQ);
+            }
+            continue;
+        }
+        /* A long one: each lane's run end by binary search (the lanes in
+         * lockstep), then the entries before the nearest lane's end go to
+         * every lane still running, and so on: each segment one lane
+         * set. */
+        uint32_t e[BP_LANES];
+        {
+            double x[BP_LANES];
+            const double *thr = L->thr;
+            for (unsigned q = 0; q < 8; q++)
+                _mm512_storeu_pd(x + 8 * q, xv[q]);
+            const unsigned lanes = BP_LANES;
+            for (unsigned l = 0; l < BP_LANES; l++)
+                e[l] = G->begin;
+            if (desc) {
+                if (lt)
+                    RUN_ENDS(P_GT);
+                else
+                    RUN_ENDS(P_GE);
+            } else {
+                if (lt)
+                    RUN_ENDS(P_LE);
+                else
+                    RUN_ENDS(P_LT);
+            }
+            for (unsigned l = 0; l < BP_LANES; l++)
+                if (sp & (1ull << l))
+                    e[l] = G->begin;
+        }
         const __m512i E0 = _mm512_loadu_si512(e), E1 = _mm512_loadu_si512(e + 16),
                       E2 = _mm512_loadu_si512(e + 32), E3 = _mm512_loadu_si512(e + 48);
         const __m512i none = _mm512_set1_epi32(-1);
@@ -621,13 +752,16 @@ static void vqs_release(void *state)
 static int vqs_ws_init(const qs_backend_def *d, const qs_scorer *s, const void *state,
                        void **scratch, qs_error *err)
 {
-    /* Byte planes: 512 bytes per tree per word of a multi-word block; the
-     * accumulators of several classes before them. */
+    /* Byte planes: 512 bytes per tree per word of a multi-word block;
+     * before them the accumulators of several classes and the documents'
+     * values of a block's features (AVX-512). */
     size_t tree_bytes = QS_VQS_TREE_BYTES;
     for (uint32_t b = 0; b < s->L->nblocks; b++)
         if ((size_t)qs_vqs_planes(&s->L->blocks[b]) * 64 > tree_bytes)
             tree_bytes = (size_t)qs_vqs_planes(&s->L->blocks[b]) * 64;
-    const size_t bytes = qs_bwqs_vec_bytes(s, tree_bytes) + vqs_acc_bytes(s->m->num_classes);
+    const qs_vqs_plan *P = state;
+    const size_t bytes = qs_bwqs_vec_bytes(s, tree_bytes) + vqs_acc_bytes(s->m->num_classes) +
+                         (P ? (size_t)P->max_feats * 64 * sizeof(double) : 0);
     *scratch = aligned_alloc(64, bytes);
     if (!*scratch)
         return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (leaf vectors of %llu trees)",

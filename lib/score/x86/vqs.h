@@ -66,6 +66,14 @@ static inline unsigned qs_vqs_lanes(unsigned level, const qs_block *B, uint32_t 
 typedef struct qs_vqs_plan {
     uint64_t *off;
     uint16_t *bytes;
+    /* The features a block's groups test, each once (feats[feat_off[b]]
+     * .. feats[feat_off[b + 1] - 1]), and each group's row among them: the
+     * kernel copies the 64 documents' values of those features into rows
+     * of 64 once per block. */
+    uint32_t *feats;
+    uint64_t *feat_off;
+    uint32_t *grow;
+    uint32_t max_feats;
 } qs_vqs_plan;
 
 /* 0, or -1 when out of memory. */
