@@ -335,7 +335,8 @@ T512 static inline __attribute__((always_inline)) void bp_apply(const qs_vqs_pla
 }
 
 /* QS-Ω: each entry ORs its level's bit into the lanes of k (the low or the
- * high byte plane; both, harmlessly, for a mask spanning the two). */
+ * high byte plane; both for a mask spanning the two, which a layout of
+ * one bit per level never has). */
 T512 static inline __attribute__((always_inline)) void bp_apply_or(const qs_vqs_plan *P, uint8_t *v, uint64_t k, uint32_t i0,
                              uint32_t end)
 {
@@ -344,8 +345,10 @@ T512 static inline __attribute__((always_inline)) void bp_apply_or(const qs_vqs_
         const uint32_t oa = (uint32_t)o, ob = (uint32_t)(o >> 32), by = P->bytes[i];
         __m512i *pa = (__m512i *)(v + oa);
         *pa = _mm512_or_si512(*pa, _mm512_maskz_set1_epi8(k, (char)by));
-        __m512i *pb = (__m512i *)(v + ob);
-        *pb = _mm512_or_si512(*pb, _mm512_maskz_set1_epi8(k, (char)(by >> 8)));
+        if (__builtin_expect(ob != oa, 0)) { /* never, for the layouts qs builds */
+            __m512i *pb = (__m512i *)(v + ob);
+            *pb = _mm512_or_si512(*pb, _mm512_maskz_set1_epi8(k, (char)(by >> 8)));
+        }
     }
 }
 
@@ -418,9 +421,13 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
     const uint32_t nfe = (uint32_t)(P->feat_off[bi + 1] - P->feat_off[bi]);
     double *xT = (double *)(void *)v;
     v += (size_t)P->max_feats * BP_LANES * sizeof(double);
-    for (uint32_t r = 0; r < nfe; r++)
-        for (unsigned l = 0; l < BP_LANES; l++)
-            xT[(size_t)r * BP_LANES + l] = xs[l][feats[r]];
+    for (unsigned l = 0; l < BP_LANES; l++) {
+        const double *x = xs[l], *xn = xs[l + 6 < BP_LANES ? l + 6 : l];
+        for (uint32_t r = 0; r < nfe; r++) {
+            _mm_prefetch((const char *)(xn + feats[r]), _MM_HINT_T0);
+            xT[(size_t)r * BP_LANES + l] = x[feats[r]];
+        }
+    }
     memset(v, omega ? 0 : 0xFF, row * nt);
     const uint32_t *grow = P->grow;
     for (uint32_t g = B->group_begin; g < B->group_end; g++) {
@@ -594,11 +601,21 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
         }
         const __m512i o = _mm512_set1_epi64((long long)off[i]);
         const uint32_t cls = m->trees[B->tree_begin + i].class_id;
+        /* Trees of at most 16 leaves: their values in two registers, each
+         * document's picked by a permutation; else gathered. */
+        const uint32_t nli = nl[i];
+        const __m512d T0 = _mm512_maskz_loadu_pd(nli >= 8 ? 0xFF : (__mmask8)((1u << nli) - 1),
+                                                 L->leaves + off[i]);
+        const __m512d T1 = nli <= 8 ? T0
+                                    : _mm512_maskz_loadu_pd(nli >= 16 ? 0xFF : (__mmask8)((1u << (nli - 8)) - 1),
+                                                            L->leaves + off[i] + 8);
+#pragma GCC unroll 8
         for (unsigned q = 0; q < 8; q++) {
             const __m512i lo8 = _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(lb0 + 8 * q)));
             const __m512i hi8 = _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(lb1 + 8 * q)));
             const __m512i leaf = _mm512_and_si512(_mm512_add_epi64(_mm512_sllv_epi64(hi8, shift), lo8), lmask);
-            const __m512d c = _mm512_i64gather_pd(_mm512_add_epi64(o, leaf), L->leaves, 8);
+            const __m512d c = nli <= 16 ? _mm512_permutex2var_pd(T0, leaf, T1)
+                                        : _mm512_i64gather_pd(_mm512_add_epi64(o, leaf), L->leaves, 8);
             if (K == 1) {
                 switch (mode) {
                 case QS_ACC_DOUBLE: a[q] = _mm512_add_pd(a[q], c); break;
