@@ -365,8 +365,10 @@ T512 static inline __m512i bp_ctz8(__m512i p)
 
 /* Groups of at most this many sorted entries are scanned by comparing
  * each entry with the 64 documents' values at once; longer ones by a
- * binary search per document. */
-#define BP_SCAN_MAX 128u
+ * binary search per document.  (Measured: the scan is 5x faster on
+ * oblivious models, whose groups are short; 128 to 8192 tie on 1,000 x 64
+ * leaves; 2048 best on 1,000 x 256.) */
+#define BP_SCAN_MAX 2048u
 
 #define BP_SCAN(CMP)                                                                           \
     do {                                                                                       \
