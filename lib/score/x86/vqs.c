@@ -92,6 +92,11 @@ int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P)
     return 0;
 }
 
+/* Doubles from one row of the byte-plane kernel's feature values (64
+ * documents) to the next: 64 and a spare line, so that a document's
+ * column does not fall into a few cache sets. */
+#define BP_XROW 72u
+
 /* Bytes of the accumulators the byte-plane kernel keeps for K classes
  * (64 documents x K, double and float, class-major), at the start of its
  * scratch. */
@@ -422,19 +427,17 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
     const uint32_t *feats = P->feats + P->feat_off[bi];
     const uint32_t nfe = (uint32_t)(P->feat_off[bi + 1] - P->feat_off[bi]);
     double *xT = (double *)(void *)v;
-    v += (size_t)P->max_feats * BP_LANES * sizeof(double);
+    v += (size_t)P->max_feats * BP_XROW * sizeof(double);
     for (unsigned l = 0; l < BP_LANES; l++) {
-        const double *x = xs[l], *xn = xs[l + 6 < BP_LANES ? l + 6 : l];
-        for (uint32_t r = 0; r < nfe; r++) {
-            _mm_prefetch((const char *)(xn + feats[r]), _MM_HINT_T0);
-            xT[(size_t)r * BP_LANES + l] = x[feats[r]];
-        }
+        const double *x = xs[l];
+        for (uint32_t r = 0; r < nfe; r++)
+            xT[(size_t)r * BP_XROW + l] = x[feats[r]];
     }
     memset(v, omega ? 0 : 0xFF, row * nt);
     const uint32_t *grow = P->grow;
     for (uint32_t g = B->group_begin; g < B->group_end; g++) {
         const qs_group *G = &L->groups[g];
-        double *xr = xT + (size_t)grow[g] * BP_LANES;
+        double *xr = xT + (size_t)grow[g] * BP_XROW;
         /* The group's value rule, 8 lanes at a time: sp, the lanes that
          * take its special-value list; the others' NaN read as 0.0. */
         uint64_t sp = 0;
@@ -780,7 +783,7 @@ static int vqs_ws_init(const qs_backend_def *d, const qs_scorer *s, const void *
             tree_bytes = (size_t)qs_vqs_planes(&s->L->blocks[b]) * 64;
     const qs_vqs_plan *P = state;
     const size_t bytes = qs_bwqs_vec_bytes(s, tree_bytes) + vqs_acc_bytes(s->m->num_classes) +
-                         (P ? (size_t)P->max_feats * 64 * sizeof(double) : 0);
+                         (P ? (size_t)P->max_feats * BP_XROW * sizeof(double) : 0);
     *scratch = aligned_alloc(64, bytes);
     if (!*scratch)
         return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (leaf vectors of %llu trees)",
