@@ -592,12 +592,21 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
                 done |= nz;
             }
         }
+        /* The leaf in one byte where it fits: an Ω tree of at most 256
+         * leaves, a QS tree of at most 32 planes (b1 < 32, so the 16-bit
+         * shift moves no bit across a byte). */
+        const uint32_t nli = nl[i];
+        const int one = omega ? nli <= 256 : planes <= 32;
+        if (one && !omega)
+            b0 = _mm512_add_epi8(b0, _mm512_slli_epi16(b1, 3));
         uint8_t lb0[BP_LANES] __attribute__((aligned(64))), lb1[BP_LANES] __attribute__((aligned(64)));
         _mm512_store_si512((__m512i *)lb0, b0);
-        _mm512_store_si512((__m512i *)lb1, b1);
+        if (!one)
+            _mm512_store_si512((__m512i *)lb1, b1);
         if (!gather) {
             for (unsigned l = 0; l < nreal; l++) {
-                uint32_t leaf = omega ? ((uint32_t)lb1[l] << 8 | lb0[l]) & (nl[i] - 1)
+                uint32_t leaf = omega ? ((one ? 0u : (uint32_t)lb1[l] << 8) | lb0[l]) & (nli - 1)
+                                : one ? lb0[l]
                                       : (uint32_t)lb1[l] * 8 + lb0[l];
                 qs_layout_add_leaf(m, L, B->tree_begin + i, leaf, xs[l], acc + (size_t)l * K,
                                    accf + (size_t)l * K);
@@ -607,8 +616,8 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
         const __m512i o = _mm512_set1_epi64((long long)off[i]);
         const uint32_t cls = m->trees[B->tree_begin + i].class_id;
         /* Trees of at most 16 leaves: their values in two registers, each
-         * document's picked by a permutation; else gathered. */
-        const uint32_t nli = nl[i];
+         * document's picked by a permutation (of the index's low 4 bits);
+         * else gathered. */
         const __m512d T0 = _mm512_maskz_loadu_pd(nli >= 8 ? 0xFF : (__mmask8)((1u << nli) - 1),
                                                  L->leaves + off[i]);
         const __m512d T1 = nli <= 8 ? T0
@@ -616,11 +625,18 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
                                                             L->leaves + off[i] + 8);
 #pragma GCC unroll 8
         for (unsigned q = 0; q < 8; q++) {
-            const __m512i lo8 = _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(lb0 + 8 * q)));
-            const __m512i hi8 = _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(lb1 + 8 * q)));
-            const __m512i leaf = _mm512_and_si512(_mm512_add_epi64(_mm512_sllv_epi64(hi8, shift), lo8), lmask);
-            const __m512d c = nli <= 16 ? _mm512_permutex2var_pd(T0, leaf, T1)
-                                        : _mm512_i64gather_pd(_mm512_add_epi64(o, leaf), L->leaves, 8);
+            __m512i leaf = _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(lb0 + 8 * q)));
+            __m512d c;
+            if (nli <= 16) {
+                c = _mm512_permutex2var_pd(T0, leaf, T1);
+            } else {
+                if (!one)
+                    leaf = _mm512_add_epi64(
+                        _mm512_sllv_epi64(
+                            _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(lb1 + 8 * q))), shift),
+                        leaf);
+                c = _mm512_i64gather_pd(_mm512_add_epi64(o, _mm512_and_si512(leaf, lmask)), L->leaves, 8);
+            }
             if (K == 1) {
                 switch (mode) {
                 case QS_ACC_DOUBLE: a[q] = _mm512_add_pd(a[q], c); break;
