@@ -853,8 +853,8 @@ const qs_backend_def qs_backend_vqs_avx2 = {
 
 const qs_backend_def qs_backend_vqs_avx512 = {
     .name = "vqs-avx512",
-    .summary = "vQS with AVX-512 (64 documents per instruction on byte planes; 8 for "
-               "QS-Omega blocks)",
+    .summary = "vQS with AVX-512 (64 documents per instruction on byte planes, every "
+               "block kind)",
     .flags = QS_BACKEND_F_SIMD,
     .auto_rank = 3,
     .param = QS_SIMD_AVX512,

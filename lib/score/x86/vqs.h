@@ -1,6 +1,7 @@
 /* vqs.h: vQS, QuickScorer over several documents per SIMD instruction
- * (AVX-512: 64 documents on byte planes, or 8 with one 64-bit leaf vector
- * per lane; AVX2: 4), picked at run time from CPUID and XGETBV.
+ * (AVX-512: 64 documents on byte planes for QS blocks of up to 2048
+ * leaves per tree and QS-Ω blocks, or 8 with one 64-bit leaf vector per
+ * lane; AVX2: 4), picked at run time from CPUID and XGETBV.
  *
  * The kernels only change how the false nodes' masks reach the leaf
  * vectors: an AND (or the OR of QS-Ω) is order-free, so each document's
