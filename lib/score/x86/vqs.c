@@ -143,14 +143,12 @@ static void lanes_leaves(const qs_model *m, const qs_layout *L, const qs_block *
 {
     const uint32_t K = m->num_classes;
     const uint32_t nt = (uint32_t)(B->tree_end - B->tree_begin);
-    const int omega = B->kind == QS_BLOCK_OMEGA;
     for (uint32_t i = 0; i < nt; i++) {
         uint64_t t = B->tree_begin + i;
         uint32_t nl = L->nleaves[t];
         const uint64_t *row = v + (uint64_t)i * lanes;
         for (unsigned l = 0; l < nreal; l++) {
-            uint64_t leaf = omega ? (row[l] & (nl - 1))
-                                  : (uint64_t)__builtin_ctzll(row[l] | (1ull << (nl - 1)));
+            uint64_t leaf = (uint64_t)__builtin_ctzll(row[l] | (1ull << (nl - 1)));
             qs_layout_add_leaf(m, L, t, leaf, xs[l], acc + (size_t)l * K, accf + (size_t)l * K);
         }
     }
@@ -259,19 +257,13 @@ T512 static void block512(const qs_model *m, const qs_layout *L, const qs_block 
                           const double *const *xs, unsigned nreal, double *acc, float *accf)
 {
     const int lt = m->cmp == QS_CMP_LT;
-    const int omega = B->kind == QS_BLOCK_OMEGA;
     const uint32_t nt = (uint32_t)(B->tree_end - B->tree_begin);
     const uint32_t *etree = L->etree;
     const uint64_t *emask = L->emask;
-    const __m512i init = omega ? _mm512_setzero_si512() : _mm512_set1_epi64(-1);
     for (uint32_t i = 0; i < nt; i++)
-        _mm512_store_si512((__m512i *)(v + (size_t)i * 8), init);
-    if (omega) {
-        GROUPS(8, APPLY512, _mm512_mask_or_epi64)
-    } else {
-        GROUPS(8, APPLY512, _mm512_mask_and_epi64)
-        lanes_categorical(m, L, B, v, xs, 8);
-    }
+        _mm512_store_si512((__m512i *)(v + (size_t)i * 8), _mm512_set1_epi64(-1));
+    GROUPS(8, APPLY512, _mm512_mask_and_epi64)
+    lanes_categorical(m, L, B, v, xs, 8);
     if (m->num_classes != 1 || m->node_linear) {
         lanes_leaves(m, L, B, v, xs, 8, nreal, acc, accf);
         return;
@@ -285,13 +277,9 @@ T512 static void block512(const qs_model *m, const qs_layout *L, const qs_block 
     __m256 af = _mm256_maskz_loadu_ps(real, accf);
     for (uint32_t i = 0; i < nt; i++) {
         __m512i r = _mm512_load_si512((const __m512i *)(v + (size_t)i * 8)), idx;
-        if (omega) {
-            idx = _mm512_and_si512(r, _mm512_set1_epi64((long long)(nl[i] - 1)));
-        } else {
-            r = _mm512_or_si512(r, _mm512_set1_epi64((long long)(1ull << (nl[i] - 1))));
-            __m512i low = _mm512_and_si512(r, _mm512_sub_epi64(_mm512_setzero_si512(), r));
-            idx = _mm512_sub_epi64(_mm512_set1_epi64(63), _mm512_lzcnt_epi64(low));
-        }
+        r = _mm512_or_si512(r, _mm512_set1_epi64((long long)(1ull << (nl[i] - 1))));
+        __m512i low = _mm512_and_si512(r, _mm512_sub_epi64(_mm512_setzero_si512(), r));
+        idx = _mm512_sub_epi64(_mm512_set1_epi64(63), _mm512_lzcnt_epi64(low));
         idx = _mm512_add_epi64(idx, _mm512_set1_epi64((long long)off[i]));
         __m512d c = _mm512_i64gather_pd(idx, L->leaves, 8);
         switch (mode) {
@@ -676,9 +664,8 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
 #define T256 __attribute__((target("avx2,fma,bmi,bmi2")))
 
 /* AVX2 has no mask registers: the lanes to update are all-ones words c;
- * AND: row &= ~(c & ~mask); OR: row |= c & bits. */
+ * AND: row &= ~(c & ~mask). */
 #define OP256_AND(row, c, mk) _mm256_andnot_si256(_mm256_andnot_si256(mk, c), row)
-#define OP256_OR(row, c, mk) _mm256_or_si256(row, _mm256_and_si256(c, mk))
 
 /* Lane bit set -> all-ones 64-bit lanes. */
 static const int64_t lane_masks4[16][4] __attribute__((aligned(32))) = {
@@ -701,19 +688,13 @@ T256 static void block256(const qs_model *m, const qs_layout *L, const qs_block 
                           const double *const *xs, unsigned nreal, double *acc, float *accf)
 {
     const int lt = m->cmp == QS_CMP_LT;
-    const int omega = B->kind == QS_BLOCK_OMEGA;
     const uint32_t nt = (uint32_t)(B->tree_end - B->tree_begin);
     const uint32_t *etree = L->etree;
     const uint64_t *emask = L->emask;
-    const __m256i init = omega ? _mm256_setzero_si256() : _mm256_set1_epi64x(-1);
     for (uint32_t i = 0; i < nt; i++)
-        _mm256_store_si256((__m256i *)(v + (size_t)i * 4), init);
-    if (omega) {
-        GROUPS(4, APPLY256, OP256_OR)
-    } else {
-        GROUPS(4, APPLY256, OP256_AND)
-        lanes_categorical(m, L, B, v, xs, 4);
-    }
+        _mm256_store_si256((__m256i *)(v + (size_t)i * 4), _mm256_set1_epi64x(-1));
+    GROUPS(4, APPLY256, OP256_AND)
+    lanes_categorical(m, L, B, v, xs, 4);
     lanes_leaves(m, L, B, v, xs, 4, nreal, acc, accf);
 }
 
