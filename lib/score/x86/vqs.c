@@ -306,8 +306,10 @@ T512 static void block512(const qs_model *m, const qs_layout *L, const qs_block 
 
 #define BP_LANES 64u
 
-T512 static inline __attribute__((always_inline)) void bp_apply(const qs_vqs_plan *P, uint8_t *v, uint64_t k, uint32_t i0,
-                          uint32_t end)
+#define BP_INLINE static inline __attribute__((always_inline))
+
+T512 BP_INLINE void bp_apply(const qs_vqs_plan *P, uint8_t *v, uint64_t k, uint32_t i0,
+                             uint32_t end)
 {
     const __m512i ones = _mm512_set1_epi8(-1);
     for (uint32_t i = i0; i < end; i++) {
@@ -330,8 +332,8 @@ T512 static inline __attribute__((always_inline)) void bp_apply(const qs_vqs_pla
 /* QS-Ω: each entry ORs its level's bit into the lanes of k (the low or the
  * high byte plane; both for a mask spanning the two, which a layout of
  * one bit per level never has). */
-T512 static inline __attribute__((always_inline)) void bp_apply_or(const qs_vqs_plan *P, uint8_t *v, uint64_t k, uint32_t i0,
-                             uint32_t end)
+T512 BP_INLINE void bp_apply_or(const qs_vqs_plan *P, uint8_t *v, uint64_t k, uint32_t i0,
+                                uint32_t end)
 {
     for (uint32_t i = i0; i < end; i++) {
         const uint64_t o = P->off[i];
@@ -608,9 +610,10 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
          * else gathered. */
         const __m512d T0 = _mm512_maskz_loadu_pd(nli >= 8 ? 0xFF : (__mmask8)((1u << nli) - 1),
                                                  L->leaves + off[i]);
-        const __m512d T1 = nli <= 8 ? T0
-                                    : _mm512_maskz_loadu_pd(nli >= 16 ? 0xFF : (__mmask8)((1u << (nli - 8)) - 1),
-                                                            L->leaves + off[i] + 8);
+        const __m512d T1 =
+            nli <= 8 ? T0
+                     : _mm512_maskz_loadu_pd(nli >= 16 ? 0xFF : (__mmask8)((1u << (nli - 8)) - 1),
+                                             L->leaves + off[i] + 8);
 #pragma GCC unroll 8
         for (unsigned q = 0; q < 8; q++) {
             __m512i leaf = _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(lb0 + 8 * q)));
