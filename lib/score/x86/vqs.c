@@ -102,7 +102,7 @@ int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P)
  * scratch. */
 static size_t vqs_acc_bytes(uint32_t K)
 {
-    return K == 1 ? 0 : ((size_t)K * 64 * (sizeof(double) + sizeof(float)) + 63) & ~(size_t)63;
+    return ((size_t)K * 64 * (sizeof(double) + sizeof(float)) + 63) & ~(size_t)63;
 }
 
 void qs_vqs_plan_free(qs_vqs_plan *P)
@@ -701,6 +701,306 @@ T256 static void block256(const qs_model *m, const qs_layout *L, const qs_block 
     lanes_leaves(m, L, B, v, xs, 4, nreal, acc, accf);
 }
 
+/* ---------------------------------------------- AVX2, byte planes
+ *
+ * The AVX-512 kernel's 64 documents, byte planes, plan and feature rows,
+ * each 512-bit operation done as two 256-bit ones, and the lane sets, for
+ * want of mask registers, as byte vectors (0xFF for a lane in the set).
+ * The sums always go through the class-major accumulators. */
+
+/* 32 lanes' bits -> their bytes (byte i: 0xFF when bit i of k is set). */
+T256 BP_INLINE __m256i bp2_bytes(uint32_t k)
+{
+    const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2,
+                                         2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)k), sel);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits);
+}
+
+/* Plane p (64 bytes) &= the byte by in the lanes of K0:K1. */
+T256 BP_INLINE void bp2_and(uint8_t *p, __m256i K0, __m256i K1, uint32_t by)
+{
+    const __m256i c = _mm256_set1_epi8((char)by);
+    __m256i *q = (__m256i *)p;
+    q[0] = _mm256_andnot_si256(_mm256_andnot_si256(c, K0), q[0]);
+    q[1] = _mm256_andnot_si256(_mm256_andnot_si256(c, K1), q[1]);
+}
+
+T256 BP_INLINE void bp2_apply(const qs_vqs_plan *P, uint8_t *v, __m256i K0, __m256i K1,
+                              uint32_t i0, uint32_t end)
+{
+    for (uint32_t i = i0; i < end; i++) {
+        const uint64_t o = P->off[i];
+        const uint32_t oa = (uint32_t)o, ob = (uint32_t)(o >> 32), by = P->bytes[i];
+        bp2_and(v + oa, K0, K1, by & 0xFF);
+        bp2_and(v + ob, K0, K1, by >> 8);
+        for (uint32_t j = oa + 64; j < ob; j += 64)
+            bp2_and(v + j, K0, K1, 0);
+    }
+}
+
+T256 BP_INLINE void bp2_apply_or(const qs_vqs_plan *P, uint8_t *v, __m256i K0, __m256i K1,
+                                 uint32_t i0, uint32_t end)
+{
+    for (uint32_t i = i0; i < end; i++) {
+        const uint64_t o = P->off[i];
+        const uint32_t oa = (uint32_t)o, ob = (uint32_t)(o >> 32), by = P->bytes[i];
+        __m256i *q = (__m256i *)(v + oa), c = _mm256_set1_epi8((char)by);
+        q[0] = _mm256_or_si256(q[0], _mm256_and_si256(K0, c));
+        q[1] = _mm256_or_si256(q[1], _mm256_and_si256(K1, c));
+        if (__builtin_expect(ob != oa, 0)) {
+            q = (__m256i *)(v + ob);
+            c = _mm256_set1_epi8((char)(by >> 8));
+            q[0] = _mm256_or_si256(q[0], _mm256_and_si256(K0, c));
+            q[1] = _mm256_or_si256(q[1], _mm256_and_si256(K1, c));
+        }
+    }
+}
+
+/* Lowest set bit of each byte (8 for a zero byte). */
+T256 BP_INLINE __m256i bp2_ctz8(__m256i p)
+{
+    const __m256i tz4 = _mm256_setr_epi8(8, 0, 1, 0, 2, 0, 1, 0, 3, 0, 1, 0, 2, 0, 1, 0, 8, 0, 1, 0,
+                                         2, 0, 1, 0, 3, 0, 1, 0, 2, 0, 1, 0);
+    const __m256i lo = _mm256_and_si256(p, _mm256_set1_epi8(0x0F));
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), _mm256_set1_epi8(0x0F));
+    return _mm256_min_epu8(_mm256_shuffle_epi8(tz4, lo),
+                           _mm256_add_epi8(_mm256_shuffle_epi8(tz4, hi), _mm256_set1_epi8(4)));
+}
+
+/* The lanes where entry PRED(t, x) holds, 4 per compare. */
+#define BP2_SCAN(CMP)                                                                          \
+    do {                                                                                       \
+        const double *thr = L->thr;                                                            \
+        for (uint32_t i = G->begin; i < G->end; i++) {                                         \
+            const __m256d t = _mm256_set1_pd(thr[i]);                                          \
+            uint64_t k = 0;                                                                    \
+            for (unsigned q = 0; q < 16; q++)                                                  \
+                k |= (uint64_t)_mm256_movemask_pd(                                             \
+                         _mm256_cmp_pd(t, _mm256_load_pd(xc + 4 * q), CMP))                    \
+                     << (4 * q);                                                               \
+            k &= ~sp;                                                                          \
+            if (!k)                                                                            \
+                break;                                                                         \
+            const __m256i K0 = bp2_bytes((uint32_t)k), K1 = bp2_bytes((uint32_t)(k >> 32));    \
+            if (omega)                                                                         \
+                bp2_apply_or(P, v, K0, K1, i, i + 1);                                          \
+            else                                                                               \
+                bp2_apply(P, v, K0, K1, i, i + 1);                                             \
+        }                                                                                      \
+    } while (0)
+
+T256 static void block256bp(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
+                            const qs_block *B, uint8_t *v,
+                            const double *const *xs, unsigned nreal, double *acc, float *accf)
+{
+    const int lt = m->cmp == QS_CMP_LT;
+    const int omega = B->kind == QS_BLOCK_OMEGA;
+    const uint32_t nt = (uint32_t)(B->tree_end - B->tree_begin);
+    const uint32_t planes = qs_vqs_planes(B);
+    const size_t row = (size_t)planes * 64;
+    const uint32_t K = m->num_classes;
+    double *accT = (double *)(void *)v;
+    float *accTf = (float *)(void *)(accT + (size_t)K * BP_LANES);
+    v += vqs_acc_bytes(K);
+    const uint32_t bi = (uint32_t)(B - L->blocks);
+    const uint32_t *feats = P->feats + P->feat_off[bi];
+    const uint32_t nfe = (uint32_t)(P->feat_off[bi + 1] - P->feat_off[bi]);
+    double *xT = (double *)(void *)v;
+    v += (size_t)P->max_feats * BP_XROW * sizeof(double);
+    for (unsigned l = 0; l < BP_LANES; l++) {
+        const double *x = xs[l];
+        for (uint32_t r = 0; r < nfe; r++)
+            xT[(size_t)r * BP_XROW + l] = x[feats[r]];
+    }
+    memset(v, omega ? 0 : 0xFF, row * nt);
+    for (uint32_t g = B->group_begin; g < B->group_end; g++) {
+        const qs_group *G = &L->groups[g];
+        const double *xr = xT + (size_t)P->grow[g] * BP_XROW;
+        double xc[BP_LANES] __attribute__((aligned(32)));
+        uint64_t sp = 0;
+        const unsigned rule = G->rule & QS_RULE_MASK;
+        for (unsigned q = 0; q < 16; q++) {
+            __m256d x = _mm256_load_pd(xr + 4 * q);
+            const __m256d nan = _mm256_cmp_pd(x, x, _CMP_UNORD_Q);
+            if (rule == QS_RULE_NAN) {
+                sp |= (uint64_t)_mm256_movemask_pd(nan) << (4 * q);
+            } else {
+                x = _mm256_andnot_pd(nan, x);
+                if (rule == QS_RULE_ZERO)
+                    sp |= (uint64_t)_mm256_movemask_pd(_mm256_and_pd(
+                              _mm256_cmp_pd(x, _mm256_set1_pd(-QS_ZERO_BAND), _CMP_GE_OQ),
+                              _mm256_cmp_pd(x, _mm256_set1_pd(QS_ZERO_BAND), _CMP_LE_OQ)))
+                          << (4 * q);
+            }
+            _mm256_store_pd(xc + 4 * q, x);
+        }
+        if (sp) {
+            const __m256i K0 = bp2_bytes((uint32_t)sp), K1 = bp2_bytes((uint32_t)(sp >> 32));
+            if (omega)
+                bp2_apply_or(P, v, K0, K1, G->sp_begin, G->sp_end);
+            else
+                bp2_apply(P, v, K0, K1, G->sp_begin, G->sp_end);
+        }
+        const int desc = (G->rule & QS_GROUP_DESC) != 0;
+        if (G->end - G->begin <= BP_SCAN_MAX) {
+            if (desc) {
+                if (lt)
+                    BP2_SCAN(_CMP_GT_OQ);
+                else
+                    BP2_SCAN(_CMP_GE_OQ);
+            } else {
+                if (lt)
+                    BP2_SCAN(_CMP_LE_OQ);
+                else
+                    BP2_SCAN(_CMP_LT_OQ);
+            }
+            continue;
+        }
+        uint32_t e[BP_LANES];
+        {
+            const double *x = xc, *thr = L->thr;
+            const unsigned lanes = BP_LANES;
+            for (unsigned l = 0; l < BP_LANES; l++)
+                e[l] = G->begin;
+            if (desc) {
+                if (lt)
+                    RUN_ENDS(P_GT);
+                else
+                    RUN_ENDS(P_GE);
+            } else {
+                if (lt)
+                    RUN_ENDS(P_LE);
+                else
+                    RUN_ENDS(P_LT);
+            }
+            for (unsigned l = 0; l < BP_LANES; l++)
+                if (sp & (1ull << l))
+                    e[l] = G->begin;
+        }
+        for (uint32_t cur = G->begin;;) {
+            uint64_t k = 0;
+            uint32_t next = UINT32_MAX;
+            for (unsigned l = 0; l < BP_LANES; l++)
+                if (e[l] > cur) {
+                    k |= 1ull << l;
+                    next = e[l] < next ? e[l] : next;
+                }
+            if (!k)
+                break;
+            const __m256i K0 = bp2_bytes((uint32_t)k), K1 = bp2_bytes((uint32_t)(k >> 32));
+            if (omega)
+                bp2_apply_or(P, v, K0, K1, cur, next);
+            else
+                bp2_apply(P, v, K0, K1, cur, next);
+            cur = next;
+        }
+    }
+    for (uint32_t c = B->cat_begin; c < B->cat_end; c++) {
+        const qs_catnode *C = &L->cats[c];
+        const qs_node *n = &m->nodes[C->node];
+        uint8_t *r = v + (size_t)(C->tree & ~QS_CAT_REVERSED) * row;
+        const uint32_t lo = (uint32_t)(C->mask >> 32), hi = (uint32_t)C->mask;
+        for (unsigned l = 0; l < BP_LANES; l++)
+            if (qs_node_goes_left(m, n, xs[l][n->feature]) == !!(C->tree & QS_CAT_REVERSED))
+                for (uint32_t j = 0; j < planes; j++)
+                    r[(size_t)j * 64 + l] &= B->width ? (uint8_t)(C->mask >> (8 * j))
+                                                      : range_byte(lo, hi, j);
+    }
+    /* Exit leaves as the AVX-512 kernel finds them, 32 lanes at a time;
+     * sums 4 documents at a time, class-major. */
+    const uint32_t *nl = L->nleaves + B->tree_begin;
+    const uint64_t *off = L->leaf_off + B->tree_begin;
+    const int mode = m->float_accumulate;
+    const int gather = !m->node_linear;
+    if (gather)
+        for (uint32_t c = 0; c < K; c++)
+            for (unsigned l = 0; l < BP_LANES; l++) {
+                accT[(size_t)c * BP_LANES + l] = l < nreal ? acc[(size_t)l * K + c] : 0.0;
+                accTf[(size_t)c * BP_LANES + l] = l < nreal ? accf[(size_t)l * K + c] : 0.0f;
+            }
+    for (uint32_t i = 0; i < nt; i++) {
+        uint8_t *r = v + (size_t)i * row;
+        const uint32_t nli = nl[i];
+        const int one = omega ? nli <= 256 : planes <= 32;
+        uint8_t lb0[BP_LANES] __attribute__((aligned(32))), lb1[BP_LANES] __attribute__((aligned(32)));
+        if (omega) {
+            memcpy(lb0, r, BP_LANES);
+            memcpy(lb1, r + 64, BP_LANES);
+        } else {
+            const uint32_t last = nli - 1;
+            uint8_t *lp = r + (size_t)(last >> 3) * 64;
+            for (unsigned h = 0; h < 2; h++) {
+                __m256i *q = (__m256i *)(lp + 32 * h);
+                *q = _mm256_or_si256(*q, _mm256_set1_epi8((char)(1u << (last & 7))));
+            }
+            for (unsigned h = 0; h < 2; h++) {
+                __m256i b0 = _mm256_setzero_si256(), b1 = _mm256_setzero_si256();
+                __m256i done = _mm256_setzero_si256();
+                for (uint32_t j = 0; j < planes; j++) {
+                    const __m256i p = _mm256_load_si256((const __m256i *)(r + (size_t)j * 64 + 32 * h));
+                    const __m256i nz = _mm256_andnot_si256(
+                        _mm256_or_si256(_mm256_cmpeq_epi8(p, _mm256_setzero_si256()), done),
+                        _mm256_set1_epi8(-1));
+                    b0 = _mm256_blendv_epi8(b0, bp2_ctz8(p), nz);
+                    b1 = _mm256_blendv_epi8(b1, _mm256_set1_epi8((char)j), nz);
+                    done = _mm256_or_si256(done, nz);
+                    if (_mm256_movemask_epi8(done) == -1)
+                        break;
+                }
+                if (one)
+                    b0 = _mm256_add_epi8(b0, _mm256_slli_epi16(b1, 3));
+                _mm256_store_si256((__m256i *)(lb0 + 32 * h), b0);
+                _mm256_store_si256((__m256i *)(lb1 + 32 * h), b1);
+            }
+        }
+        if (!gather) {
+            for (unsigned l = 0; l < nreal; l++) {
+                uint32_t leaf = omega ? ((one ? 0u : (uint32_t)lb1[l] << 8) | lb0[l]) & (nli - 1)
+                                : one ? lb0[l]
+                                      : (uint32_t)lb1[l] * 8 + lb0[l];
+                qs_layout_add_leaf(m, L, B->tree_begin + i, leaf, xs[l], acc + (size_t)l * K,
+                                   accf + (size_t)l * K);
+            }
+            continue;
+        }
+        const __m256i o = _mm256_set1_epi64x((long long)off[i]);
+        const __m256i lmask = _mm256_set1_epi64x(omega ? (long long)(nli - 1) : -1ll);
+        const __m256i shift = _mm256_set1_epi64x(omega ? 8 : 3);
+        const uint32_t cls = m->trees[B->tree_begin + i].class_id;
+        double *pa0 = accT + (size_t)cls * BP_LANES;
+        float *pf0 = accTf + (size_t)cls * BP_LANES;
+        for (unsigned q = 0; q < 16; q++) {
+            int32_t w0, w1;
+            memcpy(&w0, lb0 + 4 * q, 4);
+            __m256i leaf = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(w0));
+            if (!one) {
+                memcpy(&w1, lb1 + 4 * q, 4);
+                leaf = _mm256_add_epi64(
+                    _mm256_sllv_epi64(_mm256_cvtepu8_epi64(_mm_cvtsi32_si128(w1)), shift), leaf);
+            }
+            const __m256d c = _mm256_i64gather_pd(
+                L->leaves, _mm256_add_epi64(o, _mm256_and_si256(leaf, lmask)), 8);
+            double *pa = pa0 + 4 * q;
+            float *pf = pf0 + 4 * q;
+            switch (mode) {
+            case QS_ACC_DOUBLE: _mm256_store_pd(pa, _mm256_add_pd(_mm256_load_pd(pa), c)); break;
+            case QS_ACC_FLOAT: _mm_store_ps(pf, _mm_add_ps(_mm_load_ps(pf), _mm256_cvtpd_ps(c))); break;
+            default:
+                _mm_store_ps(pf, _mm256_cvtpd_ps(_mm256_add_pd(_mm256_cvtps_pd(_mm_load_ps(pf)), c)));
+                break;
+            }
+        }
+    }
+    if (gather)
+        for (unsigned l = 0; l < nreal; l++)
+            for (uint32_t c = 0; c < K; c++) {
+                acc[(size_t)l * K + c] = accT[(size_t)c * BP_LANES + l];
+                accf[(size_t)l * K + c] = accTf[(size_t)c * BP_LANES + l];
+            }
+}
+
 static void kernel_block(const qs_simd_kernel *k, unsigned lanes, const qs_model *m,
                          const qs_layout *L, const qs_block *B, uint64_t *v,
                          const double *const *xs, unsigned nreal, double *acc, float *accf)
@@ -708,6 +1008,8 @@ static void kernel_block(const qs_simd_kernel *k, unsigned lanes, const qs_model
     const qs_vqs_plan *P = k->data;
     if (k->level == QS_SIMD_AVX512 && lanes == BP_LANES && qs_vqs_planes(B) && P && P->off)
         block512bp(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
+    else if (lanes == BP_LANES && qs_vqs_planes(B) && P && P->off)
+        block256bp(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
     else if (k->level == QS_SIMD_AVX512)
         block512(m, L, B, v, xs, nreal, acc, accf);
     else
@@ -752,7 +1054,7 @@ static int vqs_prepare(const qs_backend_def *d, const qs_scorer *s, void **state
                        qs_error *err)
 {
     *state = NULL;
-    if (level_of(d) != QS_SIMD_AVX512)
+    if (!level_of(d))
         return 0;
     qs_vqs_plan *P = calloc(1, sizeof *P);
     if (!P || qs_vqs_plan_build(s->L, P) != 0) {

@@ -34,30 +34,29 @@ static inline uint32_t qs_vqs_planes(const qs_block *B)
     return p;
 }
 
-/* Whether a block can go through the SIMD kernels at a level: with
- * AVX-512 every block the byte-plane kernel takes, and narrow QS blocks (8
- * lanes); with AVX2 QS blocks of at most 64 leaves per tree.  QS-Ω blocks
- * go only on byte planes: 8 or 4 lanes of 64-bit vectors were slower than
- * scalar QS-Ω (0.8x and 0.64x on QuickRank's 1,000 oblivious trees). */
+/* Whether a block can go through the SIMD kernels at a level: every block
+ * the byte-plane kernels take, and QS blocks of at most 64 leaves per tree
+ * (8 or 4 lanes of 64-bit vectors). */
 static inline int qs_vqs_block_ok(unsigned level, const qs_block *B)
 {
-    if (level == QS_SIMD_AVX512 && qs_vqs_planes(B))
-        return 1;
-    return B->kind == QS_BLOCK_QS && B->width != 0;
+    (void)level;
+    return qs_vqs_planes(B) || (B->kind == QS_BLOCK_QS && B->width != 0);
 }
 
 /* Lanes (documents per call) for a batch of n documents through block B:
- * AVX-512 scores 64 documents at a time on byte planes, narrow QS blocks
- * only when the batch fills at least half of them (else 8 at a time);
- * AVX2 4 at a time.  (The driver scores a block scalar when a batch fills
- * under half of its lanes, unless the back end was named.) */
+ * 64 on byte planes (AVX-512, or AVX2 two halves at a time), narrow QS
+ * blocks only when the batch fills at least half of them (else 8 at a
+ * time with AVX-512, 4 with AVX2).  QS-Ω blocks go only on byte planes:
+ * 8 or 4 lanes of 64-bit vectors were slower than scalar QS-Ω (0.8x and
+ * 0.64x on QuickRank's 1,000 oblivious trees).  (The driver scores a block
+ * scalar when a batch fills under half of its lanes, unless the back end
+ * was named.) */
 static inline unsigned qs_vqs_lanes(unsigned level, const qs_block *B, uint32_t n)
 {
-    if (level != QS_SIMD_AVX512)
-        return 4u;
+    const unsigned narrow = level == QS_SIMD_AVX512 ? 8u : 4u;
     if (!qs_vqs_planes(B))
-        return 8u;
-    return n >= 32 || B->kind != QS_BLOCK_QS || B->width == 0 ? 64u : 8u;
+        return narrow;
+    return n >= 32 || B->kind != QS_BLOCK_QS || B->width == 0 ? 64u : narrow;
 }
 
 /* What the byte-plane kernel reads per layout entry instead of its tree id
