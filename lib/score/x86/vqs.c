@@ -1049,7 +1049,7 @@ static int vqs_probe(const qs_backend_def *d, char *why, size_t cap)
     return 0;
 }
 
-/* The state: the byte-plane plan where the kernel runs with AVX-512. */
+/* The state: the byte-plane plan (AVX-512 and AVX2). */
 static int vqs_prepare(const qs_backend_def *d, const qs_scorer *s, void **state,
                        qs_error *err)
 {
@@ -1122,7 +1122,7 @@ static int vqs_score(const qs_backend_def *d, const qs_scorer *s, const void *st
 const qs_backend_def qs_backend_vqs = {
     .name = "vqs",
     .summary = "vQS: QuickScorer over several documents per SIMD instruction, the widest "
-               "this CPU runs (AVX-512: 64 documents, AVX2: 4)",
+               "this CPU runs (AVX-512: 64 documents, AVX2: 32)",
     .flags = QS_BACKEND_F_SIMD | QS_BACKEND_F_ALIAS,
     .param = 0,
     VQS_FUNCS,
@@ -1130,7 +1130,8 @@ const qs_backend_def qs_backend_vqs = {
 
 const qs_backend_def qs_backend_vqs_avx2 = {
     .name = "vqs-avx2",
-    .summary = "vQS with AVX2 (4 documents per instruction)",
+    .summary = "vQS with AVX2 (64 documents on byte planes, 32 per instruction; 4 for "
+               "small batches)",
     .flags = QS_BACKEND_F_SIMD,
     .auto_rank = 2,
     .param = QS_SIMD_AVX2,

@@ -1,7 +1,7 @@
 /* vqs.h: vQS, QuickScorer over several documents per SIMD instruction
- * (AVX-512: 64 documents on byte planes for QS blocks of up to 2048
- * leaves per tree and QS-Ω blocks, or 8 with one 64-bit leaf vector per
- * lane; AVX2: 4), picked at run time from CPUID and XGETBV.
+ * (64 documents on byte planes for QS blocks of up to 2048 leaves per tree
+ * and QS-Ω blocks, AVX-512 or AVX2; small batches 8 or 4 with one 64-bit
+ * leaf vector per lane), picked at run time from CPUID and XGETBV.
  *
  * The kernels only change how the false nodes' masks reach the leaf
  * vectors: an AND (or the OR of QS-Ω) is order-free, so each document's
@@ -16,7 +16,7 @@
 
 #include <stdio.h>
 
-/* Planes per tree of the AVX-512 byte-plane kernel for block B (plane j:
+/* Planes per tree of the byte-plane kernels for block B (plane j:
  * byte j of 64 documents' leaf vectors, 64 bytes), or 0 when it does not
  * take B.  QS blocks: width/8 planes, or 8 per word of a multi-word block
  * of at most 32 words (2048 leaves); QS-Ω blocks: 2 (the low and the high
