@@ -4,7 +4,7 @@
 # (trees of 65 to 2100 leaves, categorical nodes among them), QS-Ω blocks
 # (oblivious trees of depth 1 to 12, lone leaves) and narrow ones, linear
 # leaves, one to three classes, every compare, precision and accumulation
-# mode.  Batches of 1, 7, 63, 64, 65 and 130 documents (so the 64-document
+# mode, and blocks of 700 features.  Batches of 1, 7, 63, 64, 65 and 130 documents (so the 64-document
 # kernels see full, ragged and one-document groups), two layouts; every
 # back end must write the bytes of `walk` and `qs`.
 
@@ -21,17 +21,17 @@ setup_file() {
     done
 }
 
-# same NAME: every back end (and auto) on model NAME, both layouts, each
-# batch size as one batch (--doc-block N) and in the default batches, the
-# same bytes as walk and qs.
+# same NAME [DOCS]: every back end (and auto) on model NAME, both layouts,
+# each batch size as one batch (--doc-block N) and in the default batches,
+# the same bytes as walk and qs.
 same() {
     command -v python3 > /dev/null || skip "python3 not found"
-    local d="$BATS_FILE_TMPDIR/gen" t="$BATS_TEST_TMPDIR" q n b list
+    local d="$BATS_FILE_TMPDIR/gen" t="$BATS_TEST_TMPDIR" q n b list docs="${2:-docs.letor}"
     [ -f "$d/$1.qsm" ] || { echo "model $1 was not generated"; return 1; }
     list=$(backends) || return 1
     for q in "$d/$1.qsm" "$d/$1.alt.qsm"; do
         for n in 1 7 63 64 65 130; do
-            head -n "$n" "$d/docs.letor" > "$t/docs"
+            head -n "$n" "$d/$docs" > "$t/docs"
             qs-score --backend walk "$q" < "$t/docs" > "$t/walk" || return 1
             qs-score --backend qs --doc-block "$n" "$q" < "$t/docs" > "$t/qs" || return 1
             cmp "$t/walk" "$t/qs" || { echo "qs differs from walk ($q, $n documents)"; return 1; }
@@ -62,6 +62,8 @@ same() {
 @test "oblivious trees, accumulate float-double, 2 classes" { same obl-le-fd; }
 @test "linear leaves on multi-word, narrow and oblivious trees" { same lin-double; }
 @test "linear leaves on oblivious trees, 2 classes" { same lin-obl; }
+@test "700 features in one block (the kernels' feature rows refilled)" { same many-le-double many-docs.letor; }
+@test "700 features, float32, accumulate float, 2 classes" { same many-lt-float many-docs.letor; }
 
 @test "every block kind with AVX-512 disabled (auto and vqs on AVX2)" {
     command -v python3 > /dev/null || skip "python3 not found"

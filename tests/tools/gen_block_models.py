@@ -9,8 +9,10 @@ documents for them (tests/24-simd-blocks.bats).
   obl-*.txt   oblivious trees of depth 1 to 12 (QS-Omega blocks, leaf
               indexes past 8 bits) and lone leaves; NaN rules
   lin-*.txt   linear leaves (format version 3) on wide and oblivious trees
+  many-*.txt  700 features, most of them in one block (more than the SIMD
+              kernels' rows of feature values hold at once)
   docs.letor  130 documents: values on and beside the thresholds, NaN, zero,
-              absent features
+              absent features (many-docs.letor: the same for 700 features)
 
 Deterministic (fixed seed); the scores are compared across back ends, the
 reference being `walk`, so no oracle is stored.
@@ -34,15 +36,16 @@ def hx(x):
 
 class Model:
     def __init__(self, cmp="le", prec="double", acc="double", absent="missing",
-                 classes=1, version=1):
+                 classes=1, version=1, nf=NF):
         self.cmp, self.prec, self.acc, self.absent = cmp, prec, acc, absent
+        self.nf = nf
         self.classes, self.version = classes, version
         self.trees = []  # (class, weight, [node lines])
 
     def text(self):
         out = ["qs-ensemble %d" % self.version, "source unknown", "objective synthetic",
                "compare " + self.cmp, "precision " + self.prec, "accumulate " + self.acc,
-               "absent " + self.absent, "features %d" % NF, "classes %d" % self.classes,
+               "absent " + self.absent, "features %d" % self.nf, "classes %d" % self.classes,
                "transform none 0x0p+0"]
         for c in range(self.classes):
             out.append("base %d %s" % (c, hx(self.val(0.125 * (c + 1)))))
@@ -74,7 +77,7 @@ def leaf_line(m, rng, j, linear):
         terms = rng.randint(0, 3)
         lines = ["%d linear %s %s %d" % (j, hx(v), hx(rng.uniform(-1, 1)), terms)]
         for _ in range(terms):
-            lines.append("term %d %s" % (rng.randrange(NF), hx(rng.uniform(-2, 2))))
+            lines.append("term %d %s" % (rng.randrange(m.nf), hx(rng.uniform(-2, 2))))
         return lines
     return ["%d leaf %s" % (j, hx(v))]
 
@@ -85,10 +88,10 @@ def split_line(m, rng, j, left, right, cat_ok):
     if cat_ok and rng.random() < 0.1:
         cats = sorted(rng.sample(range(12), rng.randint(1, 4)))
         return "%d cat %d %s %s %s %s %d %d %s" % (
-            j, rng.randrange(NF), rng.choice(["left", "right"]),
+            j, rng.randrange(m.nf), rng.choice(["left", "right"]),
             rng.choice(["trunc", "strict"]), miss, side, left, right,
             ",".join(map(str, cats)))
-    return "%d num %d %s %s %s %d %d" % (j, rng.randrange(NF), hx(m.thr(rng.choice(THR))),
+    return "%d num %d %s %s %s %d %d" % (j, rng.randrange(m.nf), hx(m.thr(rng.choice(THR))),
                                          miss, side, left, right)
 
 
@@ -125,7 +128,7 @@ def random_tree(m, rng, leaves, cat_ok=True, linear=False):
 def oblivious_tree(m, rng, depth, linear=False):
     tests = []
     for _ in range(depth):
-        tests.append((rng.randrange(NF), hx(m.thr(rng.choice(THR))),
+        tests.append((rng.randrange(m.nf), hx(m.thr(rng.choice(THR))),
                       rng.choice(["none", "zero", "nan"]), rng.choice(["left", "right"])))
     lines = []
     # preorder numbering of a complete tree
@@ -202,6 +205,19 @@ def main():
         add(m, rng, oblivious_tree(m, rng, d, linear=True))
     models["lin-obl"] = m
 
+    # many features: one multi-word block and one Ω block reading ~700
+    for name, kw in [("many-le-double", dict(cmp="le", acc="double", nf=700)),
+                     ("many-lt-float", dict(cmp="lt", prec="float", acc="float", nf=700,
+                                            classes=2))]:
+        m = Model(**kw)
+        for _ in range(12):
+            add(m, rng, random_tree(m, rng, 256))
+        for _ in range(60):
+            add(m, rng, oblivious_tree(m, rng, 8))
+        for _ in range(20):
+            add(m, rng, random_tree(m, rng, 40))
+        models[name] = m
+
     for name, m in models.items():
         with open(os.path.join(out, name + ".txt"), "w") as f:
             f.write(m.text())
@@ -220,6 +236,15 @@ def main():
                 else:
                     v = repr(rng.choice(vals))
                 feats.append("%d:%s" % (j, v))
+            f.write("%d qid:%d %s\n" % (i % 3, i // 10, " ".join(feats)))
+    with open(os.path.join(out, "many-docs.letor"), "w") as f:
+        for i in range(130):
+            feats = []
+            for j in range(700):
+                r = rng.random()
+                if r < 0.3:
+                    continue  # absent
+                feats.append("%d:%s" % (j, "nan" if r < 0.35 else repr(rng.choice(vals))))
             f.write("%d qid:%d %s\n" % (i % 3, i // 10, " ".join(feats)))
 
 

@@ -96,6 +96,37 @@ int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P)
  * documents) to the next: 64 and a spare line, so that a document's
  * column does not fall into a few cache sets. */
 #define BP_XROW 72u
+/* Rows of feature values the kernels hold at once (the block's next
+ * features, refilled as its groups move on), so that the scratch stays
+ * small for a block of many features. */
+#define BP_XROWS 256u
+
+static size_t vqs_xrow_bytes(const qs_vqs_plan *P)
+{
+    return P ? (size_t)(P->max_feats < BP_XROWS ? P->max_feats : BP_XROWS) * BP_XROW *
+                   sizeof(double)
+             : 0;
+}
+
+/* The row of the 64 documents' values of the block's feature r (feats[r])
+ * in xT, which holds rows *c0 .. *c0 + BP_XROWS - 1: filled from xs with
+ * the rows from r on when r is not among them.  The groups of a block are
+ * sorted by feature, so each row is filled once. */
+static inline __attribute__((always_inline)) double *
+bp_row(const uint32_t *feats, uint32_t nfe, double *xT, uint32_t *c0, uint32_t r,
+       const double *const *xs)
+{
+    if (r < *c0 || r - *c0 >= BP_XROWS) {
+        const uint32_t n = nfe - r < BP_XROWS ? nfe - r : BP_XROWS;
+        for (unsigned l = 0; l < 64; l++) {
+            const double *x = xs[l];
+            for (uint32_t k = 0; k < n; k++)
+                xT[(size_t)k * BP_XROW + l] = x[feats[r + k]];
+        }
+        *c0 = r;
+    }
+    return xT + (size_t)(r - *c0) * BP_XROW;
+}
 
 /* Bytes of the accumulators the byte-plane kernel keeps for K classes
  * (64 documents x K, double and float, class-major), at the start of its
@@ -412,22 +443,18 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
     float *accTf = (float *)(void *)(accT + (size_t)K * BP_LANES);
     v += vqs_acc_bytes(K);
     /* The 64 documents' values of the block's features, a row of 64 per
-     * feature, then the planes. */
+     * feature (up to BP_XROWS at a time), then the planes. */
     const uint32_t bi = (uint32_t)(B - L->blocks);
     const uint32_t *feats = P->feats + P->feat_off[bi];
     const uint32_t nfe = (uint32_t)(P->feat_off[bi + 1] - P->feat_off[bi]);
     double *xT = (double *)(void *)v;
-    v += (size_t)P->max_feats * BP_XROW * sizeof(double);
-    for (unsigned l = 0; l < BP_LANES; l++) {
-        const double *x = xs[l];
-        for (uint32_t r = 0; r < nfe; r++)
-            xT[(size_t)r * BP_XROW + l] = x[feats[r]];
-    }
+    uint32_t c0 = UINT32_MAX;
+    v += vqs_xrow_bytes(P);
     memset(v, omega ? 0 : 0xFF, row * nt);
     const uint32_t *grow = P->grow;
     for (uint32_t g = B->group_begin; g < B->group_end; g++) {
         const qs_group *G = &L->groups[g];
-        double *xr = xT + (size_t)grow[g] * BP_XROW;
+        const double *xr = bp_row(feats, nfe, xT, &c0, grow[g], xs);
         /* The group's value rule, 8 lanes at a time: sp, the lanes that
          * take its special-value list; the others' NaN read as 0.0. */
         uint64_t sp = 0;
@@ -808,16 +835,12 @@ T256 static void block256bp(const qs_model *m, const qs_layout *L, const qs_vqs_
     const uint32_t *feats = P->feats + P->feat_off[bi];
     const uint32_t nfe = (uint32_t)(P->feat_off[bi + 1] - P->feat_off[bi]);
     double *xT = (double *)(void *)v;
-    v += (size_t)P->max_feats * BP_XROW * sizeof(double);
-    for (unsigned l = 0; l < BP_LANES; l++) {
-        const double *x = xs[l];
-        for (uint32_t r = 0; r < nfe; r++)
-            xT[(size_t)r * BP_XROW + l] = x[feats[r]];
-    }
+    uint32_t c0 = UINT32_MAX;
+    v += vqs_xrow_bytes(P);
     memset(v, omega ? 0 : 0xFF, row * nt);
     for (uint32_t g = B->group_begin; g < B->group_end; g++) {
         const qs_group *G = &L->groups[g];
-        const double *xr = xT + (size_t)P->grow[g] * BP_XROW;
+        const double *xr = bp_row(feats, nfe, xT, &c0, P->grow[g], xs);
         double xc[BP_LANES] __attribute__((aligned(32)));
         uint64_t sp = 0;
         const unsigned rule = G->rule & QS_RULE_MASK;
@@ -1085,7 +1108,7 @@ static int vqs_ws_init(const qs_backend_def *d, const qs_scorer *s, const void *
             tree_bytes = (size_t)qs_vqs_planes(&s->L->blocks[b]) * 64;
     const qs_vqs_plan *P = state;
     const size_t bytes = qs_bwqs_vec_bytes(s, tree_bytes) + vqs_acc_bytes(s->m->num_classes) +
-                         (P ? (size_t)P->max_feats * BP_XROW * sizeof(double) : 0);
+                         vqs_xrow_bytes(P);
     *scratch = aligned_alloc(64, bytes);
     if (!*scratch)
         return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (leaf vectors of %llu trees)",
