@@ -450,6 +450,8 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
     double *xT = (double *)(void *)v;
     uint32_t c0 = UINT32_MAX;
     v += vqs_xrow_bytes(P);
+    if (nfe <= BP_XROWS) /* all at once, the usual case */
+        bp_row(feats, nfe, xT, &c0, 0, xs);
     memset(v, omega ? 0 : 0xFF, row * nt);
     const uint32_t *grow = P->grow;
     for (uint32_t g = B->group_begin; g < B->group_end; g++) {
@@ -837,6 +839,8 @@ T256 static void block256bp(const qs_model *m, const qs_layout *L, const qs_vqs_
     double *xT = (double *)(void *)v;
     uint32_t c0 = UINT32_MAX;
     v += vqs_xrow_bytes(P);
+    if (nfe <= BP_XROWS) /* all at once, the usual case */
+        bp_row(feats, nfe, xT, &c0, 0, xs);
     memset(v, omega ? 0 : 0xFF, row * nt);
     for (uint32_t g = B->group_begin; g < B->group_end; g++) {
         const qs_group *G = &L->groups[g];
