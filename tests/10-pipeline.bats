@@ -271,7 +271,7 @@ cpu_lacks() {
     vqs_fixtures vqs-avx512
 }
 
-@test "vQS with AVX2 (4 documents per instruction) equals the reference on every fixture" {
+@test "vQS with AVX2 (64 documents on byte planes) equals the reference on every fixture" {
     cpu_lacks vqs-avx2 "this CPU lacks AVX2"
     vqs_fixtures vqs-avx2
 }

@@ -248,7 +248,7 @@ void qs_bwqs_score(const qs_scorer *s, qs_workspace *w, void *vec, uint32_t n, d
         }
     for (uint32_t b = 0; b < s->L->nblocks; b++) {
         const qs_block *B = &s->L->blocks[b];
-        if (k && k->takes(B) && (forced || (uint64_t)n * 2 >= k->lanes(k->level, B, n))) {
+        if (k && k->takes(k->level, B) && (forced || (uint64_t)n * 2 >= k->lanes(k->level, B, n))) {
             /* A short last group repeats its last document in the spare
              * lanes. */
             const unsigned lanes = k->lanes(k->level, B, n);

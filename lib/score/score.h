@@ -89,7 +89,7 @@ struct qs_workspace {
 typedef struct qs_simd_kernel {
     unsigned level;
     const void *data;         /* the back end's state */
-    int (*takes)(const qs_block *B);
+    int (*takes)(unsigned level, const qs_block *B);
     unsigned (*lanes)(unsigned level, const qs_block *B, uint32_t n);
     void (*block)(const struct qs_simd_kernel *k, unsigned lanes, const qs_model *m,
                   const qs_layout *L, const qs_block *B, uint64_t *v,

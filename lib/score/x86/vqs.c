@@ -9,38 +9,82 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The AND byte of plane j for a multi-word node clearing leaves [lo, hi). */
+static uint8_t range_byte(uint32_t lo, uint32_t hi, uint32_t j)
+{
+    const uint32_t b0 = 8 * j;
+    if (hi <= b0 || lo >= b0 + 8)
+        return 0xFF;
+    const uint32_t a = lo > b0 ? lo - b0 : 0, b = hi < b0 + 8 ? hi - b0 : 8;
+    return (uint8_t)~(((1u << b) - 1) & ~((1u << a) - 1));
+}
+
 /* The byte-plane plan of every entry of the blocks the kernel takes. */
 int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P)
 {
     P->off = calloc(L->nentries ? L->nentries : 1, sizeof *P->off);
     P->bytes = calloc(L->nentries ? L->nentries : 1, sizeof *P->bytes);
-    if (!P->off || !P->bytes) {
+    P->feats = calloc(L->ngroups ? L->ngroups : 1, sizeof *P->feats);
+    P->feat_off = calloc((size_t)L->nblocks + 1, sizeof *P->feat_off);
+    P->grow = calloc(L->ngroups ? L->ngroups : 1, sizeof *P->grow);
+    if (!P->off || !P->bytes || !P->feats || !P->feat_off || !P->grow) {
         qs_vqs_plan_free(P);
         return -1;
     }
+    /* Each block's features, in the order of its groups (sorted by
+     * feature, so a document's values are read in address order). */
+    uint64_t nf = 0;
+    P->max_feats = 0;
     for (uint32_t k = 0; k < L->nblocks; k++) {
         const qs_block *B = &L->blocks[k];
-        if (!qs_vqs_planes_ok(B))
+        P->feat_off[k] = nf;
+        for (uint32_t g = B->group_begin; g < B->group_end; g++) {
+            const uint32_t f = L->groups[g].feature;
+            uint64_t r = nf > P->feat_off[k] && P->feats[nf - 1] == f ? nf - 1 : P->feat_off[k];
+            while (r < nf && P->feats[r] != f)
+                r++;
+            if (r == nf)
+                P->feats[nf++] = f;
+            P->grow[g] = (uint32_t)(r - P->feat_off[k]);
+        }
+        if (nf - P->feat_off[k] > P->max_feats)
+            P->max_feats = (uint32_t)(nf - P->feat_off[k]);
+    }
+    P->feat_off[L->nblocks] = nf;
+    for (uint32_t k = 0; k < L->nblocks; k++) {
+        const qs_block *B = &L->blocks[k];
+        const uint32_t planes = qs_vqs_planes(B);
+        if (!planes)
             continue;
-        const uint64_t row = (uint64_t)B->width * 8; /* width/8 planes of 64 bytes */
-        const uint64_t wmask = B->width == 64 ? ~0ull : (1ull << B->width) - 1;
+        const uint64_t row = (uint64_t)planes * 64, nt = B->tree_end - B->tree_begin;
+        const int omega = B->kind == QS_BLOCK_OMEGA, wide = !omega && B->width == 0;
+        const uint64_t wmask = omega ? 0xFFFF : B->width == 64 || wide ? ~0ull : (1ull << B->width) - 1;
         for (uint32_t g = B->group_begin; g < B->group_end; g++) {
             const qs_group *G = &L->groups[g];
             for (int part = 0; part < 2; part++) {
                 uint32_t i0 = part ? G->sp_begin : G->begin, i1 = part ? G->sp_end : G->end;
                 for (uint32_t i = i0; i < i1; i++) {
-                    const uint64_t mk = L->emask[i], nm = ~mk & wmask;
-                    const uint64_t base = (uint64_t)L->etree[i] * row;
-                    if (!nm || L->etree[i] >= B->tree_end - B->tree_begin) {
-                        /* clears nothing: touch plane 0 with all-ones bytes */
+                    const uint64_t mk = L->emask[i], base = (uint64_t)L->etree[i] * row;
+                    /* QS: the leaves the mask clears; Ω: the bits it sets. */
+                    const uint64_t nm = omega ? mk & wmask : wide ? 1 : ~mk & wmask;
+                    const uint32_t lo = (uint32_t)(mk >> 32), hi = (uint32_t)mk;
+                    if (!nm || L->etree[i] >= nt || (wide && (lo >= hi || hi > planes * 8u))) {
+                        /* changes nothing: plane 0, with all-ones (AND) or zero (OR) bytes */
                         P->off[i] = base | base << 32;
-                        P->bytes[i] = 0xFFFF;
+                        P->bytes[i] = omega ? 0 : 0xFFFF;
                         continue;
                     }
-                    const uint32_t a = (uint32_t)__builtin_ctzll(nm) >> 3,
-                                   b = (63u - (uint32_t)__builtin_clzll(nm)) >> 3;
+                    uint32_t a, b;
+                    if (wide) {
+                        a = lo >> 3;
+                        b = (hi - 1) >> 3;
+                        P->bytes[i] = (uint16_t)(range_byte(lo, hi, a) | range_byte(lo, hi, b) << 8);
+                    } else {
+                        a = (uint32_t)__builtin_ctzll(nm) >> 3;
+                        b = (63u - (uint32_t)__builtin_clzll(nm)) >> 3;
+                        P->bytes[i] = (uint16_t)(((mk >> (8 * a)) & 0xFF) | ((mk >> (8 * b)) & 0xFF) << 8);
+                    }
                     P->off[i] = (base + a * 64u) | (base + b * 64u) << 32;
-                    P->bytes[i] = (uint16_t)(((mk >> (8 * a)) & 0xFF) | ((mk >> (8 * b)) & 0xFF) << 8);
                 }
             }
         }
@@ -48,12 +92,62 @@ int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P)
     return 0;
 }
 
+/* Doubles from one row of the byte-plane kernel's feature values (64
+ * documents) to the next: 64 and a spare line, so that a document's
+ * column does not fall into a few cache sets. */
+#define BP_XROW 72u
+/* Rows of feature values the kernels hold at once (the block's next
+ * features, refilled as its groups move on), so that the scratch stays
+ * small for a block of many features. */
+#define BP_XROWS 256u
+
+static size_t vqs_xrow_bytes(const qs_vqs_plan *P)
+{
+    return P ? (size_t)(P->max_feats < BP_XROWS ? P->max_feats : BP_XROWS) * BP_XROW *
+                   sizeof(double)
+             : 0;
+}
+
+/* The row of the 64 documents' values of the block's feature r (feats[r])
+ * in xT, which holds rows *c0 .. *c0 + BP_XROWS - 1: filled from xs with
+ * the rows from r on when r is not among them.  The groups of a block are
+ * sorted by feature, so each row is filled once. */
+static inline __attribute__((always_inline)) double *
+bp_row(const uint32_t *feats, uint32_t nfe, double *xT, uint32_t *c0, uint32_t r,
+       const double *const *xs)
+{
+    if (r < *c0 || r - *c0 >= BP_XROWS) {
+        const uint32_t n = nfe - r < BP_XROWS ? nfe - r : BP_XROWS;
+        for (unsigned l = 0; l < 64; l++) {
+            const double *x = xs[l];
+            for (uint32_t k = 0; k < n; k++)
+                xT[(size_t)k * BP_XROW + l] = x[feats[r + k]];
+        }
+        *c0 = r;
+    }
+    return xT + (size_t)(r - *c0) * BP_XROW;
+}
+
+/* Bytes of the accumulators the byte-plane kernel keeps for K classes
+ * (64 documents x K, double and float, class-major), at the start of its
+ * scratch. */
+static size_t vqs_acc_bytes(uint32_t K)
+{
+    return ((size_t)K * 64 * (sizeof(double) + sizeof(float)) + 63) & ~(size_t)63;
+}
+
 void qs_vqs_plan_free(qs_vqs_plan *P)
 {
     free(P->off);
     free(P->bytes);
+    free(P->feats);
+    free(P->feat_off);
+    free(P->grow);
     P->off = NULL;
     P->bytes = NULL;
+    P->feats = NULL;
+    P->feat_off = NULL;
+    P->grow = NULL;
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -80,14 +174,12 @@ static void lanes_leaves(const qs_model *m, const qs_layout *L, const qs_block *
 {
     const uint32_t K = m->num_classes;
     const uint32_t nt = (uint32_t)(B->tree_end - B->tree_begin);
-    const int omega = B->kind == QS_BLOCK_OMEGA;
     for (uint32_t i = 0; i < nt; i++) {
         uint64_t t = B->tree_begin + i;
         uint32_t nl = L->nleaves[t];
         const uint64_t *row = v + (uint64_t)i * lanes;
         for (unsigned l = 0; l < nreal; l++) {
-            uint64_t leaf = omega ? (row[l] & (nl - 1))
-                                  : (uint64_t)__builtin_ctzll(row[l] | (1ull << (nl - 1)));
+            uint64_t leaf = (uint64_t)__builtin_ctzll(row[l] | (1ull << (nl - 1)));
             qs_layout_add_leaf(m, L, t, leaf, xs[l], acc + (size_t)l * K, accf + (size_t)l * K);
         }
     }
@@ -196,19 +288,13 @@ T512 static void block512(const qs_model *m, const qs_layout *L, const qs_block 
                           const double *const *xs, unsigned nreal, double *acc, float *accf)
 {
     const int lt = m->cmp == QS_CMP_LT;
-    const int omega = B->kind == QS_BLOCK_OMEGA;
     const uint32_t nt = (uint32_t)(B->tree_end - B->tree_begin);
     const uint32_t *etree = L->etree;
     const uint64_t *emask = L->emask;
-    const __m512i init = omega ? _mm512_setzero_si512() : _mm512_set1_epi64(-1);
     for (uint32_t i = 0; i < nt; i++)
-        _mm512_store_si512((__m512i *)(v + (size_t)i * 8), init);
-    if (omega) {
-        GROUPS(8, APPLY512, _mm512_mask_or_epi64)
-    } else {
-        GROUPS(8, APPLY512, _mm512_mask_and_epi64)
-        lanes_categorical(m, L, B, v, xs, 8);
-    }
+        _mm512_store_si512((__m512i *)(v + (size_t)i * 8), _mm512_set1_epi64(-1));
+    GROUPS(8, APPLY512, _mm512_mask_and_epi64)
+    lanes_categorical(m, L, B, v, xs, 8);
     if (m->num_classes != 1 || m->node_linear) {
         lanes_leaves(m, L, B, v, xs, 8, nreal, acc, accf);
         return;
@@ -222,13 +308,9 @@ T512 static void block512(const qs_model *m, const qs_layout *L, const qs_block 
     __m256 af = _mm256_maskz_loadu_ps(real, accf);
     for (uint32_t i = 0; i < nt; i++) {
         __m512i r = _mm512_load_si512((const __m512i *)(v + (size_t)i * 8)), idx;
-        if (omega) {
-            idx = _mm512_and_si512(r, _mm512_set1_epi64((long long)(nl[i] - 1)));
-        } else {
-            r = _mm512_or_si512(r, _mm512_set1_epi64((long long)(1ull << (nl[i] - 1))));
-            __m512i low = _mm512_and_si512(r, _mm512_sub_epi64(_mm512_setzero_si512(), r));
-            idx = _mm512_sub_epi64(_mm512_set1_epi64(63), _mm512_lzcnt_epi64(low));
-        }
+        r = _mm512_or_si512(r, _mm512_set1_epi64((long long)(1ull << (nl[i] - 1))));
+        __m512i low = _mm512_and_si512(r, _mm512_sub_epi64(_mm512_setzero_si512(), r));
+        idx = _mm512_sub_epi64(_mm512_set1_epi64(63), _mm512_lzcnt_epi64(low));
         idx = _mm512_add_epi64(idx, _mm512_set1_epi64((long long)off[i]));
         __m512d c = _mm512_i64gather_pd(idx, L->leaves, 8);
         switch (mode) {
@@ -243,18 +325,22 @@ T512 static void block512(const qs_model *m, const qs_layout *L, const qs_block 
 
 /* ---------------------------------------------- AVX-512, byte planes
  *
- * QS blocks of up to 64 leaves per tree, 64 documents at once, the leaf
- * vectors stored as byte planes (as RapidScorer does): plane j of a tree
- * holds byte j (leaves 8j..8j+7) of the 64 documents' vectors, one byte
- * per document, so one 512-bit operation updates 64 documents.  A node's
- * mask clears one contiguous leaf range (its left subtree), which touches
- * only the planes that range spans: usually one.  The planes a tree has
- * are those of the block's mask width (width / 8). */
+ * 64 documents at once, the leaf vectors stored as byte planes (as
+ * RapidScorer does): plane j of a tree holds byte j (leaves 8j..8j+7) of
+ * the 64 documents' vectors, one byte per document, so one 512-bit
+ * operation updates 64 documents.  A QS node's mask clears one contiguous
+ * leaf range (its left subtree), which touches only the planes that range
+ * spans: usually one.  The planes a tree has are those of the block's mask
+ * width (width / 8), or 8 per word of a multi-word block.  A QS-Ω tree has
+ * two planes, the low and the high byte of the 64 documents' leaf indexes,
+ * into which each false level ORs its bit. */
 
 #define BP_LANES 64u
 
-T512 static void bp_apply(const qs_vqs_plan *P, uint8_t *v, uint64_t k, uint32_t i0,
-                          uint32_t end)
+#define BP_INLINE static inline __attribute__((always_inline))
+
+T512 BP_INLINE void bp_apply(const qs_vqs_plan *P, uint8_t *v, uint64_t k, uint32_t i0,
+                             uint32_t end)
 {
     const __m512i ones = _mm512_set1_epi8(-1);
     for (uint32_t i = i0; i < end; i++) {
@@ -274,6 +360,24 @@ T512 static void bp_apply(const qs_vqs_plan *P, uint8_t *v, uint64_t k, uint32_t
     }
 }
 
+/* QS-Ω: each entry ORs its level's bit into the lanes of k (the low or the
+ * high byte plane; both for a mask spanning the two, which a layout of
+ * one bit per level never has). */
+T512 BP_INLINE void bp_apply_or(const qs_vqs_plan *P, uint8_t *v, uint64_t k, uint32_t i0,
+                                uint32_t end)
+{
+    for (uint32_t i = i0; i < end; i++) {
+        const uint64_t o = P->off[i];
+        const uint32_t oa = (uint32_t)o, ob = (uint32_t)(o >> 32), by = P->bytes[i];
+        __m512i *pa = (__m512i *)(v + oa);
+        *pa = _mm512_or_si512(*pa, _mm512_maskz_set1_epi8(k, (char)by));
+        if (__builtin_expect(ob != oa, 0)) { /* never, for the layouts qs builds */
+            __m512i *pb = (__m512i *)(v + ob);
+            *pb = _mm512_or_si512(*pb, _mm512_maskz_set1_epi8(k, (char)(by >> 8)));
+        }
+    }
+}
+
 /* Lowest set bit of each byte (8 for a zero byte). */
 T512 static inline __m512i bp_ctz8(__m512i p)
 {
@@ -285,23 +389,146 @@ T512 static inline __m512i bp_ctz8(__m512i p)
                            _mm512_add_epi8(_mm512_shuffle_epi8(tz4, hi), _mm512_set1_epi8(4)));
 }
 
+/* Groups of at most this many sorted entries are scanned by comparing
+ * each entry with the 64 documents' values at once; longer ones by a
+ * binary search per document.  (Measured: the scan is 5x faster on
+ * oblivious models, whose groups are short; 128 to 8192 tie on 1,000 x 64
+ * leaves; 2048 best on 1,000 x 256.) */
+#define BP_SCAN_MAX 2048u
+
+#define BP_SCAN(CMP)                                                                           \
+    do {                                                                                       \
+        const double *thr = L->thr;                                                            \
+        for (uint32_t i = G->begin; i < G->end; i++) {                                         \
+            const __m512d t = _mm512_set1_pd(thr[i]);                                          \
+            const uint64_t k =                                                                 \
+                ((uint64_t)_mm512_cmp_pd_mask(t, xv[0], CMP) |                                 \
+                 (uint64_t)_mm512_cmp_pd_mask(t, xv[1], CMP) << 8 |                            \
+                 (uint64_t)_mm512_cmp_pd_mask(t, xv[2], CMP) << 16 |                           \
+                 (uint64_t)_mm512_cmp_pd_mask(t, xv[3], CMP) << 24 |                           \
+                 (uint64_t)_mm512_cmp_pd_mask(t, xv[4], CMP) << 32 |                           \
+                 (uint64_t)_mm512_cmp_pd_mask(t, xv[5], CMP) << 40 |                           \
+                 (uint64_t)_mm512_cmp_pd_mask(t, xv[6], CMP) << 48 |                           \
+                 (uint64_t)_mm512_cmp_pd_mask(t, xv[7], CMP) << 56) & ~sp;                     \
+            if (!k)                                                                            \
+                break;                                                                         \
+            if (omega)                                                                         \
+                bp_apply_or(P, v, k, i, i + 1);                                                \
+            else                                                                               \
+                bp_apply(P, v, k, i, i + 1);                                                   \
+        }                                                                                      \
+    } while (0)
+
+/* The lanes of q-th group of 8 that hold real documents. */
+static inline __mmask8 bp_real(unsigned q, unsigned nreal)
+{
+    const unsigned r0 = q * 8;
+    return r0 >= nreal ? 0 : nreal - r0 >= 8 ? 0xFF : (__mmask8)((1u << (nreal - r0)) - 1);
+}
+
+
 T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
                             const qs_block *B, uint8_t *v,
                             const double *const *xs, unsigned nreal, double *acc, float *accf)
 {
     const int lt = m->cmp == QS_CMP_LT;
+    const int omega = B->kind == QS_BLOCK_OMEGA;
     const uint32_t nt = (uint32_t)(B->tree_end - B->tree_begin);
-    const uint32_t planes = B->width / 8;
+    const uint32_t planes = qs_vqs_planes(B);
     const size_t row = (size_t)planes * 64;
-    memset(v, 0xFF, row * nt);
+    const uint32_t K = m->num_classes;
+    /* Several classes: the 64 documents' sums class-major (accT[c][l]) at
+     * the start of the scratch, the planes after. */
+    double *accT = (double *)(void *)v;
+    float *accTf = (float *)(void *)(accT + (size_t)K * BP_LANES);
+    v += vqs_acc_bytes(K);
+    /* The 64 documents' values of the block's features, a row of 64 per
+     * feature (up to BP_XROWS at a time), then the planes. */
+    const uint32_t bi = (uint32_t)(B - L->blocks);
+    const uint32_t *feats = P->feats + P->feat_off[bi];
+    const uint32_t nfe = (uint32_t)(P->feat_off[bi + 1] - P->feat_off[bi]);
+    double *xT = (double *)(void *)v;
+    uint32_t c0 = UINT32_MAX;
+    v += vqs_xrow_bytes(P);
+    if (nfe <= BP_XROWS) /* all at once, the usual case */
+        bp_row(feats, nfe, xT, &c0, 0, xs);
+    memset(v, omega ? 0 : 0xFF, row * nt);
+    const uint32_t *grow = P->grow;
     for (uint32_t g = B->group_begin; g < B->group_end; g++) {
         const qs_group *G = &L->groups[g];
+        const double *xr = bp_row(feats, nfe, xT, &c0, grow[g], xs);
+        /* The group's value rule, 8 lanes at a time: sp, the lanes that
+         * take its special-value list; the others' NaN read as 0.0. */
+        uint64_t sp = 0;
+        __m512d xv[8];
+        const unsigned rule = G->rule & QS_RULE_MASK;
+        for (unsigned q = 0; q < 8; q++) {
+            __m512d x = _mm512_load_pd(xr + 8 * q);
+            const __mmask8 nan = _mm512_cmp_pd_mask(x, x, _CMP_UNORD_Q);
+            if (rule == QS_RULE_NAN) {
+                sp |= (uint64_t)nan << (8 * q);
+            } else {
+                x = _mm512_mask_mov_pd(x, nan, _mm512_setzero_pd());
+                if (rule == QS_RULE_ZERO)
+                    sp |= (uint64_t)(_mm512_cmp_pd_mask(x, _mm512_set1_pd(-QS_ZERO_BAND), _CMP_GE_OQ) &
+                                     _mm512_cmp_pd_mask(x, _mm512_set1_pd(QS_ZERO_BAND), _CMP_LE_OQ))
+                          << (8 * q);
+            }
+            xv[q] = x;
+        }
+        if (sp) {
+            if (omega)
+                bp_apply_or(P, v, sp, G->sp_begin, G->sp_end);
+            else
+                bp_apply(P, v, sp, G->sp_begin, G->sp_end);
+        }
+        const int desc = (G->rule & QS_GROUP_DESC) != 0;
+        if (G->end - G->begin <= BP_SCAN_MAX) {
+            /* A short group: each entry compared with the 64 values at
+             * once, its mask applied to the lanes it is false for, until
+             * an entry is false for none (a lane's false entries are a
+             * prefix of the group). */
+            if (desc) {
+                if (lt)
+                    BP_SCAN(_CMP_GT_OQ);
+                else
+                    BP_SCAN(_CMP_GE_OQ);
+            } else {
+                if (lt)
+                    BP_SCAN(_CMP_LE_OQ);
+                else
+                    BP_SCAN(_CMP_LT_OQ);
+            }
+            continue;
+        }
+        /* A long one: each lane's run end by binary search (the lanes in
+         * lockstep), then the entries before the nearest lane's end go to
+         * every lane still running, and so on: each segment one lane
+         * set. */
         uint32_t e[BP_LANES];
-        const uint64_t sp = lanes_ends(L, G, xs, BP_LANES, lt, e);
-        if (sp)
-            bp_apply(P, v, sp, G->sp_begin, G->sp_end);
-        /* Entries before the nearest lane's end go to every lane still
-         * running, and so on: each segment one lane set. */
+        {
+            double x[BP_LANES];
+            const double *thr = L->thr;
+            for (unsigned q = 0; q < 8; q++)
+                _mm512_storeu_pd(x + 8 * q, xv[q]);
+            const unsigned lanes = BP_LANES;
+            for (unsigned l = 0; l < BP_LANES; l++)
+                e[l] = G->begin;
+            if (desc) {
+                if (lt)
+                    RUN_ENDS(P_GT);
+                else
+                    RUN_ENDS(P_GE);
+            } else {
+                if (lt)
+                    RUN_ENDS(P_LE);
+                else
+                    RUN_ENDS(P_LT);
+            }
+            for (unsigned l = 0; l < BP_LANES; l++)
+                if (sp & (1ull << l))
+                    e[l] = G->begin;
+        }
         const __m512i E0 = _mm512_loadu_si512(e), E1 = _mm512_loadu_si512(e + 16),
                       E2 = _mm512_loadu_si512(e + 32), E3 = _mm512_loadu_si512(e + 48);
         const __m512i none = _mm512_set1_epi32(-1);
@@ -317,7 +544,10 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
                 _mm512_min_epu32(_mm512_mask_mov_epi32(none, k0, E0), _mm512_mask_mov_epi32(none, k1, E1)),
                 _mm512_min_epu32(_mm512_mask_mov_epi32(none, k2, E2), _mm512_mask_mov_epi32(none, k3, E3)));
             const uint32_t next = _mm512_reduce_min_epu32(mn);
-            bp_apply(P, v, k, cur, next);
+            if (omega)
+                bp_apply_or(P, v, k, cur, next);
+            else
+                bp_apply(P, v, k, cur, next);
             cur = next;
         }
     }
@@ -325,71 +555,140 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
         const qs_catnode *C = &L->cats[c];
         const qs_node *n = &m->nodes[C->node];
         uint8_t *r = v + (size_t)(C->tree & ~QS_CAT_REVERSED) * row;
+        const uint32_t lo = (uint32_t)(C->mask >> 32), hi = (uint32_t)C->mask;
         for (unsigned l = 0; l < BP_LANES; l++)
             if (qs_node_goes_left(m, n, xs[l][n->feature]) == !!(C->tree & QS_CAT_REVERSED))
                 for (uint32_t j = 0; j < planes; j++)
-                    r[(size_t)j * 64 + l] &= (uint8_t)(C->mask >> (8 * j));
+                    r[(size_t)j * 64 + l] &= B->width ? (uint8_t)(C->mask >> (8 * j))
+                                                      : range_byte(lo, hi, j);
     }
-    /* Exit leaves: per document the lowest set bit over the planes, the
-     * tree's last leaf forced on (as the scalar kernels do), then 8
-     * documents at a time their contributions gathered and added, each
-     * document's sum in tree order. */
-    const uint32_t K = m->num_classes;
+    /* Exit leaves, per document: QS, the lowest set bit over the planes,
+     * the tree's last leaf forced on (as the scalar kernels do), as its
+     * plane (b1) and its bit there (b0); QS-Ω, the index's high (b1) and
+     * low (b0) byte, masked to the tree's leaves.  Then 8 documents at a
+     * time their contributions gathered and added, each document's sums in
+     * tree order. */
     const uint32_t *nl = L->nleaves + B->tree_begin;
     const uint64_t *off = L->leaf_off + B->tree_begin;
     const int mode = m->float_accumulate;
+    /* Lane by lane (qs_layout_add_leaf) for linear leaves; else 8
+     * documents' sums side by side, in registers for one class, in accT
+     * for several. */
+    const int gather = !m->node_linear;
+    const __m512i shift = _mm512_set1_epi64(omega ? 8 : 3);
     __m512d a[8];
     __m256 af[8];
-    /* Lane by lane (qs_layout_add_leaf) for several classes and for linear
-     * leaves; else 8 documents' sums side by side. */
-    const int gather = K == 1 && !m->node_linear;
-    if (gather)
+    if (gather && K == 1)
         for (unsigned q = 0; q < 8; q++) {
-            unsigned r0 = q * 8;
-            __mmask8 real = r0 >= nreal ? 0 : nreal - r0 >= 8 ? 0xFF : (__mmask8)((1u << (nreal - r0)) - 1);
-            a[q] = _mm512_maskz_loadu_pd(real, acc + r0);
-            af[q] = _mm256_maskz_loadu_ps(real, accf + r0);
+            a[q] = _mm512_maskz_loadu_pd(bp_real(q, nreal), acc + q * 8);
+            af[q] = _mm256_maskz_loadu_ps(bp_real(q, nreal), accf + q * 8);
         }
+    else if (gather)
+        for (uint32_t c = 0; c < K; c++)
+            for (unsigned l = 0; l < BP_LANES; l++) {
+                accT[(size_t)c * BP_LANES + l] = l < nreal ? acc[(size_t)l * K + c] : 0.0;
+                accTf[(size_t)c * BP_LANES + l] = l < nreal ? accf[(size_t)l * K + c] : 0.0f;
+            }
     for (uint32_t i = 0; i < nt; i++) {
         uint8_t *r = v + (size_t)i * row;
-        const uint32_t last = nl[i] - 1;
-        __m512i *lp = (__m512i *)(r + (size_t)(last >> 3) * 64);
-        *lp = _mm512_or_si512(*lp, _mm512_set1_epi8((char)(1u << (last & 7))));
-        __m512i idx = _mm512_setzero_si512();
-        __mmask64 done = 0;
-        for (uint32_t j = 0; j < planes && done != ~0ull; j++) {
-            const __m512i p = _mm512_load_si512((const __m512i *)(r + (size_t)j * 64));
-            const __mmask64 nz = _mm512_test_epi8_mask(p, p) & ~done;
-            idx = _mm512_mask_add_epi8(idx, nz, bp_ctz8(p), _mm512_set1_epi8((char)(8 * j)));
-            done |= nz;
+        __m512i b0, b1;
+        __m512i lmask = _mm512_set1_epi64(-1);
+        if (omega) {
+            b0 = _mm512_load_si512((const __m512i *)r);
+            b1 = _mm512_load_si512((const __m512i *)(r + 64));
+            lmask = _mm512_set1_epi64((long long)(nl[i] - 1));
+        } else {
+            const uint32_t last = nl[i] - 1;
+            __m512i *lp = (__m512i *)(r + (size_t)(last >> 3) * 64);
+            *lp = _mm512_or_si512(*lp, _mm512_set1_epi8((char)(1u << (last & 7))));
+            b0 = b1 = _mm512_setzero_si512();
+            __mmask64 done = 0;
+            for (uint32_t j = 0; j < planes && done != ~0ull; j++) {
+                const __m512i p = _mm512_load_si512((const __m512i *)(r + (size_t)j * 64));
+                const __mmask64 nz = _mm512_test_epi8_mask(p, p) & ~done;
+                b0 = _mm512_mask_mov_epi8(b0, nz, bp_ctz8(p));
+                b1 = _mm512_mask_mov_epi8(b1, nz, _mm512_set1_epi8((char)j));
+                done |= nz;
+            }
         }
-        uint8_t leaf[BP_LANES] __attribute__((aligned(64)));
-        _mm512_store_si512((__m512i *)leaf, idx);
+        /* The leaf in one byte where it fits: an Ω tree of at most 256
+         * leaves, a QS tree of at most 32 planes (b1 < 32, so the 16-bit
+         * shift moves no bit across a byte). */
+        const uint32_t nli = nl[i];
+        const int one = omega ? nli <= 256 : planes <= 32;
+        if (one && !omega)
+            b0 = _mm512_add_epi8(b0, _mm512_slli_epi16(b1, 3));
+        uint8_t lb0[BP_LANES] __attribute__((aligned(64))), lb1[BP_LANES] __attribute__((aligned(64)));
+        _mm512_store_si512((__m512i *)lb0, b0);
+        if (!one)
+            _mm512_store_si512((__m512i *)lb1, b1);
         if (!gather) {
-            for (unsigned l = 0; l < nreal; l++)
-                qs_layout_add_leaf(m, L, B->tree_begin + i, leaf[l], xs[l], acc + (size_t)l * K,
+            for (unsigned l = 0; l < nreal; l++) {
+                uint32_t leaf = omega ? ((one ? 0u : (uint32_t)lb1[l] << 8) | lb0[l]) & (nli - 1)
+                                : one ? lb0[l]
+                                      : (uint32_t)lb1[l] * 8 + lb0[l];
+                qs_layout_add_leaf(m, L, B->tree_begin + i, leaf, xs[l], acc + (size_t)l * K,
                                    accf + (size_t)l * K);
+            }
             continue;
         }
         const __m512i o = _mm512_set1_epi64((long long)off[i]);
+        const uint32_t cls = m->trees[B->tree_begin + i].class_id;
+        /* Trees of at most 16 leaves: their values in two registers, each
+         * document's picked by a permutation (of the index's low 4 bits);
+         * else gathered. */
+        const __m512d T0 = _mm512_maskz_loadu_pd(nli >= 8 ? 0xFF : (__mmask8)((1u << nli) - 1),
+                                                 L->leaves + off[i]);
+        const __m512d T1 =
+            nli <= 8 ? T0
+                     : _mm512_maskz_loadu_pd(nli >= 16 ? 0xFF : (__mmask8)((1u << (nli - 8)) - 1),
+                                             L->leaves + off[i] + 8);
+#pragma GCC unroll 8
         for (unsigned q = 0; q < 8; q++) {
-            const __m512i ix =
-                _mm512_add_epi64(o, _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(leaf + 8 * q))));
-            const __m512d c = _mm512_i64gather_pd(ix, L->leaves, 8);
+            __m512i leaf = _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(lb0 + 8 * q)));
+            __m512d c;
+            if (nli <= 16) {
+                c = _mm512_permutex2var_pd(T0, leaf, T1);
+            } else {
+                if (!one)
+                    leaf = _mm512_add_epi64(
+                        _mm512_sllv_epi64(
+                            _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(lb1 + 8 * q))), shift),
+                        leaf);
+                c = _mm512_i64gather_pd(_mm512_add_epi64(o, _mm512_and_si512(leaf, lmask)), L->leaves, 8);
+            }
+            if (K == 1) {
+                switch (mode) {
+                case QS_ACC_DOUBLE: a[q] = _mm512_add_pd(a[q], c); break;
+                case QS_ACC_FLOAT: af[q] = _mm256_add_ps(af[q], _mm512_cvtpd_ps(c)); break;
+                default: af[q] = _mm512_cvtpd_ps(_mm512_add_pd(_mm512_cvtps_pd(af[q]), c)); break;
+                }
+                continue;
+            }
+            double *pa = accT + (size_t)cls * BP_LANES + q * 8;
+            float *pf = accTf + (size_t)cls * BP_LANES + q * 8;
             switch (mode) {
-            case QS_ACC_DOUBLE: a[q] = _mm512_add_pd(a[q], c); break;
-            case QS_ACC_FLOAT: af[q] = _mm256_add_ps(af[q], _mm512_cvtpd_ps(c)); break;
-            default: af[q] = _mm512_cvtpd_ps(_mm512_add_pd(_mm512_cvtps_pd(af[q]), c)); break;
+            case QS_ACC_DOUBLE: _mm512_store_pd(pa, _mm512_add_pd(_mm512_load_pd(pa), c)); break;
+            case QS_ACC_FLOAT:
+                _mm256_store_ps(pf, _mm256_add_ps(_mm256_load_ps(pf), _mm512_cvtpd_ps(c)));
+                break;
+            default:
+                _mm256_store_ps(pf, _mm512_cvtpd_ps(_mm512_add_pd(_mm512_cvtps_pd(_mm256_load_ps(pf)), c)));
+                break;
             }
         }
     }
-    if (gather)
+    if (gather && K == 1)
         for (unsigned q = 0; q < 8; q++) {
-            unsigned r0 = q * 8;
-            __mmask8 real = r0 >= nreal ? 0 : nreal - r0 >= 8 ? 0xFF : (__mmask8)((1u << (nreal - r0)) - 1);
-            _mm512_mask_storeu_pd(acc + r0, real, a[q]);
-            _mm256_mask_storeu_ps(accf + r0, real, af[q]);
+            _mm512_mask_storeu_pd(acc + q * 8, bp_real(q, nreal), a[q]);
+            _mm256_mask_storeu_ps(accf + q * 8, bp_real(q, nreal), af[q]);
         }
+    else if (gather)
+        for (unsigned l = 0; l < nreal; l++)
+            for (uint32_t c = 0; c < K; c++) {
+                acc[(size_t)l * K + c] = accT[(size_t)c * BP_LANES + l];
+                accf[(size_t)l * K + c] = accTf[(size_t)c * BP_LANES + l];
+            }
 }
 
 /* ------------------------------------------------------------ AVX2 */
@@ -397,9 +696,8 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
 #define T256 __attribute__((target("avx2,fma,bmi,bmi2")))
 
 /* AVX2 has no mask registers: the lanes to update are all-ones words c;
- * AND: row &= ~(c & ~mask); OR: row |= c & bits. */
+ * AND: row &= ~(c & ~mask). */
 #define OP256_AND(row, c, mk) _mm256_andnot_si256(_mm256_andnot_si256(mk, c), row)
-#define OP256_OR(row, c, mk) _mm256_or_si256(row, _mm256_and_si256(c, mk))
 
 /* Lane bit set -> all-ones 64-bit lanes. */
 static const int64_t lane_masks4[16][4] __attribute__((aligned(32))) = {
@@ -422,20 +720,312 @@ T256 static void block256(const qs_model *m, const qs_layout *L, const qs_block 
                           const double *const *xs, unsigned nreal, double *acc, float *accf)
 {
     const int lt = m->cmp == QS_CMP_LT;
-    const int omega = B->kind == QS_BLOCK_OMEGA;
     const uint32_t nt = (uint32_t)(B->tree_end - B->tree_begin);
     const uint32_t *etree = L->etree;
     const uint64_t *emask = L->emask;
-    const __m256i init = omega ? _mm256_setzero_si256() : _mm256_set1_epi64x(-1);
     for (uint32_t i = 0; i < nt; i++)
-        _mm256_store_si256((__m256i *)(v + (size_t)i * 4), init);
-    if (omega) {
-        GROUPS(4, APPLY256, OP256_OR)
-    } else {
-        GROUPS(4, APPLY256, OP256_AND)
-        lanes_categorical(m, L, B, v, xs, 4);
-    }
+        _mm256_store_si256((__m256i *)(v + (size_t)i * 4), _mm256_set1_epi64x(-1));
+    GROUPS(4, APPLY256, OP256_AND)
+    lanes_categorical(m, L, B, v, xs, 4);
     lanes_leaves(m, L, B, v, xs, 4, nreal, acc, accf);
+}
+
+/* ---------------------------------------------- AVX2, byte planes
+ *
+ * The AVX-512 kernel's 64 documents, byte planes, plan and feature rows,
+ * each 512-bit operation done as two 256-bit ones, and the lane sets, for
+ * want of mask registers, as byte vectors (0xFF for a lane in the set).
+ * The sums always go through the class-major accumulators. */
+
+/* 32 lanes' bits -> their bytes (byte i: 0xFF when bit i of k is set). */
+T256 BP_INLINE __m256i bp2_bytes(uint32_t k)
+{
+    const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2,
+                                         2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)k), sel);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits);
+}
+
+/* Plane p (64 bytes) &= the byte by in the lanes of K0:K1. */
+T256 BP_INLINE void bp2_and(uint8_t *p, __m256i K0, __m256i K1, uint32_t by)
+{
+    const __m256i c = _mm256_set1_epi8((char)by);
+    __m256i *q = (__m256i *)p;
+    q[0] = _mm256_andnot_si256(_mm256_andnot_si256(c, K0), q[0]);
+    q[1] = _mm256_andnot_si256(_mm256_andnot_si256(c, K1), q[1]);
+}
+
+T256 BP_INLINE void bp2_apply(const qs_vqs_plan *P, uint8_t *v, __m256i K0, __m256i K1,
+                              uint32_t i0, uint32_t end)
+{
+    for (uint32_t i = i0; i < end; i++) {
+        const uint64_t o = P->off[i];
+        const uint32_t oa = (uint32_t)o, ob = (uint32_t)(o >> 32), by = P->bytes[i];
+        bp2_and(v + oa, K0, K1, by & 0xFF);
+        bp2_and(v + ob, K0, K1, by >> 8);
+        for (uint32_t j = oa + 64; j < ob; j += 64)
+            bp2_and(v + j, K0, K1, 0);
+    }
+}
+
+T256 BP_INLINE void bp2_apply_or(const qs_vqs_plan *P, uint8_t *v, __m256i K0, __m256i K1,
+                                 uint32_t i0, uint32_t end)
+{
+    for (uint32_t i = i0; i < end; i++) {
+        const uint64_t o = P->off[i];
+        const uint32_t oa = (uint32_t)o, ob = (uint32_t)(o >> 32), by = P->bytes[i];
+        __m256i *q = (__m256i *)(v + oa), c = _mm256_set1_epi8((char)by);
+        q[0] = _mm256_or_si256(q[0], _mm256_and_si256(K0, c));
+        q[1] = _mm256_or_si256(q[1], _mm256_and_si256(K1, c));
+        if (__builtin_expect(ob != oa, 0)) {
+            q = (__m256i *)(v + ob);
+            c = _mm256_set1_epi8((char)(by >> 8));
+            q[0] = _mm256_or_si256(q[0], _mm256_and_si256(K0, c));
+            q[1] = _mm256_or_si256(q[1], _mm256_and_si256(K1, c));
+        }
+    }
+}
+
+/* Lowest set bit of each byte (8 for a zero byte). */
+T256 BP_INLINE __m256i bp2_ctz8(__m256i p)
+{
+    const __m256i tz4 = _mm256_setr_epi8(8, 0, 1, 0, 2, 0, 1, 0, 3, 0, 1, 0, 2, 0, 1, 0, 8, 0, 1, 0,
+                                         2, 0, 1, 0, 3, 0, 1, 0, 2, 0, 1, 0);
+    const __m256i lo = _mm256_and_si256(p, _mm256_set1_epi8(0x0F));
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), _mm256_set1_epi8(0x0F));
+    return _mm256_min_epu8(_mm256_shuffle_epi8(tz4, lo),
+                           _mm256_add_epi8(_mm256_shuffle_epi8(tz4, hi), _mm256_set1_epi8(4)));
+}
+
+/* The lanes where entry PRED(t, x) holds, 4 per compare. */
+#define BP2_SCAN(CMP)                                                                          \
+    do {                                                                                       \
+        const double *thr = L->thr;                                                            \
+        for (uint32_t i = G->begin; i < G->end; i++) {                                         \
+            const __m256d t = _mm256_set1_pd(thr[i]);                                          \
+            uint64_t k = 0;                                                                    \
+            for (unsigned q = 0; q < 16; q++)                                                  \
+                k |= (uint64_t)_mm256_movemask_pd(                                             \
+                         _mm256_cmp_pd(t, _mm256_load_pd(xc + 4 * q), CMP))                    \
+                     << (4 * q);                                                               \
+            k &= ~sp;                                                                          \
+            if (!k)                                                                            \
+                break;                                                                         \
+            const __m256i K0 = bp2_bytes((uint32_t)k), K1 = bp2_bytes((uint32_t)(k >> 32));    \
+            if (omega)                                                                         \
+                bp2_apply_or(P, v, K0, K1, i, i + 1);                                          \
+            else                                                                               \
+                bp2_apply(P, v, K0, K1, i, i + 1);                                             \
+        }                                                                                      \
+    } while (0)
+
+T256 static void block256bp(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
+                            const qs_block *B, uint8_t *v,
+                            const double *const *xs, unsigned nreal, double *acc, float *accf)
+{
+    const int lt = m->cmp == QS_CMP_LT;
+    const int omega = B->kind == QS_BLOCK_OMEGA;
+    const uint32_t nt = (uint32_t)(B->tree_end - B->tree_begin);
+    const uint32_t planes = qs_vqs_planes(B);
+    const size_t row = (size_t)planes * 64;
+    const uint32_t K = m->num_classes;
+    double *accT = (double *)(void *)v;
+    float *accTf = (float *)(void *)(accT + (size_t)K * BP_LANES);
+    v += vqs_acc_bytes(K);
+    const uint32_t bi = (uint32_t)(B - L->blocks);
+    const uint32_t *feats = P->feats + P->feat_off[bi];
+    const uint32_t nfe = (uint32_t)(P->feat_off[bi + 1] - P->feat_off[bi]);
+    double *xT = (double *)(void *)v;
+    uint32_t c0 = UINT32_MAX;
+    v += vqs_xrow_bytes(P);
+    if (nfe <= BP_XROWS) /* all at once, the usual case */
+        bp_row(feats, nfe, xT, &c0, 0, xs);
+    memset(v, omega ? 0 : 0xFF, row * nt);
+    for (uint32_t g = B->group_begin; g < B->group_end; g++) {
+        const qs_group *G = &L->groups[g];
+        const double *xr = bp_row(feats, nfe, xT, &c0, P->grow[g], xs);
+        double xc[BP_LANES] __attribute__((aligned(32)));
+        uint64_t sp = 0;
+        const unsigned rule = G->rule & QS_RULE_MASK;
+        for (unsigned q = 0; q < 16; q++) {
+            __m256d x = _mm256_load_pd(xr + 4 * q);
+            const __m256d nan = _mm256_cmp_pd(x, x, _CMP_UNORD_Q);
+            if (rule == QS_RULE_NAN) {
+                sp |= (uint64_t)_mm256_movemask_pd(nan) << (4 * q);
+            } else {
+                x = _mm256_andnot_pd(nan, x);
+                if (rule == QS_RULE_ZERO)
+                    sp |= (uint64_t)_mm256_movemask_pd(_mm256_and_pd(
+                              _mm256_cmp_pd(x, _mm256_set1_pd(-QS_ZERO_BAND), _CMP_GE_OQ),
+                              _mm256_cmp_pd(x, _mm256_set1_pd(QS_ZERO_BAND), _CMP_LE_OQ)))
+                          << (4 * q);
+            }
+            _mm256_store_pd(xc + 4 * q, x);
+        }
+        if (sp) {
+            const __m256i K0 = bp2_bytes((uint32_t)sp), K1 = bp2_bytes((uint32_t)(sp >> 32));
+            if (omega)
+                bp2_apply_or(P, v, K0, K1, G->sp_begin, G->sp_end);
+            else
+                bp2_apply(P, v, K0, K1, G->sp_begin, G->sp_end);
+        }
+        const int desc = (G->rule & QS_GROUP_DESC) != 0;
+        if (G->end - G->begin <= BP_SCAN_MAX) {
+            if (desc) {
+                if (lt)
+                    BP2_SCAN(_CMP_GT_OQ);
+                else
+                    BP2_SCAN(_CMP_GE_OQ);
+            } else {
+                if (lt)
+                    BP2_SCAN(_CMP_LE_OQ);
+                else
+                    BP2_SCAN(_CMP_LT_OQ);
+            }
+            continue;
+        }
+        uint32_t e[BP_LANES];
+        {
+            const double *x = xc, *thr = L->thr;
+            const unsigned lanes = BP_LANES;
+            for (unsigned l = 0; l < BP_LANES; l++)
+                e[l] = G->begin;
+            if (desc) {
+                if (lt)
+                    RUN_ENDS(P_GT);
+                else
+                    RUN_ENDS(P_GE);
+            } else {
+                if (lt)
+                    RUN_ENDS(P_LE);
+                else
+                    RUN_ENDS(P_LT);
+            }
+            for (unsigned l = 0; l < BP_LANES; l++)
+                if (sp & (1ull << l))
+                    e[l] = G->begin;
+        }
+        for (uint32_t cur = G->begin;;) {
+            uint64_t k = 0;
+            uint32_t next = UINT32_MAX;
+            for (unsigned l = 0; l < BP_LANES; l++)
+                if (e[l] > cur) {
+                    k |= 1ull << l;
+                    next = e[l] < next ? e[l] : next;
+                }
+            if (!k)
+                break;
+            const __m256i K0 = bp2_bytes((uint32_t)k), K1 = bp2_bytes((uint32_t)(k >> 32));
+            if (omega)
+                bp2_apply_or(P, v, K0, K1, cur, next);
+            else
+                bp2_apply(P, v, K0, K1, cur, next);
+            cur = next;
+        }
+    }
+    for (uint32_t c = B->cat_begin; c < B->cat_end; c++) {
+        const qs_catnode *C = &L->cats[c];
+        const qs_node *n = &m->nodes[C->node];
+        uint8_t *r = v + (size_t)(C->tree & ~QS_CAT_REVERSED) * row;
+        const uint32_t lo = (uint32_t)(C->mask >> 32), hi = (uint32_t)C->mask;
+        for (unsigned l = 0; l < BP_LANES; l++)
+            if (qs_node_goes_left(m, n, xs[l][n->feature]) == !!(C->tree & QS_CAT_REVERSED))
+                for (uint32_t j = 0; j < planes; j++)
+                    r[(size_t)j * 64 + l] &= B->width ? (uint8_t)(C->mask >> (8 * j))
+                                                      : range_byte(lo, hi, j);
+    }
+    /* Exit leaves as the AVX-512 kernel finds them, 32 lanes at a time;
+     * sums 4 documents at a time, class-major. */
+    const uint32_t *nl = L->nleaves + B->tree_begin;
+    const uint64_t *off = L->leaf_off + B->tree_begin;
+    const int mode = m->float_accumulate;
+    const int gather = !m->node_linear;
+    if (gather)
+        for (uint32_t c = 0; c < K; c++)
+            for (unsigned l = 0; l < BP_LANES; l++) {
+                accT[(size_t)c * BP_LANES + l] = l < nreal ? acc[(size_t)l * K + c] : 0.0;
+                accTf[(size_t)c * BP_LANES + l] = l < nreal ? accf[(size_t)l * K + c] : 0.0f;
+            }
+    for (uint32_t i = 0; i < nt; i++) {
+        uint8_t *r = v + (size_t)i * row;
+        const uint32_t nli = nl[i];
+        const int one = omega ? nli <= 256 : planes <= 32;
+        uint8_t lb0[BP_LANES] __attribute__((aligned(32))), lb1[BP_LANES] __attribute__((aligned(32)));
+        if (omega) {
+            memcpy(lb0, r, BP_LANES);
+            memcpy(lb1, r + 64, BP_LANES);
+        } else {
+            const uint32_t last = nli - 1;
+            uint8_t *lp = r + (size_t)(last >> 3) * 64;
+            for (unsigned h = 0; h < 2; h++) {
+                __m256i *q = (__m256i *)(lp + 32 * h);
+                *q = _mm256_or_si256(*q, _mm256_set1_epi8((char)(1u << (last & 7))));
+            }
+            for (unsigned h = 0; h < 2; h++) {
+                __m256i b0 = _mm256_setzero_si256(), b1 = _mm256_setzero_si256();
+                __m256i done = _mm256_setzero_si256();
+                for (uint32_t j = 0; j < planes; j++) {
+                    const __m256i p = _mm256_load_si256((const __m256i *)(r + (size_t)j * 64 + 32 * h));
+                    const __m256i nz = _mm256_andnot_si256(
+                        _mm256_or_si256(_mm256_cmpeq_epi8(p, _mm256_setzero_si256()), done),
+                        _mm256_set1_epi8(-1));
+                    b0 = _mm256_blendv_epi8(b0, bp2_ctz8(p), nz);
+                    b1 = _mm256_blendv_epi8(b1, _mm256_set1_epi8((char)j), nz);
+                    done = _mm256_or_si256(done, nz);
+                    if (_mm256_movemask_epi8(done) == -1)
+                        break;
+                }
+                if (one)
+                    b0 = _mm256_add_epi8(b0, _mm256_slli_epi16(b1, 3));
+                _mm256_store_si256((__m256i *)(lb0 + 32 * h), b0);
+                _mm256_store_si256((__m256i *)(lb1 + 32 * h), b1);
+            }
+        }
+        if (!gather) {
+            for (unsigned l = 0; l < nreal; l++) {
+                uint32_t leaf = omega ? ((one ? 0u : (uint32_t)lb1[l] << 8) | lb0[l]) & (nli - 1)
+                                : one ? lb0[l]
+                                      : (uint32_t)lb1[l] * 8 + lb0[l];
+                qs_layout_add_leaf(m, L, B->tree_begin + i, leaf, xs[l], acc + (size_t)l * K,
+                                   accf + (size_t)l * K);
+            }
+            continue;
+        }
+        const __m256i o = _mm256_set1_epi64x((long long)off[i]);
+        const __m256i lmask = _mm256_set1_epi64x(omega ? (long long)(nli - 1) : -1ll);
+        const __m256i shift = _mm256_set1_epi64x(omega ? 8 : 3);
+        const uint32_t cls = m->trees[B->tree_begin + i].class_id;
+        double *pa0 = accT + (size_t)cls * BP_LANES;
+        float *pf0 = accTf + (size_t)cls * BP_LANES;
+        for (unsigned q = 0; q < 16; q++) {
+            int32_t w0, w1;
+            memcpy(&w0, lb0 + 4 * q, 4);
+            __m256i leaf = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(w0));
+            if (!one) {
+                memcpy(&w1, lb1 + 4 * q, 4);
+                leaf = _mm256_add_epi64(
+                    _mm256_sllv_epi64(_mm256_cvtepu8_epi64(_mm_cvtsi32_si128(w1)), shift), leaf);
+            }
+            const __m256d c = _mm256_i64gather_pd(
+                L->leaves, _mm256_add_epi64(o, _mm256_and_si256(leaf, lmask)), 8);
+            double *pa = pa0 + 4 * q;
+            float *pf = pf0 + 4 * q;
+            switch (mode) {
+            case QS_ACC_DOUBLE: _mm256_store_pd(pa, _mm256_add_pd(_mm256_load_pd(pa), c)); break;
+            case QS_ACC_FLOAT: _mm_store_ps(pf, _mm_add_ps(_mm_load_ps(pf), _mm256_cvtpd_ps(c))); break;
+            default:
+                _mm_store_ps(pf, _mm256_cvtpd_ps(_mm256_add_pd(_mm256_cvtps_pd(_mm_load_ps(pf)), c)));
+                break;
+            }
+        }
+    }
+    if (gather)
+        for (unsigned l = 0; l < nreal; l++)
+            for (uint32_t c = 0; c < K; c++) {
+                acc[(size_t)l * K + c] = accT[(size_t)c * BP_LANES + l];
+                accf[(size_t)l * K + c] = accTf[(size_t)c * BP_LANES + l];
+            }
 }
 
 static void kernel_block(const qs_simd_kernel *k, unsigned lanes, const qs_model *m,
@@ -443,8 +1033,10 @@ static void kernel_block(const qs_simd_kernel *k, unsigned lanes, const qs_model
                          const double *const *xs, unsigned nreal, double *acc, float *accf)
 {
     const qs_vqs_plan *P = k->data;
-    if (k->level == QS_SIMD_AVX512 && lanes == BP_LANES && qs_vqs_planes_ok(B) && P && P->off)
+    if (k->level == QS_SIMD_AVX512 && lanes == BP_LANES && qs_vqs_planes(B) && P && P->off)
         block512bp(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
+    else if (lanes == BP_LANES && qs_vqs_planes(B) && P && P->off)
+        block256bp(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
     else if (k->level == QS_SIMD_AVX512)
         block512(m, L, B, v, xs, nreal, acc, accf);
     else
@@ -484,12 +1076,12 @@ static int vqs_probe(const qs_backend_def *d, char *why, size_t cap)
     return 0;
 }
 
-/* The state: the byte-plane plan where the kernel runs with AVX-512. */
+/* The state: the byte-plane plan (AVX-512 and AVX2). */
 static int vqs_prepare(const qs_backend_def *d, const qs_scorer *s, void **state,
                        qs_error *err)
 {
     *state = NULL;
-    if (level_of(d) != QS_SIMD_AVX512)
+    if (!level_of(d))
         return 0;
     qs_vqs_plan *P = calloc(1, sizeof *P);
     if (!P || qs_vqs_plan_build(s->L, P) != 0) {
@@ -511,7 +1103,21 @@ static void vqs_release(void *state)
 static int vqs_ws_init(const qs_backend_def *d, const qs_scorer *s, const void *state,
                        void **scratch, qs_error *err)
 {
-    return qs_bwqs_ws_alloc(s, QS_VQS_TREE_BYTES, scratch, err);
+    /* Byte planes: 512 bytes per tree per word of a multi-word block;
+     * before them the accumulators of several classes and the documents'
+     * values of a block's features (AVX-512). */
+    size_t tree_bytes = QS_VQS_TREE_BYTES;
+    for (uint32_t b = 0; b < s->L->nblocks; b++)
+        if ((size_t)qs_vqs_planes(&s->L->blocks[b]) * 64 > tree_bytes)
+            tree_bytes = (size_t)qs_vqs_planes(&s->L->blocks[b]) * 64;
+    const qs_vqs_plan *P = state;
+    const size_t bytes = qs_bwqs_vec_bytes(s, tree_bytes) + vqs_acc_bytes(s->m->num_classes) +
+                         vqs_xrow_bytes(P);
+    *scratch = aligned_alloc(64, bytes);
+    if (!*scratch)
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (leaf vectors of %llu trees)",
+                       (unsigned long long)s->max_block_trees);
+    return 0;
 }
 
 static int vqs_score(const qs_backend_def *d, const qs_scorer *s, const void *state,
@@ -543,7 +1149,7 @@ static int vqs_score(const qs_backend_def *d, const qs_scorer *s, const void *st
 const qs_backend_def qs_backend_vqs = {
     .name = "vqs",
     .summary = "vQS: QuickScorer over several documents per SIMD instruction, the widest "
-               "this CPU runs (AVX-512: 64 documents, AVX2: 4)",
+               "this CPU runs (AVX-512: 64 documents, AVX2: 32)",
     .flags = QS_BACKEND_F_SIMD | QS_BACKEND_F_ALIAS,
     .param = 0,
     VQS_FUNCS,
@@ -551,7 +1157,8 @@ const qs_backend_def qs_backend_vqs = {
 
 const qs_backend_def qs_backend_vqs_avx2 = {
     .name = "vqs-avx2",
-    .summary = "vQS with AVX2 (4 documents per instruction)",
+    .summary = "vQS with AVX2 (64 documents on byte planes, 32 per instruction; 4 for "
+               "small batches)",
     .flags = QS_BACKEND_F_SIMD,
     .auto_rank = 2,
     .param = QS_SIMD_AVX2,
@@ -560,8 +1167,8 @@ const qs_backend_def qs_backend_vqs_avx2 = {
 
 const qs_backend_def qs_backend_vqs_avx512 = {
     .name = "vqs-avx512",
-    .summary = "vQS with AVX-512 (64 documents per instruction on byte planes; 8 for "
-               "QS-Omega blocks)",
+    .summary = "vQS with AVX-512 (64 documents per instruction on byte planes, every "
+               "block kind)",
     .flags = QS_BACKEND_F_SIMD,
     .auto_rank = 3,
     .param = QS_SIMD_AVX512,

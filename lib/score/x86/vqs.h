@@ -1,6 +1,7 @@
 /* vqs.h: vQS, QuickScorer over several documents per SIMD instruction
- * (AVX-512: 64 documents on byte planes, or 8 with one 64-bit leaf vector
- * per lane; AVX2: 4), picked at run time from CPUID and XGETBV.
+ * (64 documents on byte planes for QS blocks of up to 2048 leaves per tree
+ * and QS-Ω blocks, AVX-512 or AVX2; small batches 8 or 4 with one 64-bit
+ * leaf vector per lane), picked at run time from CPUID and XGETBV.
  *
  * The kernels only change how the false nodes' masks reach the leaf
  * vectors: an AND (or the OR of QS-Ω) is order-free, so each document's
@@ -15,47 +16,75 @@
 
 #include <stdio.h>
 
-/* Whether the AVX-512 byte-plane kernel takes block B: a QS block whose
- * planes (trees x width/8 x 64 bytes) 32-bit offsets can address. */
-static inline int qs_vqs_planes_ok(const qs_block *B)
+/* Planes per tree of the byte-plane kernels for block B (plane j:
+ * byte j of 64 documents' leaf vectors, 64 bytes), or 0 when it does not
+ * take B.  QS blocks: width/8 planes, or 8 per word of a multi-word block
+ * of at most 32 words (2048 leaves); QS-Ω blocks: 2 (the low and the high
+ * byte of the leaf index, depth <= 16).  The planes of a block must stay
+ * within 32-bit offsets. */
+static inline uint32_t qs_vqs_planes(const qs_block *B)
 {
-    return B->kind == QS_BLOCK_QS && B->width != 0 &&
-           (B->tree_end - B->tree_begin) * (uint64_t)B->width * 8u <= 0xFFFFFFFFull;
+    uint32_t p = B->kind == QS_BLOCK_OMEGA ? 2u
+                 : B->kind != QS_BLOCK_QS  ? 0u
+                 : B->width                ? B->width / 8
+                 : B->words <= 32          ? B->words * 8
+                                           : 0u;
+    if ((B->tree_end - B->tree_begin) * (uint64_t)p * 64u > 0xFFFFFFFFull)
+        return 0;
+    return p;
+}
+
+/* Whether a block can go through the SIMD kernels at a level: every block
+ * the byte-plane kernels take, and QS blocks of at most 64 leaves per tree
+ * (8 or 4 lanes of 64-bit vectors). */
+static inline int qs_vqs_block_ok(unsigned level, const qs_block *B)
+{
+    (void)level;
+    return qs_vqs_planes(B) || (B->kind == QS_BLOCK_QS && B->width != 0);
 }
 
 /* Lanes (documents per call) for a batch of n documents through block B:
- * AVX-512 scores QS blocks 64 documents at a time (byte planes) when the
- * batch fills at least half of them, else 8 at a time (also QS-Ω blocks);
- * AVX2 4 at a time. */
+ * 64 on byte planes (AVX-512, or AVX2 two halves at a time), narrow QS
+ * blocks only when the batch fills at least half of them (else 8 at a
+ * time with AVX-512, 4 with AVX2).  QS-Ω blocks go only on byte planes:
+ * 8 or 4 lanes of 64-bit vectors were slower than scalar QS-Ω (0.8x and
+ * 0.64x on QuickRank's 1,000 oblivious trees).  (The driver scores a block
+ * scalar when a batch fills under half of its lanes, unless the back end
+ * was named.) */
 static inline unsigned qs_vqs_lanes(unsigned level, const qs_block *B, uint32_t n)
 {
-    if (level != QS_SIMD_AVX512)
-        return 4u;
-    return qs_vqs_planes_ok(B) && n >= 32 ? 64u : 8u;
+    const unsigned narrow = level == QS_SIMD_AVX512 ? 8u : 4u;
+    if (!qs_vqs_planes(B))
+        return narrow;
+    return n >= 32 || B->kind != QS_BLOCK_QS || B->width == 0 ? 64u : narrow;
 }
 
 /* What the byte-plane kernel reads per layout entry instead of its tree id
  * and mask: the byte offsets of the first and the last plane the node's
  * mask touches (low and high 32 bits of off) and the mask's bytes there
- * (low and high 8 bits of bytes).  Built from a layout once. */
+ * (low and high 8 bits of bytes): AND bytes for QS blocks (planes between
+ * the two are cleared), OR bytes for QS-Ω blocks.  Built from a layout
+ * once. */
 typedef struct qs_vqs_plan {
     uint64_t *off;
     uint16_t *bytes;
+    /* The features a block's groups test, each once (feats[feat_off[b]]
+     * .. feats[feat_off[b + 1] - 1]), and each group's row among them: the
+     * kernel copies the 64 documents' values of those features into rows
+     * of 64 once per block. */
+    uint32_t *feats;
+    uint64_t *feat_off;
+    uint32_t *grow;
+    uint32_t max_feats;
 } qs_vqs_plan;
 
 /* 0, or -1 when out of memory. */
 int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P);
 void qs_vqs_plan_free(qs_vqs_plan *P);
 
-/* Whether a block can go through the SIMD kernels: QS blocks of at most
- * 64 leaves per tree and QS-Ω blocks (wider trees stay scalar). */
-static inline int qs_vqs_block_ok(const qs_block *B)
-{
-    return B->kind == QS_BLOCK_OMEGA || (B->kind == QS_BLOCK_QS && B->width != 0);
-}
-
-/* Bytes of scratch per tree of a block that qs_vqs_block needs (AVX-512
- * byte planes: 8 planes x 64 documents; 8 or 4 lanes x 8 bytes else). */
+/* Bytes of scratch per tree of a block that the kernels need (AVX-512
+ * byte planes: 8 planes x 64 documents per 64 leaves, 2 planes for QS-Ω;
+ * 8 or 4 lanes x 8 bytes else). */
 #define QS_VQS_TREE_BYTES 512u
 
 #endif
