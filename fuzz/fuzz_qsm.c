@@ -1,4 +1,4 @@
-/* fuzz_qsm.c: libFuzzer target for the .qsm loader (qs_scorer_load); a file that loads is scored on fixed documents by every available back end, which must agree bit for bit with the walk back end, and its model must round-trip as text and compile again. */
+/* fuzz_qsm.c: libFuzzer target for the .qsm loader (qs_scorer_load, and with two threads, which must agree); a file that loads is scored on fixed documents by every available back end, which must agree bit for bit with the walk back end, and its model must round-trip as text and compile again. */
 #include "fuzz_common.h"
 #include "qsm_pack.h"
 
@@ -7,6 +7,16 @@ static void load_and_check(const unsigned char *buf, size_t len)
     qs_error err;
     qs_error_clear(&err);
     qs_scorer *s = qs_scorer_load(buf, len, &err);
+    /* Two threads decompress TREE and QSLY at once: the outcome, and any
+     * error's code, offset and message, must be one thread's. */
+    qs_error err2;
+    qs_error_clear(&err2);
+    qs_scorer *s2 = qs_scorer_load_threads(buf, len, 2, &err2);
+    if (!s != !s2 || (!s && (err.code != err2.code || err.offset != err2.offset ||
+                            strcmp(err.msg, err2.msg) != 0)))
+        FUZZ_FAIL("qs_scorer_load_threads(2) differs from one thread: '%s' against '%s'",
+                  s2 ? "loaded" : err2.msg, s ? "loaded" : err.msg);
+    qs_scorer_free(s2);
     if (!s) {
         fuzz_check_err(&err, "qs_scorer_load");
         return;

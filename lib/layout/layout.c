@@ -122,6 +122,31 @@ static uint64_t thr_key(double thr, uint32_t rule)
     return (rule & QS_GROUP_DESC) ? ~u : u;
 }
 
+/* Records r[0 .. n-1] in mask order, stable (a bottom-up merge sort
+ * through w[0 .. n-1]). */
+static void mask_merge_sort(rec *r, rec *w, uint64_t n)
+{
+    rec *src = r, *dst = w;
+    for (uint64_t width = 1; width < n; width *= 2) {
+        for (uint64_t lo = 0; lo < n; lo += 2 * width) {
+            uint64_t mid = lo + width < n ? lo + width : n;
+            uint64_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            uint64_t x = lo, y = mid, k = lo;
+            while (x < mid && y < hi)
+                dst[k++] = src[y].mask < src[x].mask ? src[y++] : src[x++];
+            while (x < mid)
+                dst[k++] = src[x++];
+            while (y < hi)
+                dst[k++] = src[y++];
+        }
+        rec *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != r)
+        memcpy(r, src, n * sizeof *r);
+}
+
 static int sort_recs(rec *recs, uint64_t n)
 {
     if (n >= UINT32_MAX)
@@ -129,7 +154,7 @@ static int sort_recs(rec *recs, uint64_t n)
     uint64_t *key = malloc(2 * n * sizeof *key);
     uint32_t *a = malloc(2 * n * sizeof *a);
     uint32_t *hist = calloc(2 * RADIX_DIGITS * RADIX_SIZE, sizeof *hist);
-    rec *tmp = malloc(n * sizeof *tmp);
+    rec *tmp = malloc(n * sizeof *tmp), *run = NULL;
     if (!key || !a || !hist || !tmp) {
         free(key);
         free(a);
@@ -177,12 +202,20 @@ static int sort_recs(rec *recs, uint64_t n)
         uint64_t j = i + 1;
         while (j < n && kg[a[j]] == kg[a[i]] && kt[a[j]] == kt[a[i]] && tmp[j].tree == tmp[i].tree)
             j++;
-        for (uint64_t x = i + 1; x < j; x++) {
-            rec v = tmp[x];
-            uint64_t y = x;
-            for (; y > i && tmp[y - 1].mask > v.mask; y--)
-                tmp[y] = tmp[y - 1];
-            tmp[y] = v;
+        if (j - i > 32) {
+            /* Long runs (a wide tree's level on one threshold): a stable
+             * merge sort, the same order as the insertion sort. */
+            if (!run && !(run = malloc(n * sizeof *run)))
+                goto nomem;
+            mask_merge_sort(tmp + i, run, j - i);
+        } else {
+            for (uint64_t x = i + 1; x < j; x++) {
+                rec v = tmp[x];
+                uint64_t y = x;
+                for (; y > i && tmp[y - 1].mask > v.mask; y--)
+                    tmp[y] = tmp[y - 1];
+                tmp[y] = v;
+            }
         }
         i = j;
     }
@@ -191,7 +224,14 @@ static int sort_recs(rec *recs, uint64_t n)
     free(a < b ? a : b);
     free(hist);
     free(tmp);
+    free(run);
     return 0;
+nomem:
+    free(key);
+    free(a < b ? a : b);
+    free(hist);
+    free(tmp);
+    return -1;
 }
 
 static uint32_t rule_of(const qs_node *n)
@@ -281,10 +321,11 @@ static void build_block(const qs_model *m, const tinfo *ti, const uint8_t *rever
                 nxt = tmp;
                 cnt *= 2;
             }
+            qs_model_leaf_ids(m, u, s.cnt);
             for (uint32_t i = 0; i < cnt; i++) {
                 lv[i] = tr->weight * nd[cur[i]].value;
                 L->leaf_node[L->leaf_off[u] + i] = cur[i];
-                L->leaf_id[L->leaf_off[u] + i] = qs_model_leaf_id(m, u, cur[i]);
+                L->leaf_id[L->leaf_off[u] + i] = s.cnt[cur[i]];
             }
             continue;
         }

@@ -833,7 +833,44 @@ static int tree_counts(const unsigned char *src, uint64_t stored, int zstd, tree
     return 0;
 }
 
-int qsm_read(const unsigned char *buf, size_t len, qs_model **mp, qs_layout **lp, qs_error *err)
+/* The largest QSLY section T trees of M nodes in all can need: blocks <=
+ * trees; groups, categorical entries <= nodes; entries <= 2 per node; leaf
+ * values <= nodes + trees. */
+static uint64_t qsly_most(uint64_t T, uint64_t M)
+{
+    return 48 + 48 * T + 24 * M + 20 * 2 * M + 16 * M + 5 * T + 8 * (M + T);
+}
+
+/* A QSLY section decompressed ahead, while TREE is (threads > 1): its
+ * table entry, and its bytes or the error its decompression gave, which
+ * is reported only when the section's turn comes, after TREE's. */
+typedef struct qsly_ahead {
+    uint32_t s;           /* table entry; UINT32_MAX: none */
+    unsigned char *raw;
+    qs_error err;
+} qsly_ahead;
+
+/* The first QSLY entry, if it passes the checks its turn would make
+ * first (recorded size, bound from TREE's counts) and is compressed. */
+static uint32_t qsly_to_read_ahead(const unsigned char *buf, const unsigned char *tab,
+                                   uint32_t nsec, const tree_check *tc)
+{
+    for (uint32_t s = 0; s < nsec; s++) {
+        const unsigned char *e = tab + (size_t)s * QSM_ENTRY_SIZE;
+        if (get_u32_at(e) != SEC_QSLY)
+            continue;
+        uint32_t flags = get_u32_at(e + 4);
+        uint64_t off = get_u64_at(e + 8), stored = get_u64_at(e + 16), rawsz = get_u64_at(e + 24);
+        if (!(flags & SEC_ZSTD) || ZSTD_getFrameContentSize(buf + off, (size_t)stored) != rawsz ||
+            rawsz > qsly_most(tc->nt, tc->nn))
+            return UINT32_MAX;
+        return s;
+    }
+    return UINT32_MAX;
+}
+
+int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **mp,
+             qs_layout **lp, qs_error *err)
 {
     *mp = NULL;
     *lp = NULL;
@@ -868,6 +905,10 @@ int qsm_read(const unsigned char *buf, size_t len, qs_model **mp, qs_layout **lp
     qs_layout *L = calloc(1, sizeof *L);
     int have[5] = { 0, 0, 0, 0, 0 };
     unsigned char *raw = NULL;
+    qsly_ahead qa = { UINT32_MAX, NULL, { 0 } };
+#if !QS_HAVE_OPENMP
+    (void)threads;
+#endif
     if (!m || !L) {
         qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
         goto fail;
@@ -952,10 +993,7 @@ int qsm_read(const unsigned char *buf, size_t len, qs_model **mp, qs_layout **lp
                 uint64_t terms = M * per > UINT32_MAX ? UINT32_MAX : M * per;
                 most = 16 + 24 * M + 12 * terms;
             } else {
-                /* Blocks <= trees; groups, categorical entries <= nodes;
-                 * entries <= 2 per node; leaf values <= nodes + trees. */
-                uint64_t T = m->num_trees, M = m->num_nodes;
-                most = 48 + 48 * T + 24 * M + 20 * 2 * M + 16 * M + 5 * T + 8 * (M + T);
+                most = qsly_most(m->num_trees, m->num_nodes);
             }
             if (rawsz > most) {
                 qs_fail_at(err, QS_ERR_FORMAT, eoff,
@@ -963,10 +1001,43 @@ int qsm_read(const unsigned char *buf, size_t len, qs_model **mp, qs_layout **lp
                            (unsigned long long)rawsz, (unsigned long long)most);
                 goto fail;
             }
-            raw = section_bytes(buf + off, stored, rawsz, (flags & SEC_ZSTD) != 0,
-                                want == 1 ? &tc : NULL, s, (long long)off, err);
-            if (!raw)
-                goto fail;
+            if (want == 2 && s == qa.s) {
+                /* Read ahead with TREE: its bytes, or its error now. */
+                raw = qa.raw;
+                qa.raw = NULL;
+                if (!raw) {
+                    *err = qa.err;
+                    goto fail;
+                }
+            } else if (want == 1 && (flags & SEC_ZSTD) && threads > 1 &&
+                       (qa.s = qsly_to_read_ahead(buf, tab, nsec, &tc)) != UINT32_MAX) {
+                /* The two large sections at once: TREE here, QSLY (which
+                 * needs only TREE's counts to be bounded) beside it. */
+                const unsigned char *qe = tab + (size_t)qa.s * QSM_ENTRY_SIZE;
+                uint64_t qoff = get_u64_at(qe + 8);
+                qs_error_clear(&qa.err);
+#if QS_HAVE_OPENMP
+#pragma omp parallel sections num_threads(2)
+#endif
+                {
+#if QS_HAVE_OPENMP
+#pragma omp section
+#endif
+                    raw = section_bytes(buf + off, stored, rawsz, 1, &tc, s, (long long)off, err);
+#if QS_HAVE_OPENMP
+#pragma omp section
+#endif
+                    qa.raw = section_bytes(buf + qoff, get_u64_at(qe + 16), get_u64_at(qe + 24), 1,
+                                           NULL, qa.s, (long long)qoff, &qa.err);
+                }
+                if (!raw)
+                    goto fail;
+            } else {
+                raw = section_bytes(buf + off, stored, rawsz, (flags & SEC_ZSTD) != 0,
+                                    want == 1 ? &tc : NULL, s, (long long)off, err);
+                if (!raw)
+                    goto fail;
+            }
             rbuf r = { raw, rn, 0, 0 };
             int rc = want == 0 ? read_info(&r, m, err)
                      : want == 1 ? read_trees(&r, m, err)
@@ -984,11 +1055,13 @@ int qsm_read(const unsigned char *buf, size_t len, qs_model **mp, qs_layout **lp
             goto fail;
         }
     }
+    free(qa.raw); /* consumed unless QSLY was never reached */
     *mp = m;
     *lp = L;
     return 0;
 fail:
     free(raw);
+    free(qa.raw);
     qs_model_free(m);
     qs_layout_free(L);
     return -1;

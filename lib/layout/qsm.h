@@ -6,7 +6,10 @@
 
 int qsm_write(const qs_model *m, const qs_layout *L, unsigned char **out, size_t *out_len,
               qs_error *err);
-/* Parse and fully validate a .qsm image; on success the caller owns *m, *L. */
-int qsm_read(const unsigned char *buf, size_t len, qs_model **m, qs_layout **L, qs_error *err);
+/* Parse and fully validate a .qsm image; on success the caller owns *m, *L.
+ * threads > 1: the TREE and QSLY sections are decompressed at once (two
+ * OpenMP threads); the result and any error are those of one thread. */
+int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **m, qs_layout **L,
+             qs_error *err);
 
 #endif

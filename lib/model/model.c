@@ -239,6 +239,17 @@ uint32_t qs_model_leaf_id(const qs_model *m, uint64_t t, uint32_t node)
     return k;
 }
 
+void qs_model_leaf_ids(const qs_model *m, uint64_t t, uint32_t *ids)
+{
+    const qs_tree *tr = &m->trees[t];
+    const qs_node *nd = m->nodes + tr->node_off;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < tr->num_nodes; i++) {
+        ids[i] = m->source == QS_SRC_XGBOOST ? i : k;
+        k += nd[i].kind == QS_NODE_LEAF;
+    }
+}
+
 /* ---------------------------------------------------------- validation */
 
 /* Linear leaves: each on a leaf (node_linear agrees), in node order, with

@@ -164,6 +164,9 @@ double qs_leaf_output(const qs_model *m, uint64_t node, const double *x);
  * index); for every other source the leaf's rank among the tree's leaves in
  * node order (LightGBM's leaf index). */
 uint32_t qs_model_leaf_id(const qs_model *m, uint64_t t, uint32_t node);
+/* The same for every node of tree t at once, into ids[0 .. num_nodes - 1]
+ * (one pass; qs_model_leaf_id is linear in the node index). */
+void qs_model_leaf_ids(const qs_model *m, uint64_t t, uint32_t *ids);
 
 /* ---- reference semantics: one node's decision and a whole-tree walk */
 static inline int qs_node_goes_left(const qs_model *m, const qs_node *n, double x)

@@ -180,7 +180,7 @@ qs_scorer *qs_scorer_load_threads(const unsigned char *buf, size_t len, unsigned
         return NULL;
     }
     s->build_threads = threads ? threads : 1;
-    if (qsm_read(buf, len, &s->m, &s->L, err) != 0) {
+    if (qsm_read(buf, len, s->build_threads, &s->m, &s->L, err) != 0) {
         free(s);
         return NULL;
     }
