@@ -197,3 +197,10 @@ tune_setup() {
     qs-blocktune --budget 1 --repeat 1 -o "$T/t2.qsm" "$T/t.qsm" "$T/sample.letor" > /dev/null
     qs-compile --info --json "$T/t2.qsm" | jq -e '[.qsm.sections[] | select(.id == "TUNE")] | length == 1' > /dev/null
 }
+
+@test "the tuning record in the library: written, read back, applied, replaced, damage detected; range cases (tests/unit/test_blocking.c)" {
+    qs-convert "$FIX/lightgbm/mixed.model.txt" | qs-compile -o "$BATS_TEST_TMPDIR/m.qsm"
+    run "$UNIT/test_blocking" "$BATS_TEST_TMPDIR/m.qsm"
+    assert_success
+    assert_output --regexp '^test_blocking: [0-9]+ checks, 0 failures$'
+}
