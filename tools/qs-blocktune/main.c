@@ -303,12 +303,16 @@ static point *measure(tuner *T, const setting *st, int stage)
     point *p = find(T, st);
     if (p)
         return p;
-    if (T->npts == T->cap) {
-        T->cap = T->cap ? T->cap * 2 : 64;
-        T->pts = realloc(T->pts, T->cap * sizeof *T->pts);
+    /* Allocated once (points are referred to by address): the grids stay
+     * far below (6 τ x 4 orders x 64 x 64 at most). */
+    if (!T->pts) {
+        T->cap = (size_t)1 << 17;
+        T->pts = malloc(T->cap * sizeof *T->pts);
         if (!T->pts)
             tool_die(EXIT_SYSTEM, "out of memory");
     }
+    if (T->npts == T->cap)
+        tool_die(EXIT_SYSTEM, "more than %zu points to measure", T->cap);
     p = &T->pts[T->npts];
     memset(p, 0, sizeof *p);
     p->st = *st;
