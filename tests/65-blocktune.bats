@@ -135,6 +135,13 @@ tune_setup() {
     run qs-blocktune --time "$T/t.qsm" "$T/sample.letor"
     assert_success
     assert_output --regexp '^[0-9.]+	(SD|DS|DSD|SDS|DSDS|SDSD) s='
+    # the exhaustive grid, on a layout of one tree per block (many points)
+    qs-convert "$FIX/lightgbm/mixed.model.txt" | qs-compile --tree-block 1 -o "$T/m1.qsm"
+    run qs-blocktune --exhaustive --repeat 1 -o "$T/e.qsm" "$T/m1.qsm" "$T/sample.letor"
+    assert_success
+    assert_output --partial ' (exhaustive)'
+    [ "$(grep -c '^SDSD	' <<< "$output")" -gt 20 ]
+    qs-score "$T/e.qsm" "$FIX/lightgbm/mixed.docs.letor" | cmp - "$T/a"
 }
 
 @test "qs-blocktune: a record from another machine warns once and scores the same; --ignore-tuning is silent" {

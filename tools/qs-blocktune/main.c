@@ -787,6 +787,7 @@ int main(int argc, char **argv)
     }
     point *win = best_point(&T);
     double def_ns_confirmed = def_ns, win_confirmed = 0;
+    char confirm[1200] = "";
     /* Δ around the winner. */
     {
         static const uint32_t deltas[] = { 4, 16 };
@@ -840,12 +841,13 @@ int main(int argc, char **argv)
         for (int j = 1; j < nc; j++)
             if (med[j] < med[w])
                 w = j;
-        printf("# confirmation (%d interleaved rounds, medians):", ROUNDS);
-        for (int j = 0; j < nc; j++) {
+        size_t k = (size_t)snprintf(confirm, sizeof confirm,
+                                    "confirmation (%d interleaved rounds, medians):", ROUNDS);
+        for (int j = 0; j < nc && k < sizeof confirm; j++) {
             char b[200];
-            printf("%s %s %.4f", j ? ";" : "", setting_str(&cand[j]->st, b, sizeof b), med[j]);
+            k += (size_t)snprintf(confirm + k, sizeof confirm - k, "%s %s %.4f", j ? ";" : "",
+                                  setting_str(&cand[j]->st, b, sizeof b), med[j]);
         }
-        printf("\n");
         def_ns_confirmed = med[0];
         win = med[w] < med[0] * 0.98 ? cand[w] : pd;
         win_confirmed = win == pd ? med[0] : med[w];
@@ -884,6 +886,7 @@ int main(int argc, char **argv)
                p == pd ? "\t(defaults)" : p == win ? "\t(winner)" : "");
     }
     char buf[200];
+    printf("%s\n", confirm);
     printf("defaults: %s: %.4f ns/doc/tree\n", setting_str(&pd->st, buf, sizeof buf),
            def_ns_confirmed);
     printf("winner: %s%s: %.4f ns/doc/tree (%s)\n", setting_str(&win->st, buf, sizeof buf),
