@@ -358,6 +358,18 @@ static int level_range(const uint64_t cache[3], uint64_t unit_bytes, int lev, ui
     return top > below && top >= 1;
 }
 
+/* v as a multiple of the SIMD unit inside (lo, hi] where one exists
+ * (rounded down first, so that the point stays in its range case). */
+static uint32_t fit_unit(uint64_t v, uint64_t lo, uint64_t hi, uint32_t unit)
+{
+    if (unit <= 1)
+        return (uint32_t)v;
+    uint64_t down = v / unit * unit;
+    if (down > lo && down >= unit)
+        return (uint32_t)down;
+    return round_up((uint32_t)v, unit) <= hi ? round_up((uint32_t)v, unit) : (uint32_t)v;
+}
+
 static const double MU[4] = { 1.0, 0.75, 0.5, 0.25 };
 
 /* µ of the way into (lo, hi]: the point µ·hi, kept above lo. */
@@ -419,7 +431,7 @@ static void guided_orders(tuner *T, setting base)
                     setting st = base;
                     st.order = o;
                     st.s = sl ? (uint32_t)at_mu(slo, shi, MU[k]) : 0;
-                    st.d = dl ? round_up((uint32_t)at_mu(dlo, dhi, MU[k]), unit) : 0;
+                    st.d = dl ? fit_unit(at_mu(dlo, dhi, MU[k]), dlo, dhi, unit) : 0;
                     if (st.d > nd)
                         st.d = (uint32_t)nd;
                     if (o == QS_ORDER_DSD)
