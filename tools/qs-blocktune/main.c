@@ -718,6 +718,10 @@ int main(int argc, char **argv)
         char b[160];
         printf("%.4f\t%s\n", ns, setting_str(&def, b, sizeof b));
         tool_close_stdout();
+        qs_scorer_free(T.sc);
+        free(T.S.x);
+        free(T.out);
+        free(mbuf);
         return EXIT_OK;
     }
 
