@@ -90,6 +90,21 @@ orders_exact() {
         "$SHARED/quickrank/models/qr_lambdamart_l16_t500/scores.txt"
 }
 
+# Every oracle file of 20-conformance.bats (its conform lines), every order:
+# long (about 2,000 runs of qs-score), so only with QS_TEST_ORDERS_ALL=1.
+@test "orders: every oracle file of 20-conformance.bats (QS_TEST_ORDERS_ALL=1)" {
+    require_shared
+    [ "${QS_TEST_ORDERS_ALL:-0}" = 1 ] || skip "set QS_TEST_ORDERS_ALL=1 to score every oracle file in every order"
+    local ORDER_LAYOUTS=a ORDER_PAIRS="2,64 7,300" line n=0
+    while IFS= read -r line; do
+        line=${line#"${line%%[![:space:]]*}"}
+        line=${line#OBLIVIOUS=yes }
+        eval "orders_exact ${line#conform }" || { echo "($line)"; return 1; }
+        n=$((n + 1))
+    done < <(grep -E '^    (OBLIVIOUS=yes )?conform "' "$BATS_TEST_DIRNAME/20-conformance.bats")
+    [ "$n" -gt 40 ]
+}
+
 @test "qs-score --order: bad names and --order-s without --order are usage errors" {
     run qs-score --order XYZ "$FIX/lgb-l8/docs.letor"
     assert_failure 2
