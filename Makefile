@@ -81,7 +81,7 @@ LIB_VERSION := $(shell sed -n 's/^\#define QS_VERSION_STRING "\(.*\)"/\1/p' incl
 SHARED_LIB := $(BUILD)/libqs.so.$(LIB_VERSION)
 TOOL_COMMON_SRC := $(wildcard tools/common/*.c)
 TOOL_COMMON_OBJ := $(TOOL_COMMON_SRC:%.c=$(BUILD)/%.o)
-TOOLS    := qs-convert qs-compile qs-score qs-eval
+TOOLS    := qs-convert qs-compile qs-score qs-eval qs-blocktune
 TOOL_BIN := $(TOOLS:%=$(BUILD)/bin/%)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)

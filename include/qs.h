@@ -310,12 +310,107 @@ typedef struct qs_qsm_file_info {
     uint64_t file_size;
     uint32_t nsections;
     qs_qsm_section sections[QS_QSM_MAX_SECTIONS];
-    int tuning;                 /* 1 when the file holds a tuning record (a measured τ, δ, Δ
-                                   and back end for a machine); no writer makes one yet: 0 */
+    int tuning;                 /* 1 when the file holds a tuning record (TUNE section:
+                                   qs_qsm_get_tuning) */
 } qs_qsm_file_info;
 
 QS_API int qs_qsm_get_file_info(const unsigned char *buf, size_t len, qs_qsm_file_info *info,
                                 qs_error *err);
+
+/* ------------------------------------------- blocking orders and tuning
+ *
+ * Within a batch of δ documents, BWQS applies its "scorers" (blocks of τ
+ * trees) to the documents in one of the traversal orders of Jin, Yang and
+ * Tang (SIGIR 2016), s scorers and d documents per inner block:
+ *   SD    every scorer in turn over the whole batch (the default: plain BWQS)
+ *   DS    every document in turn through every scorer
+ *   DSD   d documents at a time, every scorer over them
+ *   SDS   s scorers at a time, every document through them
+ *   DSDS  d documents at a time, s scorers at a time, each document through them
+ *   SDSD  s scorers at a time, d documents at a time, each scorer over them
+ * Every order applies the scorers to each document in ascending order, so
+ * each document's sum keeps tree order and the scores are the same bits in
+ * every order, for every accumulation mode and for linear leaves. */
+typedef enum qs_order {
+    QS_ORDER_SD = 0, QS_ORDER_DS = 1, QS_ORDER_DSD = 2, QS_ORDER_SDS = 3,
+    QS_ORDER_DSDS = 4, QS_ORDER_SDSD = 5
+} qs_order;
+#define QS_ORDER_COUNT 6
+/* "SD", "DS", ...; NULL when out of range. */
+QS_API const char *qs_order_name(qs_order o);
+/* By name, case-insensitive; -1 when unknown. */
+QS_API int qs_order_find(const char *name);
+/* Set the order (s: scorers per inner block, d: documents per inner block;
+ * 0 = the default for that order; values beyond the blocks or the batch are
+ * clamped when scoring).  Not thread-safe: call before creating workspaces.
+ * 0, or -1 with err (QS_ERR_ARG). */
+QS_API int qs_scorer_set_order(qs_scorer *s, qs_order order, uint32_t inner_s, uint32_t inner_d,
+                               qs_error *err);
+QS_API void qs_scorer_get_order(const qs_scorer *s, qs_order *order, uint32_t *inner_s,
+                                uint32_t *inner_d);
+
+/* This machine's data cache sizes in bytes (sysfs, else CPUID leaf 4; 0 when
+ * unknown), for level 1, 2, 3. */
+QS_API uint64_t qs_cache_bytes(int level);
+
+/* Footprints (bytes) of the layout in force, for the cost model: one scorer
+ * (the average block: its threshold entries, tree ids, masks, leaf values
+ * and leaf vectors) and one document (its feature vector and accumulators). */
+typedef struct qs_footprint {
+    uint64_t scorer_bytes;      /* average over blocks */
+    uint64_t max_scorer_bytes;  /* the largest block */
+    uint64_t doc_bytes;
+    uint32_t nscorers;          /* blocks */
+    uint32_t lanes;             /* documents per SIMD call of the back end (1: scalar) */
+} qs_footprint;
+QS_API void qs_scorer_get_footprint(const qs_scorer *s, qs_backend b, qs_footprint *fp);
+
+/* The range case of (order, s, d) (Jin et al. §4): the cache level (1..3,
+ * 4 = memory) that s scorers (*ls) and d documents (*ld) fill, each allowed
+ * half of a level.  For DSD, DS only *ld counts, for SDS, SD only *ls. */
+QS_API void qs_range_case(const qs_footprint *fp, const uint64_t cache[3], qs_order o,
+                          uint32_t inner_s, uint32_t inner_d, int *ls, int *ld);
+
+/* A tuning record (the .qsm TUNE section, format/qsm.md): what qs-blocktune
+ * measured best on one machine, and that machine. */
+typedef struct qs_tuning {
+    uint32_t order;             /* qs_order */
+    uint32_t inner_s, inner_d;
+    uint32_t tree_block;        /* τ (0: one block per homogeneous run of trees) */
+    uint32_t doc_block;         /* δ (the batch) */
+    uint32_t delta;             /* Δ */
+    uint32_t threads;           /* 0: not measured, keep the caller's */
+    char backend[32];           /* a back end name, "" for auto */
+    /* the machine */
+    char cpu_model[64];
+    uint64_t cache[3];          /* L1d, L2, L3 bytes */
+    uint32_t cores;
+    char version[16];           /* qs version that measured */
+    int64_t date;               /* seconds since 1970 (UTC) */
+    /* measured on the sample: ns per document per tree */
+    double default_ns, tuned_ns;
+} qs_tuning;
+
+/* This machine's fingerprint into t (cpu_model, cache, cores, version,
+ * date).  QS_TUNE_FINGERPRINT=TEXT replaces the CPU model (tests simulate
+ * another machine with it). */
+QS_API void qs_tuning_fingerprint(qs_tuning *t);
+/* 1 when t was measured on a machine like this one (same CPU model, caches
+ * and cores), else 0. */
+QS_API int qs_tuning_matches(const qs_tuning *t);
+/* The tuning record of a .qsm image: 1 and *t, 0 when it has none, -1 with
+ * err when the record is malformed. */
+QS_API int qs_qsm_get_tuning(const unsigned char *buf, size_t len, qs_tuning *t, qs_error *err);
+/* A copy of the .qsm image with tuning record t (replacing any), *out
+ * allocated (free() it); the format's minor version becomes at least 4. */
+QS_API int qs_qsm_set_tuning(const unsigned char *buf, size_t len, const qs_tuning *t,
+                             unsigned char **out, size_t *out_len, qs_error *err);
+/* Apply τ, δ, Δ and the order of t to s (not the back end and threads,
+ * which are the caller's).  0, or -1 with err. */
+QS_API int qs_scorer_apply_tuning(qs_scorer *s, const qs_tuning *t, qs_error *err);
+
+/* The selected slot's dense feature vector (num_features values). */
+QS_API const double *qs_doc_values(const qs_workspace *w);
 
 /* Iterations of the scorer's model: its trees / its classes (one tree per
  * class per iteration, as LightGBM and XGBoost grow them). */

@@ -26,7 +26,7 @@ LIB_SRC += lib/layout/layout.c lib/layout/qsm.c
 # the threaded matrix driver
 LIB_SRC += lib/score/scorer.c lib/score/workspace.c lib/score/transform.c \
            lib/score/registry.c lib/score/walk.c lib/score/qs.c lib/score/baselines.c \
-           lib/score/matrix.c lib/score/dense.c lib/score/info.c
+           lib/score/matrix.c lib/score/dense.c lib/score/info.c lib/score/blocking.c
 
 # score/x86: vQS (AVX2, AVX-512), picked at run time
 LIB_SRC += lib/score/x86/vqs.c

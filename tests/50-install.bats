@@ -12,10 +12,10 @@ setup_file() {
 
 @test "make install puts the tools, their manual pages, libqs.a, libqs.so (with its soname), qs.h and qs.pc in PREFIX" {
     local f
-    for f in bin/qs-convert bin/qs-compile bin/qs-score bin/qs-eval lib/libqs.a \
+    for f in bin/qs-convert bin/qs-compile bin/qs-score bin/qs-eval bin/qs-blocktune lib/libqs.a \
              lib/libqs.so lib/libqs.so.0 include/qs.h lib/pkgconfig/qs.pc \
              share/man/man1/qs-convert.1 share/man/man1/qs-compile.1 \
-             share/man/man1/qs-score.1 share/man/man1/qs-eval.1; do
+             share/man/man1/qs-score.1 share/man/man1/qs-eval.1 share/man/man1/qs-blocktune.1; do
         [ -e "$PREFIX_DIR/$f" ] || { echo "missing $f"; return 1; }
     done
     run readelf -d "$PREFIX_DIR/lib/libqs.so"
@@ -47,7 +47,7 @@ setup_file() {
 @test "man finds the installed pages" {
     command -v man > /dev/null || skip "man (Debian's man-db) is not installed"
     local t
-    for t in qs-convert qs-compile qs-score qs-eval; do
+    for t in qs-convert qs-compile qs-score qs-eval qs-blocktune; do
         run env MANPATH="$PREFIX_DIR/share/man" man -w "$t"
         assert_success
         assert_output "$PREFIX_DIR/share/man/man1/$t.1"

@@ -5,7 +5,7 @@
 
 load test_helper
 
-TOOLS="qs-convert qs-compile qs-score qs-eval"
+TOOLS="qs-convert qs-compile qs-score qs-eval qs-blocktune"
 
 # opts_help TOOL: the options --help names (-x and --long-name), one a line.
 opts_help() {

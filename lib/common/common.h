@@ -42,7 +42,12 @@ unsigned qs_cpu_simd_detected(void);
 int qs_cpu_crc32(void);
 
 /* Size in bytes of this machine's level-`level` data (or unified) cache,
- * from sysfs; 0 when unknown. */
+ * from sysfs, else CPUID leaf 4; 0 when unknown. */
 uint64_t qs_cache_size(int level);
+uint64_t qs_cache_size_sysfs(int level);
+/* The CPU's model name (/proc/cpuinfo, else the CPUID brand string). */
+void qs_cpu_model(char *out, size_t cap);
+/* CPUs online. */
+unsigned qs_cpu_cores(void);
 
 #endif

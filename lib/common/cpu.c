@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
@@ -109,7 +110,79 @@ int qs_cpu_crc32(void)
     return v;
 }
 
+/* CPUID leaf 4 (deterministic cache parameters, Intel; AMD reports the
+ * same at leaf 0x8000001D): the data or unified cache of `level`. */
+static uint64_t cpuid_cache_size(int level)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    unsigned a, b, c, d;
+    unsigned leaf = 4;
+    if (__get_cpuid_max(0, NULL) < 4) {
+        if (__get_cpuid_max(0x80000000u, NULL) < 0x8000001Du)
+            return 0;
+        leaf = 0x8000001Du;
+    }
+    for (unsigned i = 0; i < 16; i++) {
+        __cpuid_count(leaf, i, a, b, c, d);
+        unsigned type = a & 0x1f, lev = (a >> 5) & 7;
+        if (type == 0)
+            break;
+        if (type == 2 || (int)lev != level) /* 2: instruction cache */
+            continue;
+        uint64_t ways = ((b >> 22) & 0x3ff) + 1, parts = ((b >> 12) & 0x3ff) + 1,
+                 line = (b & 0xfff) + 1, sets = (uint64_t)c + 1;
+        (void)d;
+        return ways * parts * line * sets;
+    }
+#else
+    (void)level;
+#endif
+    return 0;
+}
+
 uint64_t qs_cache_size(int level)
+{
+    uint64_t v = qs_cache_size_sysfs(level);
+    return v ? v : cpuid_cache_size(level);
+}
+
+void qs_cpu_model(char *out, size_t cap)
+{
+    if (!cap)
+        return;
+    out[0] = '\0';
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) != 0)
+            continue;
+        char *p = strchr(line, ':');
+        if (!p)
+            continue;
+        p += 1 + strspn(p + 1, " \t");
+        p[strcspn(p, "\n")] = '\0';
+        snprintf(out, cap, "%s", p);
+        break;
+    }
+    if (f)
+        fclose(f);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (!out[0] && __get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
+        unsigned r[12];
+        for (unsigned i = 0; i < 3; i++)
+            __cpuid(0x80000002u + i, r[4 * i], r[4 * i + 1], r[4 * i + 2], r[4 * i + 3]);
+        char brand[49];
+        memcpy(brand, r, 48);
+        brand[48] = '\0';
+        const char *p = brand + strspn(brand, " ");
+        snprintf(out, cap, "%s", p);
+    }
+#endif
+    if (!out[0])
+        snprintf(out, cap, "unknown");
+}
+
+uint64_t qs_cache_size_sysfs(int level)
 {
     char path[96], b[32];
     for (int i = 0; i < 8; i++) {
@@ -141,4 +214,10 @@ uint64_t qs_cache_size(int level)
         return v;
     }
     return 0;
+}
+
+unsigned qs_cpu_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (unsigned)n : 1u;
 }

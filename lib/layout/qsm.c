@@ -13,6 +13,7 @@ static const unsigned char QSM_MAGIC[8] = { 0x89, 'Q', 'S', 'M', '\r', '\n', 0x1
 #define QSM_VERSION_MINOR_AFFINE 1 /* written only for models with an output affine (AFFN) */
 #define QSM_VERSION_MINOR_AVERAGE 2 /* written only for models with a transform average */
 #define QSM_VERSION_MINOR_LINEAR 3 /* written only for models with linear leaves (LINR) */
+#define QSM_VERSION_MINOR_TUNE 4 /* written only for files with a tuning record (TUNE) */
 #define QSM_HEADER_SIZE 64u
 #define QSM_ENTRY_SIZE 48u
 #define QSM_MAX_SECTIONS 64u
@@ -26,6 +27,8 @@ static const unsigned char QSM_MAGIC[8] = { 0x89, 'Q', 'S', 'M', '\r', '\n', 0x1
 #define SEC_QSLY FOURCC('Q', 'S', 'L', 'Y')
 #define SEC_AFFN FOURCC('A', 'F', 'F', 'N')
 #define SEC_LINR FOURCC('L', 'I', 'N', 'R')
+#define SEC_TUNE FOURCC('T', 'U', 'N', 'E')
+#define TUNE_SIZE 200u
 
 /* ------------------------------------------------------------ writing */
 
@@ -925,7 +928,7 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
             uint64_t off = get_u64_at(e + 8), stored = get_u64_at(e + 16), rawsz = get_u64_at(e + 24);
             long long eoff = (long long)(hsize + (uint64_t)s * QSM_ENTRY_SIZE);
             int known = id == SEC_INFO || id == SEC_TREE || id == SEC_QSLY || id == SEC_AFFN ||
-                        id == SEC_LINR;
+                        id == SEC_LINR || id == SEC_TUNE;
             if (want == 0) {
                 /* First pass: check every entry. */
                 if (flags & ~(SEC_REQUIRED | SEC_ZSTD)) {
@@ -1118,6 +1121,150 @@ int qs_qsm_get_file_info(const unsigned char *buf, size_t len, qs_qsm_file_info 
                               "section %u checksum mismatch (corrupt file)", s);
     }
     info->nsections = nsec;
-    info->tuning = 0; /* no section holds a tuning record yet */
+    for (uint32_t s = 0; s < nsec; s++)
+        if (memcmp(info->sections[s].id, "TUNE", 4) == 0)
+            info->tuning = 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------ TUNE */
+
+static void cstr_in(char *dst, const unsigned char *src, size_t width)
+{
+    memcpy(dst, src, width);
+    dst[width - 1] = '\0';
+    for (size_t i = 0; dst[i]; i++)
+        if ((unsigned char)dst[i] < 0x20 || dst[i] == 0x7f)
+            dst[i] = '?';
+}
+
+static double f64_at(const unsigned char *p)
+{
+    uint64_t u = get_u64_at(p);
+    double d;
+    memcpy(&d, &u, 8);
+    return d;
+}
+
+int qs_qsm_get_tuning(const unsigned char *buf, size_t len, qs_tuning *t, qs_error *err)
+{
+    qs_qsm_file_info fi;
+    memset(t, 0, sizeof *t);
+    if (qs_qsm_get_file_info(buf, len, &fi, err) != 0)
+        return -1;
+    for (uint32_t s = 0; s < fi.nsections; s++) {
+        const qs_qsm_section *q = &fi.sections[s];
+        if (memcmp(q->id, "TUNE", 4) != 0)
+            continue;
+        if ((q->flags & SEC_ZSTD) || q->stored_size != TUNE_SIZE || q->raw_size != TUNE_SIZE)
+            return qs_fail_at(err, QS_ERR_FORMAT, (long long)q->offset,
+                              "TUNE section: %llu bytes stored, %u expected, uncompressed",
+                              (unsigned long long)q->stored_size, TUNE_SIZE);
+        const unsigned char *p = buf + q->offset;
+        if (get_u32_at(p) != 1)
+            return qs_fail_at(err, QS_ERR_UNSUPPORTED, (long long)q->offset,
+                              "TUNE section: record version %u is unknown to this build",
+                              get_u32_at(p));
+        t->order = get_u32_at(p + 4);
+        t->inner_s = get_u32_at(p + 8);
+        t->inner_d = get_u32_at(p + 12);
+        t->tree_block = get_u32_at(p + 16);
+        t->doc_block = get_u32_at(p + 20);
+        t->delta = get_u32_at(p + 24);
+        t->threads = get_u32_at(p + 28);
+        cstr_in(t->backend, p + 32, 32);
+        cstr_in(t->cpu_model, p + 64, 64);
+        for (int i = 0; i < 3; i++)
+            t->cache[i] = get_u64_at(p + 128 + 8 * i);
+        t->cores = get_u32_at(p + 152);
+        cstr_in(t->version, p + 160, 16);
+        t->date = (int64_t)get_u64_at(p + 176);
+        t->default_ns = f64_at(p + 184);
+        t->tuned_ns = f64_at(p + 192);
+        if (t->order > 5 || t->doc_block > QS_MAX_DOC_BLOCK || t->delta > 64 ||
+            t->inner_d > QS_MAX_DOC_BLOCK || t->threads > 4096)
+            return qs_fail_at(err, QS_ERR_FORMAT, (long long)q->offset,
+                              "TUNE section: a value is out of range");
+        return 1;
+    }
+    return 0;
+}
+
+int qs_qsm_set_tuning(const unsigned char *buf, size_t len, const qs_tuning *t,
+                      unsigned char **out, size_t *out_len, qs_error *err)
+{
+    qs_qsm_file_info fi;
+    if (qs_qsm_get_file_info(buf, len, &fi, err) != 0)
+        return -1;
+    /* The sections other than an old TUNE, copied as they are, then the new
+     * record, uncompressed and optional (flags 0): a reader that does not
+     * know TUNE scores the file with its stored defaults. */
+    uint32_t keep = 0;
+    uint64_t data = 0;
+    for (uint32_t s = 0; s < fi.nsections; s++)
+        if (memcmp(fi.sections[s].id, "TUNE", 4) != 0) {
+            keep++;
+            data += fi.sections[s].stored_size;
+        }
+    if (keep + 1 > QSM_MAX_SECTIONS)
+        return qs_fail(err, QS_ERR_LIMIT, 0, "too many sections for a tuning record");
+    const uint64_t table = QSM_HEADER_SIZE + (uint64_t)(keep + 1) * QSM_ENTRY_SIZE;
+    const uint64_t total = table + data + TUNE_SIZE;
+    unsigned char *f = calloc(1, (size_t)total);
+    if (!f)
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+    memcpy(f, buf, QSM_HEADER_SIZE);
+    uint64_t off = table;
+    uint32_t i = 0;
+    const unsigned char *tab = buf + QSM_HEADER_SIZE;
+    for (uint32_t s = 0; s < fi.nsections; s++) {
+        const qs_qsm_section *q = &fi.sections[s];
+        if (memcmp(q->id, "TUNE", 4) == 0)
+            continue;
+        unsigned char *e = f + QSM_HEADER_SIZE + (size_t)i * QSM_ENTRY_SIZE;
+        memcpy(e, tab + (size_t)s * QSM_ENTRY_SIZE, QSM_ENTRY_SIZE);
+        put_u64_at(e + 8, off);
+        memcpy(f + off, buf + q->offset, (size_t)q->stored_size);
+        off += q->stored_size;
+        i++;
+    }
+    unsigned char *p = f + off;
+    put_u32_at(p, 1);
+    put_u32_at(p + 4, t->order);
+    put_u32_at(p + 8, t->inner_s);
+    put_u32_at(p + 12, t->inner_d);
+    put_u32_at(p + 16, t->tree_block);
+    put_u32_at(p + 20, t->doc_block);
+    put_u32_at(p + 24, t->delta);
+    put_u32_at(p + 28, t->threads);
+    memcpy(p + 32, t->backend, strnlen(t->backend, 31));
+    memcpy(p + 64, t->cpu_model, strnlen(t->cpu_model, 63));
+    for (int k = 0; k < 3; k++)
+        put_u64_at(p + 128 + 8 * k, t->cache[k]);
+    put_u32_at(p + 152, t->cores);
+    memcpy(p + 160, t->version, strnlen(t->version, 15));
+    put_u64_at(p + 176, (uint64_t)t->date);
+    uint64_t u;
+    memcpy(&u, &t->default_ns, 8);
+    put_u64_at(p + 184, u);
+    memcpy(&u, &t->tuned_ns, 8);
+    put_u64_at(p + 192, u);
+    unsigned char *e = f + QSM_HEADER_SIZE + (size_t)keep * QSM_ENTRY_SIZE;
+    put_u32_at(e + 0, SEC_TUNE);
+    put_u32_at(e + 4, 0);
+    put_u64_at(e + 8, off);
+    put_u64_at(e + 16, TUNE_SIZE);
+    put_u64_at(e + 24, TUNE_SIZE);
+    put_u32_at(e + 32, qs_crc32c(0, p, TUNE_SIZE));
+    if (fi.minor < QSM_VERSION_MINOR_TUNE) {
+        f[10] = QSM_VERSION_MINOR_TUNE;
+        f[11] = 0;
+    }
+    put_u32_at(f + 20, keep + 1);
+    put_u64_at(f + 24, total);
+    put_u32_at(f + 32, qs_crc32c(0, f + QSM_HEADER_SIZE, (size_t)(keep + 1) * QSM_ENTRY_SIZE));
+    put_u32_at(f + 60, qs_crc32c(0, f, 60));
+    *out = f;
+    *out_len = (size_t)total;
     return 0;
 }

@@ -230,41 +230,120 @@ static block_fn block_kernel(const qs_block *B)
 
 /* ------------------------------------------------------------ BWQS */
 
-/* BWQS: for each block of trees (kept in cache), every document of the
- * batch; blocks in tree order, so each document's sum keeps the source's
- * order.  With a SIMD kernel set k, the blocks it takes go `lanes`
- * documents at a time, unless (not forced) the batch fills under half of
- * its lanes: 8 lanes for one document would cost more than the scalar
- * kernel. */
+/* One scorer (block b) over documents [d0, d1) of the batch.  With a SIMD
+ * kernel set k, the blocks it takes go `lanes` documents at a time, unless
+ * (not forced) the range fills under half of its lanes: 8 lanes for one
+ * document would cost more than the scalar kernel.  A short last group
+ * repeats its last document in the spare lanes. */
+static inline void bwqs_apply(const qs_scorer *s, qs_workspace *w, void *vec, uint32_t b,
+                              uint32_t d0, uint32_t d1, const qs_simd_kernel *k, int forced)
+{
+    const qs_model *m = s->m;
+    const uint32_t K = m->num_classes, n = d1 - d0;
+    const qs_block *B = &s->L->blocks[b];
+    if (k && k->takes(k->level, B) && (forced || (uint64_t)n * 2 >= k->lanes(k->level, B, n))) {
+        const unsigned lanes = k->lanes(k->level, B, n);
+        const double *xl[QS_SIMD_MAX_LANES];
+        for (uint32_t d = d0; d < d1; d += lanes) {
+            unsigned nreal = d1 - d < lanes ? d1 - d : lanes;
+            for (unsigned l = 0; l < lanes; l++)
+                xl[l] = w->xs[d + (l < nreal ? l : nreal - 1)];
+            k->block(k, lanes, m, s->L, B, vec, xl, nreal, w->acc + (size_t)d * K,
+                     w->accf + (size_t)d * K);
+        }
+        return;
+    }
+    block_fn fn = block_kernel(B);
+    for (uint32_t d = d0; d < d1; d++)
+        fn(s, B, vec, w->xs[d], w->acc + (size_t)d * K, w->accf + (size_t)d * K);
+}
+
+void qs_order_params(const qs_scorer *s, uint32_t n, unsigned unit, uint32_t *ps, uint32_t *pd)
+{
+    const uint32_t nb = s->L->nblocks ? s->L->nblocks : 1;
+    uint32_t is = s->order_s, id = s->order_d;
+    switch ((qs_order)s->order) {
+    case QS_ORDER_SD: is = 1; id = n; break;
+    case QS_ORDER_DS: is = nb; id = unit; break;
+    case QS_ORDER_DSD: is = 1; break;
+    case QS_ORDER_SDS: id = unit; break;
+    default: break;
+    }
+    if (is == 0)
+        is = nb < 4 ? nb : 4;
+    if (id == 0)
+        id = 64;
+    if (is > nb)
+        is = nb;
+    if (unit > 1 && id % unit)
+        id += unit - id % unit;
+    if (id > n)
+        id = n;
+    if (id == 0)
+        id = 1;
+    *ps = is;
+    *pd = id;
+}
+
+/* BWQS in the scorer's order (qs_order).  In every order the scorers reach
+ * each document in ascending block order, so each document's sum keeps the
+ * source's tree order whatever the order: the loops below only choose
+ * which (block, document range) pairs run when.  The default order SD
+ * (every block over the whole batch) is plain BWQS. */
 void qs_bwqs_score(const qs_scorer *s, qs_workspace *w, void *vec, uint32_t n, double *out,
                    const qs_simd_kernel *k, int forced)
 {
     const qs_model *m = s->m;
-    const uint32_t K = m->num_classes;
+    const uint32_t K = m->num_classes, nb = s->L->nblocks;
     for (uint32_t d = 0; d < n; d++)
         for (uint32_t c = 0; c < K; c++) {
             w->acc[d * K + c] = m->base[c];
             w->accf[d * K + c] = (float)m->base[c];
         }
-    for (uint32_t b = 0; b < s->L->nblocks; b++) {
-        const qs_block *B = &s->L->blocks[b];
-        if (k && k->takes(k->level, B) && (forced || (uint64_t)n * 2 >= k->lanes(k->level, B, n))) {
-            /* A short last group repeats its last document in the spare
-             * lanes. */
-            const unsigned lanes = k->lanes(k->level, B, n);
-            const double *xl[QS_SIMD_MAX_LANES];
-            for (uint32_t d = 0; d < n; d += lanes) {
-                unsigned nreal = n - d < lanes ? n - d : lanes;
-                for (unsigned l = 0; l < lanes; l++)
-                    xl[l] = w->xs[d + (l < nreal ? l : nreal - 1)];
-                k->block(k, lanes, m, s->L, B, vec, xl, nreal, w->acc + (size_t)d * K,
-                         w->accf + (size_t)d * K);
+    /* The document unit of the inner loops: a SIMD call's documents. */
+    const unsigned unit = k && nb ? k->lanes(k->level, &s->L->blocks[0], n) : 1;
+    uint32_t is, id;
+    qs_order_params(s, n, unit ? unit : 1, &is, &id);
+    switch ((qs_order)s->order) {
+    case QS_ORDER_SD:
+    default:
+        for (uint32_t b = 0; b < nb; b++)
+            bwqs_apply(s, w, vec, b, 0, n, k, forced);
+        break;
+    case QS_ORDER_DS:
+    case QS_ORDER_DSD:
+    case QS_ORDER_DSDS:
+        /* d documents at a time; s scorers at a time over them, each
+         * document (unit) through those s scorers. */
+        for (uint32_t d0 = 0; d0 < n; d0 += id) {
+            const uint32_t d1 = n - d0 < id ? n : d0 + id;
+            for (uint32_t b0 = 0; b0 < nb; b0 += is) {
+                const uint32_t b1 = nb - b0 < is ? nb : b0 + is;
+                if (b1 - b0 == 1) {
+                    bwqs_apply(s, w, vec, b0, d0, d1, k, forced);
+                    continue;
+                }
+                for (uint32_t u = d0; u < d1; u += unit) {
+                    const uint32_t u1 = d1 - u < unit ? d1 : u + unit;
+                    for (uint32_t b = b0; b < b1; b++)
+                        bwqs_apply(s, w, vec, b, u, u1, k, forced);
+                }
             }
-            continue;
         }
-        block_fn fn = block_kernel(B);
-        for (uint32_t d = 0; d < n; d++)
-            fn(s, B, vec, w->xs[d], w->acc + (size_t)d * K, w->accf + (size_t)d * K);
+        break;
+    case QS_ORDER_SDS:
+    case QS_ORDER_SDSD:
+        /* s scorers at a time; d documents at a time; each scorer over
+         * those d documents. */
+        for (uint32_t b0 = 0; b0 < nb; b0 += is) {
+            const uint32_t b1 = nb - b0 < is ? nb : b0 + is;
+            for (uint32_t d0 = 0; d0 < n; d0 += id) {
+                const uint32_t d1 = n - d0 < id ? n : d0 + id;
+                for (uint32_t b = b0; b < b1; b++)
+                    bwqs_apply(s, w, vec, b, d0, d1, k, forced);
+            }
+        }
+        break;
     }
     for (uint32_t d = 0; d < n; d++)
         for (uint32_t c = 0; c < K; c++)

@@ -58,6 +58,8 @@ struct qs_scorer {
     int auto_backend;         /* what auto runs as */
     unsigned build_threads;   /* threads that build a layout (load, relayout) */
     uint32_t stored_tree_block; /* τ as the .qsm stores it (qs_scorer_get_layout_info) */
+    uint32_t order;           /* qs_order within a batch (QS_ORDER_SD: plain BWQS) */
+    uint32_t order_s, order_d; /* scorers, documents per inner block (0: default) */
     uint8_t prepared[QS_MAX_BACKENDS];
     void *state[QS_MAX_BACKENDS];
 };
@@ -103,6 +105,9 @@ typedef struct qs_simd_kernel {
  * lanes. */
 void qs_bwqs_score(const qs_scorer *s, qs_workspace *w, void *vec, uint32_t n, double *out,
                    const qs_simd_kernel *k, int forced);
+/* The inner block sizes the order of s uses for a batch of n documents
+ * whose SIMD unit is `unit` documents: *ps scorers, *pd documents. */
+void qs_order_params(const qs_scorer *s, uint32_t n, unsigned unit, uint32_t *ps, uint32_t *pd);
 /* The exit leaf of every tree for slots 0 .. n-1, as the scalar kernels
  * find them: out[d * T + t] = the leaf's source number (layout leaf_id). */
 int qs_bwqs_leaves(const qs_scorer *s, qs_workspace *w, uint32_t n, uint32_t *out,

@@ -74,6 +74,8 @@ void qs_workspace_free(qs_workspace *w)
 
 uint32_t qs_workspace_slots(const qs_workspace *w) { return w->nslots; }
 
+const double *qs_doc_values(const qs_workspace *w) { return w->slot[w->cur].x; }
+
 void qs_workspace_select(qs_workspace *w, uint32_t slot)
 {
     w->cur = slot < w->nslots ? slot : w->nslots - 1;

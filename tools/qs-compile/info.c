@@ -4,6 +4,7 @@
 #include "info.h"
 
 #include <string.h>
+#include <time.h>
 
 static const char *source_name(qs_source s)
 {
@@ -127,7 +128,28 @@ static void text_report(FILE *f, const info_input *in, const qs_scorer *s)
     }
     if (li.nblocks > TEXT_BLOCKS)
         fprintf(f, "  ... %u more blocks (--json lists every one)\n", li.nblocks - TEXT_BLOCKS);
-    fprintf(f, "tuning: none (no tuning record)\n");
+    if (in->tuning) {
+        const qs_tuning *t = in->tuning;
+        char date[32] = "?";
+        time_t tt = (time_t)t->date;
+        struct tm tmv;
+        if (gmtime_r(&tt, &tmv))
+            strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+        fprintf(f, "tuning: order %s, s %u, d %u, tree block %u, doc block %u, delta %u, "
+                   "back end %s, threads %u%s\n",
+                qs_order_name((qs_order)t->order) ? qs_order_name((qs_order)t->order) : "?",
+                t->inner_s, t->inner_d, t->tree_block, t->doc_block, t->delta,
+                t->backend[0] ? t->backend : "auto", t->threads,
+                t->threads ? "" : " (not measured)");
+        fprintf(f, "  measured: %.4f ns/doc/tree (defaults %.4f: %.3fx)\n", t->tuned_ns,
+                t->default_ns, t->tuned_ns > 0 ? t->default_ns / t->tuned_ns : 0.0);
+        fprintf(f, "  machine: %s, %u CPUs, L1d %llu, L2 %llu, L3 %llu bytes; qs %s, %s%s\n",
+                t->cpu_model, t->cores, (unsigned long long)t->cache[0],
+                (unsigned long long)t->cache[1], (unsigned long long)t->cache[2], t->version, date,
+                qs_tuning_matches(t) ? " (this machine)" : " (another machine)");
+    } else {
+        fprintf(f, "tuning: none (no tuning record)\n");
+    }
     if (in->qsm) {
         fprintf(f, "sections: %u (.qsm version %u.%u)\n", in->qsm->nsections, in->qsm->major,
                 in->qsm->minor);
@@ -214,7 +236,26 @@ static void json_report(FILE *f, const info_input *in, const qs_scorer *s)
                 (unsigned long long)bi.entries, (unsigned long long)bi.reversed_trees);
     }
     fprintf(f, "%s]},\n", li.nblocks ? "\n    " : "");
-    fprintf(f, "  \"tuning\": null,\n  \"qsm\": ");
+    if (in->tuning) {
+        const qs_tuning *t = in->tuning;
+        fprintf(f, "  \"tuning\": {\"order\": ");
+        json_str(f, qs_order_name((qs_order)t->order) ? qs_order_name((qs_order)t->order) : "?");
+        fprintf(f, ", \"s\": %u, \"d\": %u, \"tree_block\": %u, \"doc_block\": %u, "
+                   "\"delta\": %u, \"threads\": %u, \"backend\": ",
+                t->inner_s, t->inner_d, t->tree_block, t->doc_block, t->delta, t->threads);
+        json_str(f, t->backend[0] ? t->backend : "auto");
+        fprintf(f, ", \"default_ns\": %.6g, \"tuned_ns\": %.6g, \"cpu_model\": ",
+                t->default_ns, t->tuned_ns);
+        json_str(f, t->cpu_model);
+        fprintf(f, ", \"cores\": %u, \"cache\": [%llu, %llu, %llu], \"version\": ", t->cores,
+                (unsigned long long)t->cache[0], (unsigned long long)t->cache[1],
+                (unsigned long long)t->cache[2]);
+        json_str(f, t->version);
+        fprintf(f, ", \"date\": %lld, \"this_machine\": %s},\n  \"qsm\": ", (long long)t->date,
+                qs_tuning_matches(t) ? "true" : "false");
+    } else {
+        fprintf(f, "  \"tuning\": null,\n  \"qsm\": ");
+    }
     if (in->qsm) {
         fprintf(f, "{\"version\": \"%u.%u\", \"sections\": [", in->qsm->major, in->qsm->minor);
         for (uint32_t i = 0; i < in->qsm->nsections; i++) {

@@ -11,6 +11,7 @@ typedef struct info_input {
     size_t bytes;                  /* the file's size (after zstd decompression) */
     const char *source_version;    /* NULL: not recorded */
     const qs_qsm_file_info *qsm;   /* the container, for a .qsm; NULL otherwise */
+    const qs_tuning *tuning;       /* its tuning record (TUNE); NULL: none */
 } info_input;
 
 /* Write the report of scorer s (loaded from the .qsm, or from the image

@@ -174,7 +174,8 @@ int main(int argc, char **argv)
     char *buf = tool_read_all(in, &len);
     qs_error err;
     qs_error_clear(&err);
-    info_input ii = { name, tool_model_kind(buf, len), len, NULL, NULL };
+    info_input ii = { name, tool_model_kind(buf, len), len, NULL, NULL, NULL };
+    qs_tuning tune;
     char version[64];
     qs_qsm_file_info fi;
     if (show_info && tool_is_qsm(buf, len)) {
@@ -183,9 +184,13 @@ int main(int argc, char **argv)
         qs_scorer *s = qs_scorer_load((const unsigned char *)buf, len, &err);
         if (!s)
             tool_die_err(name, &err);
-        free(buf);
         ii.qsm = &fi;
+        int have = qs_qsm_get_tuning((const unsigned char *)buf, len, &tune, &err);
+        if (have < 0)
+            tool_die_err(name, &err);
+        ii.tuning = have ? &tune : NULL;
         info_report(out.fp, json, &ii, s);
+        free(buf);
         qs_scorer_free(s);
         tool_out_commit(&out);
         return EXIT_OK;

@@ -56,6 +56,13 @@ static void usage(FILE *f)
             "  --doc-block N          documents scored together (δ, 1..4096)\n"
             "  --delta N              threshold-scan skip distance (Δ, 1..64)\n"
             "                         (default for all three: what the .qsm stores)\n"
+            "  --order NAME           traversal order of the blocks and documents in a\n"
+            "                         batch: SD (default), DS, DSD, SDS, DSDS, SDSD; each\n"
+            "                         gives the same scores\n"
+            "  --order-s N            scorers (blocks of trees) per inner block (1..2^32-2)\n"
+            "  --order-d N            documents per inner block (1..4096)\n"
+            "  --ignore-tuning        keep the defaults even where the .qsm holds a tuning\n"
+            "                         record (qs-blocktune) measured on this machine\n"
             "  --threads N            score with N threads (default: the CPUs this process\n"
             "                         may run on; also QS_THREADS); every N writes the same\n"
             "                         bytes\n"
@@ -215,6 +222,10 @@ int main(int argc, char **argv)
         { "features", required_argument, 0, 'F' },
         { "trees", required_argument, 0, 'W' },
         { "leaves", no_argument, 0, 'Y' },
+        { "order", required_argument, 0, 'O' },
+        { "order-s", required_argument, 0, 'P' },
+        { "order-d", required_argument, 0, 'Q' },
+        { "ignore-tuning", no_argument, 0, 'G' },
         { 0, 0, 0, 0 },
     };
     qs_absent absent = QS_ABSENT_DEFAULT;
@@ -227,6 +238,8 @@ int main(int argc, char **argv)
     const char *outpath = NULL, *bname = getenv("QS_BACKEND");
     const char *threads_arg = getenv("QS_THREADS"), *numa_arg = "auto";
     uint32_t tree_block = QS_KEEP, doc_block = QS_KEEP, delta = QS_KEEP;
+    int order = -1, ignore_tuning = 0;
+    uint32_t order_s = 0, order_d = 0;
     int c;
     while ((c = getopt_long(argc, argv, "o:hVv", opts, NULL)) != -1) {
         switch (c) {
@@ -279,9 +292,20 @@ int main(int argc, char **argv)
             break;
         }
         case 'Y': leaves = 1; break;
+        case 'O':
+            order = qs_order_find(optarg);
+            if (order < 0)
+                tool_die(EXIT_USAGE, "bad --order '%s' (expected SD, DS, DSD, SDS, DSDS or SDSD)",
+                         optarg);
+            break;
+        case 'P': order_s = parse_u32(optarg, "--order-s", 1, UINT32_MAX - 1); break;
+        case 'Q': order_d = parse_u32(optarg, "--order-d", 1, 4096); break;
+        case 'G': ignore_tuning = 1; break;
         default: usage(stderr); return EXIT_USAGE;
         }
     }
+    if ((order_s || order_d) && order < 0)
+        tool_die(EXIT_USAGE, "--order-%s needs --order", order_s ? "s" : "d");
     if (leaves && (annotate || transform))
         tool_die(EXIT_USAGE, "--leaves prints exit leaves, not scores: it takes neither %s",
                  annotate ? "--annotate" : "--transform");
@@ -370,14 +394,61 @@ int main(int argc, char **argv)
                             "(qs-convert %s | qs-compile -o MODEL.qsm)", mpath, kind, mpath);
     qs_error err;
     qs_error_clear(&err);
+    /* A tuning record (qs-blocktune) fills in what the command line leaves
+     * open, when it was measured on a machine like this one. */
+    qs_tuning tune;
+    int tuned = ignore_tuning ? 0 : qs_qsm_get_tuning((const unsigned char *)mbuf, mlen, &tune, &err);
+    if (tuned < 0) {
+        tool_warn("%s: the tuning record is unreadable (%s): using the stored defaults", mpath,
+                  err.msg);
+        tuned = 0;
+        qs_error_clear(&err);
+    }
+    if (tuned && !qs_tuning_matches(&tune)) {
+        tool_warn("%s: the tuning record was measured on another machine (%s, %u CPUs): using "
+                  "the stored defaults (qs-blocktune measures this one; --ignore-tuning "
+                  "silences this)", mpath, tune.cpu_model, tune.cores);
+        tuned = 0;
+    }
+    if (tuned) {
+        if (tree_block == QS_KEEP)
+            tree_block = tune.tree_block;
+        if (doc_block == QS_KEEP && tune.doc_block)
+            doc_block = tune.doc_block;
+        if (delta == QS_KEEP && tune.delta)
+            delta = tune.delta;
+        if (order < 0) {
+            order = (int)tune.order;
+            order_s = tune.inner_s;
+            order_d = tune.inner_d;
+        }
+        if (!(bname && *bname) && tune.backend[0]) {
+            qs_backend tb = qs_backend_find(tune.backend);
+            qs_backend_info bi;
+            if (tb != QS_BACKEND_UNKNOWN && qs_backend_get_info(tb, &bi) == 0 && bi.available)
+                backend = tb;
+        }
+#ifdef _OPENMP
+        if (!(threads_arg && *threads_arg) && tune.threads)
+            threads = tune.threads < pipe_cpus() ? tune.threads : pipe_cpus();
+#endif
+    }
     qs_scorer *s = qs_scorer_load_threads((const unsigned char *)mbuf, mlen, threads, &err);
     char *mbuf_keep = mbuf; /* for NUMA replicas; freed once they are loaded */
     if (!s)
         tool_die_err(mpath, &err);
     if (iterations && qs_scorer_truncate(s, iterations, &err) != 0)
         tool_die_err(mpath, &err);
+    uint32_t cur_block, cur_delta;
+    qs_scorer_get_blocks(s, &cur_block, NULL, &cur_delta, NULL);
+    if (tree_block == cur_block)
+        tree_block = QS_KEEP; /* the same layout: no rebuild */
+    if (delta == cur_delta)
+        delta = QS_KEEP;
     if ((tree_block != QS_KEEP || doc_block != QS_KEEP || delta != QS_KEEP) &&
         qs_scorer_relayout(s, tree_block, doc_block, delta, &err) != 0)
+        tool_die_err(NULL, &err);
+    if (order >= 0 && qs_scorer_set_order(s, (qs_order)order, order_s, order_d, &err) != 0)
         tool_die_err(NULL, &err);
     if (qs_scorer_prepare(s, backend, &err) != 0)
         tool_die_err(mpath, &err);
@@ -416,6 +487,9 @@ int main(int argc, char **argv)
             tool_die_err(mpath, &err);
         if (rep[r] && (tree_block != QS_KEEP || doc_block != QS_KEEP || delta != QS_KEEP) &&
             qs_scorer_relayout(rep[r], tree_block, doc_block, delta, &err) != 0)
+            tool_die_err(NULL, &err);
+        if (rep[r] && order >= 0 &&
+            qs_scorer_set_order(rep[r], (qs_order)order, order_s, order_d, &err) != 0)
             tool_die_err(NULL, &err);
         if (!rep[r] || qs_scorer_prepare(rep[r], backend, &err) != 0)
             tool_die_err(mpath, &err);

@@ -1,0 +1,950 @@
+/* qs-blocktune: measure the blocking of a .qsm on this machine (traversal
+ * order, scorers and documents per inner block, τ, Δ, back end, threads)
+ * with the guided sampling of Jin, Yang and Tang (SIGIR 2016), and write
+ * the model again with the winner in its tuning record (TUNE section). */
+#include "tool.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MIN_SAMPLE 128u     /* documents: twice the 64-document kernel's batch */
+#define MIN_PASS_NS 2e6     /* a timed measurement lasts at least 2 ms */
+#define BATCH 4096u         /* the batch (the paper's n) of the order search */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: qs-blocktune [options] MODEL.qsm [SAMPLE|-] -o TUNED.qsm\n"
+            "       qs-blocktune --time MODEL.qsm [DOCS|-]\n"
+            "\n"
+            "Measures, on this machine and the LETOR documents of SAMPLE (a file, or standard\n"
+            "input), the traversal order of BWQS (DSD, SDS, DSDS, SDSD and the special cases\n"
+            "DS and SD), the scorers (s) and documents (d) per inner block, the trees per\n"
+            "block (τ), the scan skip (Δ) and the back end, and writes MODEL again to\n"
+            "TUNED.qsm with the fastest setting in its tuning record; qs-score uses it on a\n"
+            "machine with the same fingerprint.  Guided sampling (Jin et al.): the range\n"
+            "cases that the cache sizes and the footprints of one scorer and one document\n"
+            "leave possible, a few points in each (µ = 1, 0.75, 0.5, 0.25 of the range),\n"
+            "then a refinement around the best.  Every setting gives the same scores.\n"
+            "A report of every point tried goes to standard output.\n"
+            "\n"
+            "  -o, --output FILE      the tuned model (required; written whole, then renamed)\n"
+            "  --budget SECONDS       time for the search (default 20; about that for a\n"
+            "                         1,000-tree model and a 10,000-document sample)\n"
+            "  --exhaustive           the full grid over the same space instead (slow; for\n"
+            "                         measuring the guided search)\n"
+            "  --sample-docs N        a reproducible random subsample of N documents\n"
+            "  --seed N               its seed (default 1)\n"
+            "  --repeat N             timed runs per point, the median kept (default 3)\n"
+            "  --backend NAME         measure this back end only (default: every back end\n"
+            "                         that reads the QuickScorer layout and this machine runs)\n"
+            "  --threads N            also try the winner with 2..N threads (default: one\n"
+            "                         thread; the record then leaves threads to qs-score)\n"
+            "  --absent zero|missing  what an absent feature means (default: the source\n"
+            "                         library's)\n"
+            "  --plot FILE.svg        heat map of the time over (s, d) for each order, the\n"
+            "                         points measured marked\n"
+            "  --time                 no search: print the ns per document per tree of\n"
+            "                         MODEL's setting (its tuning record applied) on DOCS\n"
+            "  -h, --help             this help\n"
+            "  -V, --version          version\n"
+            "\n"
+            "Progress goes to standard error when it is a terminal.\n"
+            "exit: 0 ok, 1 bad model or document, 2 usage (also: a sample of fewer than 128\n"
+            "documents, too small to measure), 3 unsupported, 4 system error\n");
+}
+
+static uint32_t parse_u32(const char *s, const char *what, uint32_t lo, uint32_t hi)
+{
+    char *e;
+    errno = 0;
+    unsigned long v = strtoul(s, &e, 10);
+    if (!*s || *e || errno || s[0] == '-' || v < lo || v > hi)
+        tool_die(EXIT_USAGE, "bad %s '%s' (expected %u..%u)", what, s, lo, hi);
+    return (uint32_t)v;
+}
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------ the sample */
+
+typedef struct sample {
+    double *x;      /* n rows of F values */
+    size_t n, F;
+} sample;
+
+static void read_sample(const qs_scorer *s, const char *path, qs_absent absent, sample *S)
+{
+    qs_error err;
+    qs_error_clear(&err);
+    qs_workspace *w = qs_workspace_new(s, &err);
+    if (!w)
+        tool_die_err(NULL, &err);
+    const qs_model *m = qs_scorer_model(s);
+    qs_model_info mi;
+    qs_model_get_info(m, &mi);
+    S->F = mi.num_features ? mi.num_features : 1;
+    size_t cap = 0;
+    S->n = 0;
+    S->x = NULL;
+    tool_reader r;
+    tool_reader_open(&r, path);
+    const char *line;
+    size_t len;
+    while (tool_reader_line(&r, &line, &len)) {
+        qs_letor_line ll;
+        int is_doc;
+        if (qs_letor_parse(s, w, absent, line, len, &ll, &is_doc, &err) != 0) {
+            err.line = r.line;
+            tool_die_err(r.name, &err);
+        }
+        if (!is_doc)
+            continue;
+        if (S->n == cap) {
+            cap = cap ? cap * 2 : 1024;
+            S->x = realloc(S->x, cap * S->F * sizeof *S->x);
+            if (!S->x)
+                tool_die(EXIT_SYSTEM, "out of memory (sample of %zu documents)", cap);
+        }
+        memcpy(S->x + S->n * S->F, qs_doc_values(w), mi.num_features * sizeof *S->x);
+        S->n++;
+    }
+    tool_reader_close(&r);
+    qs_workspace_free(w);
+}
+
+/* A reproducible subsample of k rows (partial Fisher-Yates on the row
+ * indices, xorshift64*), in their original order. */
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void subsample(sample *S, size_t k, uint64_t seed)
+{
+    if (k >= S->n)
+        return;
+    size_t *idx = malloc(S->n * sizeof *idx);
+    double *y = malloc(k * S->F * sizeof *y);
+    if (!idx || !y)
+        tool_die(EXIT_SYSTEM, "out of memory");
+    for (size_t i = 0; i < S->n; i++)
+        idx[i] = i;
+    uint64_t st = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; i < k; i++) {
+        st ^= st >> 12;
+        st ^= st << 25;
+        st ^= st >> 27;
+        size_t j = i + (size_t)((st * 0x2545F4914F6CDD1Dull) % (S->n - i));
+        size_t t = idx[i];
+        idx[i] = idx[j];
+        idx[j] = t;
+    }
+    qsort(idx, k, sizeof *idx, cmp_size);
+    for (size_t i = 0; i < k; i++)
+        memcpy(y + i * S->F, S->x + idx[i] * S->F, S->F * sizeof *y);
+    free(S->x);
+    free(idx);
+    S->x = y;
+    S->n = k;
+}
+
+/* ------------------------------------------------------------ settings */
+
+typedef struct setting {
+    qs_backend backend;
+    uint32_t tau, delta, batch;
+    int order;
+    uint32_t s, d;
+} setting;
+
+typedef struct point {
+    setting st;
+    double ns;          /* ns per document per tree (median) */
+    char rc[12];        /* range case, "DSD2S1" */
+    int stage;          /* 0 defaults, 1 back end, 2 τ/Δ, 3 sampled, 4 refined, 5 grid */
+} point;
+
+typedef struct tuner {
+    const unsigned char *qsm;
+    size_t qsm_len;
+    sample S;
+    uint64_t ntrees;
+    unsigned repeat;
+    double budget_ns, t0;
+    int progress;
+    qs_scorer *sc;        /* laid out for cur_tau, cur_delta */
+    uint32_t cur_tau, cur_delta;
+    double *out, *ref;    /* scores of a run, of the defaults */
+    size_t K;
+    point *pts;
+    size_t npts, cap;
+    unsigned inner;       /* passes per timed measurement */
+    uint64_t cache[3];
+} tuner;
+
+static void die_err(const qs_error *e) { tool_die_err(NULL, e); }
+
+static void layout(tuner *T, uint32_t tau, uint32_t delta)
+{
+    qs_error err;
+    qs_error_clear(&err);
+    if (T->sc && tau == T->cur_tau && delta == T->cur_delta)
+        return;
+    if (!T->sc) {
+        T->sc = qs_scorer_load(T->qsm, T->qsm_len, &err);
+        if (!T->sc)
+            die_err(&err);
+        qs_scorer_get_blocks(T->sc, &T->cur_tau, NULL, &T->cur_delta, NULL);
+        return; /* the stored layout */
+    }
+    if ((tau != T->cur_tau || delta != T->cur_delta) &&
+        qs_scorer_relayout(T->sc, tau == T->cur_tau ? QS_KEEP : tau,
+                           QS_KEEP, delta == T->cur_delta ? QS_KEEP : delta, &err) != 0)
+        die_err(&err);
+    T->cur_tau = tau;
+    T->cur_delta = delta;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One pass over the sample with setting st; ns. */
+static double run_once(tuner *T, const setting *st, unsigned threads)
+{
+    qs_error err;
+    qs_error_clear(&err);
+    double t = now_ns();
+    for (unsigned i = 0; i < T->inner; i++)
+        if (qs_score_matrix(T->sc, st->backend, T->S.x, T->S.n, T->S.F, T->out, threads, &err) != 0)
+            die_err(&err);
+    return now_ns() - t;
+}
+
+static void apply(tuner *T, const setting *st)
+{
+    qs_error err;
+    qs_error_clear(&err);
+    layout(T, st->tau, st->delta);
+    uint32_t batch;
+    qs_scorer_get_blocks(T->sc, NULL, &batch, NULL, NULL);
+    if ((batch != st->batch && qs_scorer_relayout(T->sc, QS_KEEP, st->batch, QS_KEEP, &err) != 0) ||
+        qs_scorer_set_order(T->sc, (qs_order)st->order, st->s, st->d, &err) != 0 ||
+        qs_scorer_prepare(T->sc, st->backend, &err) != 0)
+        die_err(&err);
+}
+
+/* Median ns per document per tree of setting st (warm: one pass first). */
+static double measure_threads(tuner *T, const setting *st, unsigned threads)
+{
+    apply(T, st);
+    run_once(T, st, threads);
+    if (T->ref && memcmp(T->out, T->ref, T->S.n * T->K * sizeof *T->out) != 0)
+        tool_die(EXIT_DATA, "internal error: %s s=%u d=%u τ=%u gives other scores than the "
+                            "defaults", qs_order_name((qs_order)st->order), st->s, st->d, st->tau);
+    double v[64];
+    unsigned r = T->repeat < 64 ? T->repeat : 64;
+    for (unsigned i = 0; i < r; i++)
+        v[i] = run_once(T, st, threads);
+    qsort(v, r, sizeof v[0], cmp_double);
+    double med = r % 2 ? v[r / 2] : (v[r / 2 - 1] + v[r / 2]) / 2;
+    return med / T->inner / (double)T->S.n / (double)(T->ntrees ? T->ntrees : 1);
+}
+
+static const char *range_case(tuner *T, const setting *st, char *buf, size_t cap)
+{
+    qs_footprint fp;
+    apply(T, st);
+    qs_scorer_get_footprint(T->sc, st->backend, &fp);
+    int ls, ld;
+    uint32_t s = st->s ? st->s : 1, d = st->d ? st->d : st->batch;
+    if (st->order == QS_ORDER_SD)
+        s = 1, d = st->batch;
+    if (st->order == QS_ORDER_DS)
+        d = fp.lanes;
+    qs_range_case(&fp, T->cache, (qs_order)st->order, s, d, &ls, &ld);
+    const char *o = qs_order_name((qs_order)st->order);
+    switch (st->order) {
+    case QS_ORDER_DSD: snprintf(buf, cap, "DSD%d", ld); break;
+    case QS_ORDER_SDS: snprintf(buf, cap, "SDS%d", ls); break;
+    case QS_ORDER_DSDS: snprintf(buf, cap, "DSD%dS%d", ld, ls); break;
+    case QS_ORDER_SDSD: snprintf(buf, cap, "SDS%dD%d", ls, ld); break;
+    default: snprintf(buf, cap, "%s", o); break;
+    }
+    return buf;
+}
+
+static int over_budget(const tuner *T) { return now_ns() - T->t0 > T->budget_ns; }
+
+static point *find(tuner *T, const setting *st)
+{
+    for (size_t i = 0; i < T->npts; i++)
+        if (memcmp(&T->pts[i].st, st, sizeof *st) == 0)
+            return &T->pts[i];
+    return NULL;
+}
+
+static point *measure(tuner *T, const setting *st, int stage)
+{
+    point *p = find(T, st);
+    if (p)
+        return p;
+    /* Allocated once (points are referred to by address): the grids stay
+     * far below (6 τ x 4 orders x 64 x 64 at most). */
+    if (!T->pts) {
+        T->cap = (size_t)1 << 17;
+        T->pts = malloc(T->cap * sizeof *T->pts);
+        if (!T->pts)
+            tool_die(EXIT_SYSTEM, "out of memory");
+    }
+    if (T->npts == T->cap)
+        tool_die(EXIT_SYSTEM, "more than %zu points to measure", T->cap);
+    p = &T->pts[T->npts];
+    memset(p, 0, sizeof *p);
+    p->st = *st;
+    p->stage = stage;
+    range_case(T, st, p->rc, sizeof p->rc);
+    p->ns = measure_threads(T, st, 1);
+    T->npts++;
+    if (T->progress)
+        fprintf(stderr, "\r%s: %zu points, %.0f s ", tool_name(), T->npts,
+                (now_ns() - T->t0) / 1e9);
+    return p;
+}
+
+static point *best_point(tuner *T)
+{
+    point *b = NULL;
+    for (size_t i = 0; i < T->npts; i++)
+        if (!b || T->pts[i].ns < b->ns)
+            b = &T->pts[i];
+    return b;
+}
+
+/* ------------------------------------------------------------ the search */
+
+static uint32_t round_up(uint32_t v, uint32_t unit)
+{
+    if (unit > 1 && v % unit)
+        v += unit - v % unit;
+    return v;
+}
+
+/* The values of a scorer count (s) or document count (d) whose footprint
+ * falls in cache level lev (half of it each; 4 = beyond L3): (lo, hi]. */
+static int level_range(const uint64_t cache[3], uint64_t unit_bytes, int lev, uint64_t most,
+                       uint64_t *lo, uint64_t *hi)
+{
+    uint64_t below = lev == 1 ? 0 : cache[lev - 2] / 2 / (unit_bytes ? unit_bytes : 1);
+    uint64_t top = lev == 4 ? most : cache[lev - 1] / 2 / (unit_bytes ? unit_bytes : 1);
+    if (top > most)
+        top = most;
+    *lo = below;
+    *hi = top;
+    return top > below && top >= 1;
+}
+
+/* v as a multiple of the SIMD unit inside (lo, hi] where one exists
+ * (rounded down first, so that the point stays in its range case). */
+static uint32_t fit_unit(uint64_t v, uint64_t lo, uint64_t hi, uint32_t unit)
+{
+    if (unit <= 1)
+        return (uint32_t)v;
+    uint64_t down = v / unit * unit;
+    if (down > lo && down >= unit)
+        return (uint32_t)down;
+    return round_up((uint32_t)v, unit) <= hi ? round_up((uint32_t)v, unit) : (uint32_t)v;
+}
+
+static const double MU[4] = { 1.0, 0.75, 0.5, 0.25 };
+
+/* µ of the way into (lo, hi]: the point µ·hi, kept above lo. */
+static uint64_t at_mu(uint64_t lo, uint64_t hi, double mu)
+{
+    uint64_t v = (uint64_t)(mu * (double)hi);
+    if (v <= lo)
+        v = lo + 1;
+    if (v > hi)
+        v = hi;
+    return v ? v : 1;
+}
+
+/* Guided sampling over the orders for back end, τ and Δ fixed. */
+static void guided_orders(tuner *T, setting base)
+{
+    qs_footprint fp;
+    apply(T, &base);
+    qs_scorer_get_footprint(T->sc, base.backend, &fp);
+    const uint64_t nb = fp.nscorers ? fp.nscorers : 1, nd = BATCH < T->S.n ? BATCH : T->S.n;
+    const uint32_t unit = fp.lanes;
+    /* Proposition 1 (Jin et al.): one document and one scorer in L1 and
+     * the orders whose inner loops reach memory ruled out, the lowest cost
+     * is among DSD2, DSD2S1, SDS2D2, SDS2D1 (and SDS3D1, SDS3D2 when a
+     * scorer is large, over an eighth of L1). */
+    const int prop1 = T->cache[0] && fp.doc_bytes <= T->cache[0] / 2 &&
+                      fp.max_scorer_bytes <= T->cache[0] / 2;
+    const int big = fp.scorer_bytes > T->cache[0] / 8;
+    base.batch = (uint32_t)nd;
+    for (int o = QS_ORDER_DSD; o <= QS_ORDER_SDSD; o++) {
+        for (int i = 1; i <= 4; i++) {
+            for (int j = 1; j <= (o == QS_ORDER_DSD || o == QS_ORDER_SDS ? 1 : i); j++) {
+                /* DSDiSj: d in level i, s in level j; SDSiDj: s in i, d in j */
+                int dl = 0, sl = 0;
+                switch (o) {
+                case QS_ORDER_DSD: dl = i; break;
+                case QS_ORDER_SDS: sl = i; break;
+                case QS_ORDER_DSDS: dl = i, sl = j; break;
+                default: sl = i, dl = j; break;
+                }
+                if (prop1) {
+                    int keep = (o == QS_ORDER_DSD && dl == 2) ||
+                               (o == QS_ORDER_DSDS && dl == 2 && sl == 1) ||
+                               (o == QS_ORDER_SDSD && sl == 2 && dl <= 2) ||
+                               (big && o == QS_ORDER_SDSD && sl == 3 && dl <= 2);
+                    if (!keep)
+                        continue;
+                }
+                uint64_t slo = 0, shi = 1, dlo = 0, dhi = 1;
+                if (sl && !level_range(T->cache, fp.scorer_bytes, sl, nb, &slo, &shi))
+                    continue;
+                if (dl && !level_range(T->cache, fp.doc_bytes, dl, nd, &dlo, &dhi))
+                    continue;
+                if (dl && round_up((uint32_t)(dlo + 1), unit) > dhi && dhi < nd)
+                    continue; /* no multiple of the SIMD unit in the range */
+                for (int k = 0; k < 4; k++) {
+                    if (over_budget(T))
+                        return;
+                    setting st = base;
+                    st.order = o;
+                    st.s = sl ? (uint32_t)at_mu(slo, shi, MU[k]) : 0;
+                    st.d = dl ? fit_unit(at_mu(dlo, dhi, MU[k]), dlo, dhi, unit) : 0;
+                    if (st.d > nd)
+                        st.d = (uint32_t)nd;
+                    if (o == QS_ORDER_DSD)
+                        st.s = 0;
+                    if (o == QS_ORDER_SDS)
+                        st.d = 0;
+                    measure(T, &st, 3);
+                }
+            }
+        }
+    }
+    /* Refine around the best: s and d halved, ×0.75, ×1.5, doubled. */
+    point *b = best_point(T);
+    if (!b || b->st.order < QS_ORDER_DSD)
+        return;
+    setting c = b->st;
+    static const double f[4] = { 0.5, 0.75, 1.5, 2.0 };
+    for (int k = 0; k < 4 && !over_budget(T); k++) {
+        setting st = c;
+        if (st.d) {
+            st.d = round_up((uint32_t)(c.d * f[k]), unit);
+            if (st.d < 1)
+                st.d = unit;
+            if (st.d > nd)
+                st.d = (uint32_t)nd;
+            measure(T, &st, 4);
+        }
+        st = c;
+        if (st.s) {
+            uint32_t v = (uint32_t)(c.s * f[k] + 0.5);
+            st.s = v < 1 ? 1 : v > nb ? (uint32_t)nb : v;
+            measure(T, &st, 4);
+        }
+    }
+}
+
+/* The full grid: every order, s and d on a geometric grid. */
+static void grid_orders(tuner *T, setting base)
+{
+    qs_footprint fp;
+    apply(T, &base);
+    qs_scorer_get_footprint(T->sc, base.backend, &fp);
+    const uint32_t nb = fp.nscorers ? fp.nscorers : 1;
+    const uint32_t nd = (uint32_t)(BATCH < T->S.n ? BATCH : T->S.n), unit = fp.lanes;
+    uint32_t sv[64], dv[64];
+    int ns = 0, ndv = 0;
+    for (double v = 1; v < nb && ns < 62; v = ceil(v * 1.5))
+        sv[ns++] = (uint32_t)v;
+    sv[ns++] = nb;
+    for (double v = unit; v < nd && ndv < 62; v = ceil(v * 1.5))
+        dv[ndv++] = round_up((uint32_t)v, unit);
+    dv[ndv++] = nd;
+    base.batch = nd;
+    setting st = base;
+    st.order = QS_ORDER_SD;
+    measure(T, &st, 5);
+    st.order = QS_ORDER_DS;
+    measure(T, &st, 5);
+    for (int o = QS_ORDER_DSD; o <= QS_ORDER_SDSD; o++)
+        for (int i = 0; i < ns; i++)
+            for (int j = 0; j < ndv; j++) {
+                if ((o == QS_ORDER_DSD && i) || (o == QS_ORDER_SDS && j))
+                    continue;
+                st = base;
+                st.order = o;
+                st.s = o == QS_ORDER_DSD ? 0 : sv[i];
+                st.d = o == QS_ORDER_SDS ? 0 : dv[j];
+                measure(T, &st, 5);
+            }
+}
+
+/* ------------------------------------------------------------ the plot */
+
+static void plot(tuner *T, const char *path, const point *win)
+{
+    tool_out so;
+    tool_out_open(&so, path, 0);
+    FILE *f = so.fp;
+    const int W = 300, H = 240, M = 50;
+    double lo = 1e300, hi = 0;
+    for (size_t i = 0; i < T->npts; i++) {
+        if (T->pts[i].ns < lo)
+            lo = T->pts[i].ns;
+        if (T->pts[i].ns > hi)
+            hi = T->pts[i].ns;
+    }
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+               "font-family=\"sans-serif\" font-size=\"11\">\n",
+            4 * (W + M) + M, H + 2 * M + 20);
+    fprintf(f, "<text x=\"%d\" y=\"16\">qs-blocktune: ns per document per tree over (d, s), "
+               "%.3g (blue) to %.3g (red); dots: points measured; ring: the winner</text>\n",
+            M, lo, hi);
+    for (int o = QS_ORDER_DSD; o <= QS_ORDER_SDSD; o++) {
+        const int x0 = M + (o - QS_ORDER_DSD) * (W + M), y0 = M;
+        double smax = 1, dmax = 1;
+        for (size_t i = 0; i < T->npts; i++) {
+            const point *p = &T->pts[i];
+            if (p->st.order != o)
+                continue;
+            if (p->st.s > smax)
+                smax = p->st.s;
+            if (p->st.d > dmax)
+                dmax = p->st.d;
+        }
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#eee\" "
+                   "stroke=\"#888\"/>\n", x0, y0, W, H);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">%s</text>\n", x0, y0 - 6,
+                qs_order_name((qs_order)o));
+        fprintf(f, "<text x=\"%d\" y=\"%d\">d (log, 1..%.0f)</text>\n", x0 + W / 2 - 30,
+                y0 + H + 16, dmax);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" transform=\"rotate(-90 %d %d)\">s (log, 1..%.0f)"
+                   "</text>\n", x0 - 8, y0 + H / 2 + 30, x0 - 8, y0 + H / 2 + 30, smax);
+        for (size_t i = 0; i < T->npts; i++) {
+            const point *p = &T->pts[i];
+            if (p->st.order != o)
+                continue;
+            double fx = dmax > 1 && p->st.d ? log((double)p->st.d) / log(dmax) : 0.5;
+            double fy = smax > 1 && p->st.s ? log((double)p->st.s) / log(smax) : 0.5;
+            double t = hi > lo ? (p->ns - lo) / (hi - lo) : 0;
+            int r = (int)(255 * t), b = 255 - r;
+            int cx = x0 + 10 + (int)(fx * (W - 20)), cy = y0 + H - 10 - (int)(fy * (H - 20));
+            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"18\" height=\"18\" fill=\"rgb(%d,60,%d)\" "
+                       "opacity=\"0.8\"><title>s=%u d=%u %.3f ns</title></rect>\n",
+                    cx - 9, cy - 9, r, b, p->st.s, p->st.d, p->ns);
+            fprintf(f, "<circle cx=\"%d\" cy=\"%d\" r=\"2\" fill=\"black\"/>\n", cx, cy);
+            if (p == win)
+                fprintf(f, "<circle cx=\"%d\" cy=\"%d\" r=\"12\" fill=\"none\" stroke=\"black\" "
+                           "stroke-width=\"2\"/>\n", cx, cy);
+        }
+    }
+    fprintf(f, "</svg>\n");
+    tool_out_commit(&so);
+}
+
+/* ------------------------------------------------------------ main */
+
+static const char *setting_str(const setting *st, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s s=%u d=%u tau=%u delta=%u batch=%u %s",
+             qs_order_name((qs_order)st->order), st->s, st->d, st->tau, st->delta, st->batch,
+             qs_backend_name(st->backend));
+    return buf;
+}
+
+int main(int argc, char **argv)
+{
+    tool_init(argv[0]);
+    static const struct option opts[] = {
+        { "output", required_argument, 0, 'o' },
+        { "budget", required_argument, 0, 'B' },
+        { "exhaustive", no_argument, 0, 'E' },
+        { "sample-docs", required_argument, 0, 'n' },
+        { "seed", required_argument, 0, 's' },
+        { "repeat", required_argument, 0, 'r' },
+        { "backend", required_argument, 0, 'b' },
+        { "threads", required_argument, 0, 'j' },
+        { "absent", required_argument, 0, 'a' },
+        { "plot", required_argument, 0, 'P' },
+        { "time", no_argument, 0, 'T' },
+        { "help", no_argument, 0, 'h' },
+        { "version", no_argument, 0, 'V' },
+        { 0, 0, 0, 0 },
+    };
+    const char *outpath = NULL, *plotpath = NULL, *bname = NULL;
+    double budget = 20;
+    int exhaustive = 0, time_only = 0;
+    uint32_t sample_docs = 0, seed = 1, repeat = 3, max_threads = 1;
+    qs_absent absent = QS_ABSENT_DEFAULT;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': outpath = optarg; break;
+        case 'B': {
+            char *e;
+            errno = 0;
+            budget = strtod(optarg, &e);
+            if (!*optarg || *e || errno || !(budget > 0) || budget > 1e6)
+                tool_die(EXIT_USAGE, "bad --budget '%s' (expected seconds, > 0)", optarg);
+            break;
+        }
+        case 'E': exhaustive = 1; break;
+        case 'n': sample_docs = parse_u32(optarg, "--sample-docs", 1, UINT32_MAX); break;
+        case 's': seed = parse_u32(optarg, "--seed", 0, UINT32_MAX); break;
+        case 'r': repeat = parse_u32(optarg, "--repeat", 1, 64); break;
+        case 'b': bname = optarg; break;
+        case 'j': max_threads = parse_u32(optarg, "--threads", 1, 4096); break;
+        case 'a':
+            if (strcmp(optarg, "zero") == 0)
+                absent = QS_ABSENT_ZERO;
+            else if (strcmp(optarg, "missing") == 0)
+                absent = QS_ABSENT_MISSING;
+            else
+                tool_die(EXIT_USAGE, "bad --absent '%s' (expected zero or missing)", optarg);
+            break;
+        case 'P': plotpath = optarg; break;
+        case 'T': time_only = 1; break;
+        case 'h': usage(stdout); return EXIT_OK;
+        case 'V': printf("qs-blocktune %s\n", QS_VERSION_STRING); return EXIT_OK;
+        default: usage(stderr); return EXIT_USAGE;
+        }
+    }
+    if (argc - optind < 1 || argc - optind > 2) {
+        tool_warn(argc - optind < 1 ? "missing MODEL.qsm" : "too many arguments");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (!time_only && !outpath)
+        tool_die(EXIT_USAGE, "missing -o TUNED.qsm (the tuned model)");
+    if (time_only && (outpath || exhaustive || plotpath))
+        tool_die(EXIT_USAGE, "--time measures only: it takes no -o, --exhaustive or --plot");
+    qs_backend only = QS_BACKEND_UNKNOWN;
+    if (bname) {
+        only = qs_backend_find(bname);
+        if (only == QS_BACKEND_UNKNOWN || only == QS_BACKEND_AUTO)
+            tool_die(EXIT_USAGE, "unknown back end '%s' (see qs-score --list-backends)", bname);
+    }
+    const char *mpath = argv[optind];
+    const char *dpath = optind + 1 < argc ? argv[optind + 1] : "-";
+    size_t mlen;
+    char *mbuf = tool_read_all(mpath, &mlen);
+    if (!tool_is_qsm(mbuf, mlen)) {
+        const char *kind = tool_model_kind(mbuf, mlen);
+        tool_die(EXIT_DATA, "%s: %s%s, not a .qsm: compile it first (qs-compile -o MODEL.qsm)",
+                 mpath, kind ? "this is " : "", kind ? kind : "unknown format");
+    }
+    if (strcmp(dpath, "-") == 0)
+        tool_check_stdin();
+    /* A TUNED.qsm given as MODEL: tune from its stored defaults (the old
+     * record is replaced), or (--time) time it with its record. */
+    qs_error err;
+    qs_error_clear(&err);
+    tuner T;
+    memset(&T, 0, sizeof T);
+    T.qsm = (const unsigned char *)mbuf;
+    T.qsm_len = mlen;
+    T.repeat = repeat;
+    T.progress = isatty(2) && !time_only;
+    for (int i = 0; i < 3; i++)
+        T.cache[i] = qs_cache_bytes(i + 1);
+    layout(&T, 0, 0);
+    qs_scorer_get_blocks(T.sc, &T.cur_tau, NULL, &T.cur_delta, NULL);
+    qs_model_info mi;
+    qs_model_get_info(qs_scorer_model(T.sc), &mi);
+    T.ntrees = mi.num_trees;
+    T.K = mi.num_classes;
+    read_sample(T.sc, dpath, absent, &T.S);
+    if (sample_docs)
+        subsample(&T.S, sample_docs, seed);
+    if (T.S.n < MIN_SAMPLE)
+        tool_die(EXIT_USAGE, "%s: the sample has %zu document%s: too small to measure the "
+                             "orders (at least %u: twice the 64-document batch of the widest "
+                             "kernel)", strcmp(dpath, "-") ? dpath : "(stdin)", T.S.n,
+                 T.S.n == 1 ? "" : "s", MIN_SAMPLE);
+    T.out = malloc(T.S.n * T.K * sizeof *T.out);
+    if (!T.out)
+        tool_die(EXIT_SYSTEM, "out of memory");
+
+    /* The defaults: what qs-score does with the stored values. */
+    uint32_t def_tau, def_batch, def_delta;
+    qs_scorer_get_blocks(T.sc, &def_tau, &def_batch, &def_delta, NULL);
+    setting def = { .backend = qs_backend_auto(), .tau = def_tau, .delta = def_delta,
+                    .batch = def_batch, .order = QS_ORDER_SD };
+    if (time_only) {
+        qs_tuning tr;
+        int have = qs_qsm_get_tuning(T.qsm, T.qsm_len, &tr, &err);
+        if (have < 0)
+            tool_die_err(mpath, &err);
+        if (have && qs_tuning_matches(&tr)) {
+            def.tau = tr.tree_block;
+            def.delta = tr.delta ? tr.delta : def.delta;
+            def.batch = tr.doc_block ? tr.doc_block : def.batch;
+            def.order = (int)tr.order;
+            def.s = tr.inner_s;
+            def.d = tr.inner_d;
+            if (tr.backend[0] && qs_backend_find(tr.backend) >= 0)
+                def.backend = qs_backend_find(tr.backend);
+        }
+        /* Calibrate: passes per measurement. */
+        T.inner = 1;
+        apply(&T, &def);
+        double one = run_once(&T, &def, 1);
+        T.inner = one >= MIN_PASS_NS ? 1 : (unsigned)(MIN_PASS_NS / (one > 1 ? one : 1)) + 1;
+        double ns = measure_threads(&T, &def, 1);
+        char b[160];
+        printf("%.4f\t%s\n", ns, setting_str(&def, b, sizeof b));
+        tool_close_stdout();
+        qs_scorer_free(T.sc);
+        free(T.S.x);
+        free(T.out);
+        free(mbuf);
+        return EXIT_OK;
+    }
+
+    T.inner = 1;
+    apply(&T, &def);
+    double one = run_once(&T, &def, 1);
+    T.inner = one >= MIN_PASS_NS ? 1 : (unsigned)(MIN_PASS_NS / (one > 1 ? one : 1)) + 1;
+    /* The budget covers the confirmation too: 4 points x 5 rounds x 2 passes. */
+    T.budget_ns = budget * 1e9 - 40.0 * one * T.inner;
+    if (T.budget_ns < budget * 1e9 * 0.2)
+        T.budget_ns = budget * 1e9 * 0.2;
+    T.t0 = now_ns();
+    point *pd = measure(&T, &def, 0);
+    const double def_ns = pd->ns;
+    T.ref = malloc(T.S.n * T.K * sizeof *T.ref);
+    if (!T.ref)
+        tool_die(EXIT_SYSTEM, "out of memory");
+    memcpy(T.ref, T.out, T.S.n * T.K * sizeof *T.ref);
+
+    /* 1. Back ends: those that read the QuickScorer layout (the orders are
+     * theirs), measured with the defaults. */
+    setting base = def;
+    for (qs_backend b = 0; b < qs_backend_count(); b++) {
+        qs_backend_info bi;
+        if (qs_backend_get_info(b, &bi) != 0 || !bi.available ||
+            (bi.flags & (QS_BACKEND_F_REFERENCE | QS_BACKEND_F_BASELINE | QS_BACKEND_F_ALIAS)))
+            continue;
+        if (only != QS_BACKEND_UNKNOWN && b != only)
+            continue;
+        if (strcmp(bi.name, "qs") != 0 && strncmp(bi.name, "vqs", 3) != 0)
+            continue;
+        setting st = def;
+        st.backend = b;
+        measure(&T, &st, 1);
+    }
+    {
+        point *b = NULL;
+        for (size_t i = 0; i < T.npts; i++)
+            if (T.pts[i].stage <= 1 && (only == QS_BACKEND_UNKNOWN || T.pts[i].st.backend == only) &&
+                (!b || T.pts[i].ns < b->ns))
+                b = &T.pts[i];
+        if (b)
+            base.backend = b->st.backend;
+        else if (only != QS_BACKEND_UNKNOWN)
+            tool_die(EXIT_UNSUPPORTED, "back end '%s' does not read the QuickScorer layout or "
+                                       "does not run here: nothing to tune", bname);
+    }
+    /* 2. τ: the default, halves and doubles of it, one block; then Δ. */
+    {
+        uint64_t T0 = def_tau ? def_tau : T.ntrees;
+        uint32_t taus[8];
+        int nt = 0;
+        static const double f[] = { 0.25, 0.5, 1, 2, 4 };
+        for (int i = 0; i < 5; i++) {
+            uint64_t v = (uint64_t)(T0 * f[i]);
+            if (v >= 1 && v < T.ntrees)
+                taus[nt++] = (uint32_t)v;
+        }
+        taus[nt++] = 0;
+        point *bt = NULL;
+        for (int i = 0; i < nt && (exhaustive || !over_budget(&T)); i++) {
+            setting st = base;
+            st.tau = taus[i];
+            point *p = measure(&T, &st, 2);
+            if (!bt || p->ns < bt->ns)
+                bt = p;
+        }
+        if (exhaustive) {
+            /* every τ gets the full grid */
+            for (int i = 0; i < nt; i++) {
+                setting st = base;
+                st.tau = taus[i];
+                grid_orders(&T, st);
+            }
+        } else {
+            base.tau = bt->st.tau;
+            guided_orders(&T, base);
+        }
+    }
+    point *win = best_point(&T);
+    double def_ns_confirmed = def_ns, win_confirmed = 0;
+    char confirm[1200] = "";
+    /* Δ around the winner. */
+    {
+        static const uint32_t deltas[] = { 4, 16 };
+        setting cw = win->st;
+        for (int i = 0; i < 2; i++) {
+            if (!exhaustive && over_budget(&T))
+                break;
+            setting st = cw;
+            st.delta = deltas[i];
+            if (st.delta != cw.delta)
+                measure(&T, &st, 2);
+        }
+        win = best_point(&T);
+    }
+    /* Confirmation: the best few points and the defaults again, in
+     * interleaved rounds (A B C D A B C D ...), medians: a point that was
+     * fast by chance once does not win.  The winner must then beat the
+     * defaults beyond noise (2%), else the defaults are kept. */
+    {
+        enum { NC = 4, ROUNDS = 5 };
+        point *cand[NC];
+        int nc = 0;
+        cand[nc++] = pd;
+        for (int k = 0; k < NC - 1; k++) {
+            point *b = NULL;
+            for (size_t i = 0; i < T.npts; i++) {
+                point *p = &T.pts[i];
+                int taken = 0;
+                for (int j = 0; j < nc; j++)
+                    taken |= cand[j] == p;
+                if (!taken && (!b || p->ns < b->ns))
+                    b = p;
+            }
+            if (b)
+                cand[nc++] = b;
+        }
+        double v[NC][ROUNDS];
+        for (int r = 0; r < ROUNDS; r++)
+            for (int j = 0; j < nc; j++) {
+                apply(&T, &cand[j]->st);
+                run_once(&T, &cand[j]->st, 1); /* warm after the switch */
+                v[j][r] = run_once(&T, &cand[j]->st, 1) / T.inner / (double)T.S.n /
+                          (double)(T.ntrees ? T.ntrees : 1);
+            }
+        double med[NC];
+        for (int j = 0; j < nc; j++) {
+            qsort(v[j], ROUNDS, sizeof v[j][0], cmp_double);
+            med[j] = v[j][ROUNDS / 2];
+        }
+        int w = 0;
+        for (int j = 1; j < nc; j++)
+            if (med[j] < med[w])
+                w = j;
+        size_t k = (size_t)snprintf(confirm, sizeof confirm,
+                                    "confirmation (%d interleaved rounds, medians):", ROUNDS);
+        for (int j = 0; j < nc && k < sizeof confirm; j++) {
+            char b[200];
+            k += (size_t)snprintf(confirm + k, sizeof confirm - k, "%s %s %.4f", j ? ";" : "",
+                                  setting_str(&cand[j]->st, b, sizeof b), med[j]);
+        }
+        def_ns_confirmed = med[0];
+        win = med[w] < med[0] * 0.98 ? cand[w] : pd;
+        win_confirmed = win == pd ? med[0] : med[w];
+    }
+    /* Threads. */
+    unsigned best_threads = 0;
+    double win_ns_threads = win_confirmed;
+    if (max_threads > 1) {
+        for (unsigned t = 2; t <= max_threads; t = t < max_threads && t * 2 > max_threads ? max_threads : t * 2) {
+            double ns = measure_threads(&T, &win->st, t);
+            printf("threads %u\t%.4f\n", t, ns);
+            if (ns < win_ns_threads * 0.95) {
+                win_ns_threads = ns;
+                best_threads = t;
+            }
+            if (t == max_threads)
+                break;
+        }
+        if (!best_threads)
+            best_threads = 1;
+    }
+    if (T.progress)
+        fprintf(stderr, "\n");
+
+    /* The report. */
+    printf("# qs-blocktune %s: %zu documents, %llu trees; L1d %llu, L2 %llu, L3 %llu bytes\n",
+           QS_VERSION_STRING, T.S.n, (unsigned long long)T.ntrees,
+           (unsigned long long)T.cache[0], (unsigned long long)T.cache[1],
+           (unsigned long long)T.cache[2]);
+    printf("case\torder\ts\td\ttau\tdelta\tbatch\tbackend\tns/doc/tree\n");
+    for (size_t i = 0; i < T.npts; i++) {
+        const point *p = &T.pts[i];
+        printf("%s\t%s\t%u\t%u\t%u\t%u\t%u\t%s\t%.4f%s\n", p->rc,
+               qs_order_name((qs_order)p->st.order), p->st.s, p->st.d, p->st.tau, p->st.delta,
+               p->st.batch, qs_backend_name(p->st.backend), p->ns,
+               p == pd ? "\t(defaults)" : p == win ? "\t(winner)" : "");
+    }
+    char buf[200];
+    printf("%s\n", confirm);
+    printf("defaults: %s: %.4f ns/doc/tree\n", setting_str(&pd->st, buf, sizeof buf),
+           def_ns_confirmed);
+    printf("winner: %s%s: %.4f ns/doc/tree (%s)\n", setting_str(&win->st, buf, sizeof buf),
+           win == pd ? " (the defaults)" : "", win_confirmed, win->rc);
+    if (best_threads > 1)
+        printf("threads: %u (%.4f ns/doc/tree)\n", best_threads, win_ns_threads);
+    printf("gain over the defaults: %.3fx\n", def_ns_confirmed / win_confirmed);
+    printf("points: %zu, search time %.1f s%s\n", T.npts, (now_ns() - T.t0) / 1e9,
+           exhaustive ? " (exhaustive)" : "");
+
+    /* The tuned model. */
+    qs_tuning tr;
+    memset(&tr, 0, sizeof tr);
+    qs_tuning_fingerprint(&tr);
+    tr.order = (uint32_t)win->st.order;
+    tr.inner_s = win->st.s;
+    tr.inner_d = win->st.d;
+    tr.tree_block = win->st.tau;
+    tr.doc_block = win->st.batch;
+    tr.delta = win->st.delta;
+    tr.threads = best_threads;
+    snprintf(tr.backend, sizeof tr.backend, "%s",
+             win->st.backend == qs_backend_auto() ? "" : qs_backend_name(win->st.backend));
+    tr.default_ns = def_ns_confirmed;
+    tr.tuned_ns = win_confirmed;
+    unsigned char *img;
+    size_t ilen;
+    if (qs_qsm_set_tuning(T.qsm, T.qsm_len, &tr, &img, &ilen, &err) != 0)
+        tool_die_err(mpath, &err);
+    if (plotpath)
+        plot(&T, plotpath, win);
+    tool_out o;
+    tool_out_open(&o, outpath, 1);
+    tool_out_write(&o, img, ilen);
+    tool_out_commit(&o);
+    free(img);
+    tool_close_stdout();
+    qs_scorer_free(T.sc);
+    free(T.S.x);
+    free(T.out);
+    free(T.ref);
+    free(T.pts);
+    free(mbuf);
+    return EXIT_OK;
+}
