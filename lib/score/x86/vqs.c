@@ -420,6 +420,25 @@ T512 static inline __m512i bp_ctz8(__m512i p)
     } while (0)
 
 /* The lanes of q-th group of 8 that hold real documents. */
+/* Categorical nodes on byte planes (both kernels): for each lane whose
+ * document the node sends the other way, its mask's bytes (narrow trees)
+ * or its leaf range (multi-word trees) cleared in the tree's planes. */
+static void bp_categorical(const qs_model *m, const qs_layout *L, const qs_block *B, uint8_t *v,
+                           size_t row, uint32_t planes, const double *const *xs)
+{
+    for (uint32_t c = B->cat_begin; c < B->cat_end; c++) {
+        const qs_catnode *C = &L->cats[c];
+        const qs_node *n = &m->nodes[C->node];
+        uint8_t *r = v + (size_t)(C->tree & ~QS_CAT_REVERSED) * row;
+        const uint32_t lo = (uint32_t)(C->mask >> 32), hi = (uint32_t)C->mask;
+        for (unsigned l = 0; l < BP_LANES; l++)
+            if (qs_node_goes_left(m, n, xs[l][n->feature]) == !!(C->tree & QS_CAT_REVERSED))
+                for (uint32_t j = 0; j < planes; j++)
+                    r[(size_t)j * 64 + l] &= B->width ? (uint8_t)(C->mask >> (8 * j))
+                                                      : range_byte(lo, hi, j);
+    }
+}
+
 static inline __mmask8 bp_real(unsigned q, unsigned nreal)
 {
     const unsigned r0 = q * 8;
@@ -551,17 +570,7 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
             cur = next;
         }
     }
-    for (uint32_t c = B->cat_begin; c < B->cat_end; c++) {
-        const qs_catnode *C = &L->cats[c];
-        const qs_node *n = &m->nodes[C->node];
-        uint8_t *r = v + (size_t)(C->tree & ~QS_CAT_REVERSED) * row;
-        const uint32_t lo = (uint32_t)(C->mask >> 32), hi = (uint32_t)C->mask;
-        for (unsigned l = 0; l < BP_LANES; l++)
-            if (qs_node_goes_left(m, n, xs[l][n->feature]) == !!(C->tree & QS_CAT_REVERSED))
-                for (uint32_t j = 0; j < planes; j++)
-                    r[(size_t)j * 64 + l] &= B->width ? (uint8_t)(C->mask >> (8 * j))
-                                                      : range_byte(lo, hi, j);
-    }
+    bp_categorical(m, L, B, v, row, planes, xs);
     /* Exit leaves, per document: QS, the lowest set bit over the planes,
      * the tree's last leaf forced on (as the scalar kernels do), as its
      * plane (b1) and its bit there (b0); QS-Ω, the index's high (b1) and
@@ -924,17 +933,7 @@ T256 static void block256bp(const qs_model *m, const qs_layout *L, const qs_vqs_
             cur = next;
         }
     }
-    for (uint32_t c = B->cat_begin; c < B->cat_end; c++) {
-        const qs_catnode *C = &L->cats[c];
-        const qs_node *n = &m->nodes[C->node];
-        uint8_t *r = v + (size_t)(C->tree & ~QS_CAT_REVERSED) * row;
-        const uint32_t lo = (uint32_t)(C->mask >> 32), hi = (uint32_t)C->mask;
-        for (unsigned l = 0; l < BP_LANES; l++)
-            if (qs_node_goes_left(m, n, xs[l][n->feature]) == !!(C->tree & QS_CAT_REVERSED))
-                for (uint32_t j = 0; j < planes; j++)
-                    r[(size_t)j * 64 + l] &= B->width ? (uint8_t)(C->mask >> (8 * j))
-                                                      : range_byte(lo, hi, j);
-    }
+    bp_categorical(m, L, B, v, row, planes, xs);
     /* Exit leaves as the AVX-512 kernel finds them, 32 lanes at a time;
      * sums 4 documents at a time, class-major. */
     const uint32_t *nl = L->nleaves + B->tree_begin;
