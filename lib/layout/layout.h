@@ -78,7 +78,7 @@ typedef struct qs_layout {
     /* Derived from the trees (never stored in a .qsm; built by
      * qs_layout_build, and taken over by qs_layout_verify), per leaf in
      * leaf order: its node (local index in its tree) and the source
-     * library's number for it (qs_model_leaf_id). */
+     * library's number for it (qs_model_leaf_ids). */
     uint32_t *leaf_node;
     uint32_t *leaf_id;
 } qs_layout;

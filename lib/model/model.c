@@ -228,17 +228,6 @@ double qs_leaf_output(const qs_model *m, uint64_t node, const double *x)
     return out;
 }
 
-uint32_t qs_model_leaf_id(const qs_model *m, uint64_t t, uint32_t node)
-{
-    if (m->source == QS_SRC_XGBOOST)
-        return node;
-    const qs_node *nd = m->nodes + m->trees[t].node_off;
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < node; i++)
-        k += nd[i].kind == QS_NODE_LEAF;
-    return k;
-}
-
 void qs_model_leaf_ids(const qs_model *m, uint64_t t, uint32_t *ids)
 {
     const qs_tree *tr = &m->trees[t];

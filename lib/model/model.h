@@ -159,13 +159,11 @@ void qs_model_truncate(qs_model *m, uint64_t ntrees);
  * its arithmetic is the plain double one of the linear rule. */
 double qs_leaf_output(const qs_model *m, uint64_t node, const double *x);
 
-/* The library's own number of leaf `node` (local index) of tree t, as the
- * source library's pred_leaf prints it: XGBoost's node id (the canonical
- * index); for every other source the leaf's rank among the tree's leaves in
- * node order (LightGBM's leaf index). */
-uint32_t qs_model_leaf_id(const qs_model *m, uint64_t t, uint32_t node);
-/* The same for every node of tree t at once, into ids[0 .. num_nodes - 1]
- * (one pass; qs_model_leaf_id is linear in the node index). */
+/* The library's own number of every node of tree t that is a leaf, into
+ * ids[0 .. num_nodes - 1] (local indexes), as the source library's
+ * pred_leaf prints it: XGBoost's node id (the canonical index); for every
+ * other source the leaf's rank among the tree's leaves in node order
+ * (LightGBM's leaf index). */
 void qs_model_leaf_ids(const qs_model *m, uint64_t t, uint32_t *ids);
 
 /* ---- reference semantics: one node's decision and a whole-tree walk */

@@ -362,9 +362,19 @@ int qs_score_leaves(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t 
     const qs_model *m = s->m;
     const uint64_t T = m->num_trees;
     if (d->flags & QS_BACKEND_F_REFERENCE) {
-        for (uint32_t i = 0; i < n; i++)
-            for (uint64_t t = 0; t < T; t++)
-                out[(size_t)i * T + t] = qs_model_leaf_id(m, t, qs_tree_walk(m, &m->trees[t], w->xs[i]));
+        /* Tree by tree: its nodes' leaf numbers once, then every walk. */
+        uint32_t most = 1;
+        for (uint64_t t = 0; t < T; t++)
+            most = m->trees[t].num_nodes > most ? m->trees[t].num_nodes : most;
+        uint32_t *ids = malloc(sizeof *ids * most);
+        if (!ids)
+            return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+        for (uint64_t t = 0; t < T; t++) {
+            qs_model_leaf_ids(m, t, ids);
+            for (uint32_t i = 0; i < n; i++)
+                out[(size_t)i * T + t] = ids[qs_tree_walk(m, &m->trees[t], w->xs[i])];
+        }
+        free(ids);
         return 0;
     }
     return qs_bwqs_leaves(s, w, n, out, err);
