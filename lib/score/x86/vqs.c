@@ -420,10 +420,39 @@ T512 static inline __m512i bp_ctz8(__m512i p)
     } while (0)
 
 /* The lanes of q-th group of 8 that hold real documents. */
+/* The byte-plane kernels' scratch v, carved: the 64 documents' sums for K
+ * classes, class-major (*accT[c][l], *accTf); the rows of the block's
+ * feature values (*xT, a row of 64 per feature feats[0 .. nfe), up to
+ * BP_XROWS at a time from row *c0; all filled now when they fit, the
+ * usual case); then the planes, plane_bytes set to the block kind's start
+ * (QS-Omega 0, QS all ones), returned. */
+static inline __attribute__((always_inline)) uint8_t *
+bp_scratch(const qs_vqs_plan *P, const qs_layout *L, const qs_block *B, uint8_t *v, uint32_t K,
+           int omega, size_t plane_bytes, const double *const *xs, double **accT, float **accTf,
+           double **xT, const uint32_t **feats, uint32_t *nfe, uint32_t *c0)
+{
+    *accT = (double *)(void *)v;
+    *accTf = (float *)(void *)(*accT + (size_t)K * BP_LANES);
+    v += vqs_acc_bytes(K);
+    const uint32_t bi = (uint32_t)(B - L->blocks);
+    *feats = P->feats + P->feat_off[bi];
+    *nfe = (uint32_t)(P->feat_off[bi + 1] - P->feat_off[bi]);
+    *xT = (double *)(void *)v;
+    *c0 = UINT32_MAX;
+    v += vqs_xrow_bytes(P);
+    if (*nfe <= BP_XROWS)
+        bp_row(*feats, *nfe, *xT, c0, 0, xs);
+    memset(v, omega ? 0 : 0xFF, plane_bytes);
+    return v;
+}
+
 /* Categorical nodes on byte planes (both kernels): for each lane whose
  * document the node sends the other way, its mask's bytes (narrow trees)
- * or its leaf range (multi-word trees) cleared in the tree's planes. */
-static void bp_categorical(const qs_model *m, const qs_layout *L, const qs_block *B, uint8_t *v,
+ * or its leaf range (multi-word trees) cleared in the tree's planes.
+ * Inlined: a call from the kernels costs their vector registers (~8% on
+ * MQ2008 1,000 x 64). */
+static inline __attribute__((always_inline)) void
+bp_categorical(const qs_model *m, const qs_layout *L, const qs_block *B, uint8_t *v,
                            size_t row, uint32_t planes, const double *const *xs)
 {
     for (uint32_t c = B->cat_begin; c < B->cat_end; c++) {
@@ -458,20 +487,11 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
     const uint32_t K = m->num_classes;
     /* Several classes: the 64 documents' sums class-major (accT[c][l]) at
      * the start of the scratch, the planes after. */
-    double *accT = (double *)(void *)v;
-    float *accTf = (float *)(void *)(accT + (size_t)K * BP_LANES);
-    v += vqs_acc_bytes(K);
-    /* The 64 documents' values of the block's features, a row of 64 per
-     * feature (up to BP_XROWS at a time), then the planes. */
-    const uint32_t bi = (uint32_t)(B - L->blocks);
-    const uint32_t *feats = P->feats + P->feat_off[bi];
-    const uint32_t nfe = (uint32_t)(P->feat_off[bi + 1] - P->feat_off[bi]);
-    double *xT = (double *)(void *)v;
-    uint32_t c0 = UINT32_MAX;
-    v += vqs_xrow_bytes(P);
-    if (nfe <= BP_XROWS) /* all at once, the usual case */
-        bp_row(feats, nfe, xT, &c0, 0, xs);
-    memset(v, omega ? 0 : 0xFF, row * nt);
+    double *accT, *xT;
+    float *accTf;
+    const uint32_t *feats;
+    uint32_t nfe, c0;
+    v = bp_scratch(P, L, B, v, K, omega, row * nt, xs, &accT, &accTf, &xT, &feats, &nfe, &c0);
     const uint32_t *grow = P->grow;
     for (uint32_t g = B->group_begin; g < B->group_end; g++) {
         const qs_group *G = &L->groups[g];
@@ -839,18 +859,11 @@ T256 static void block256bp(const qs_model *m, const qs_layout *L, const qs_vqs_
     const uint32_t planes = qs_vqs_planes(B);
     const size_t row = (size_t)planes * 64;
     const uint32_t K = m->num_classes;
-    double *accT = (double *)(void *)v;
-    float *accTf = (float *)(void *)(accT + (size_t)K * BP_LANES);
-    v += vqs_acc_bytes(K);
-    const uint32_t bi = (uint32_t)(B - L->blocks);
-    const uint32_t *feats = P->feats + P->feat_off[bi];
-    const uint32_t nfe = (uint32_t)(P->feat_off[bi + 1] - P->feat_off[bi]);
-    double *xT = (double *)(void *)v;
-    uint32_t c0 = UINT32_MAX;
-    v += vqs_xrow_bytes(P);
-    if (nfe <= BP_XROWS) /* all at once, the usual case */
-        bp_row(feats, nfe, xT, &c0, 0, xs);
-    memset(v, omega ? 0 : 0xFF, row * nt);
+    double *accT, *xT;
+    float *accTf;
+    const uint32_t *feats;
+    uint32_t nfe, c0;
+    v = bp_scratch(P, L, B, v, K, omega, row * nt, xs, &accT, &accTf, &xT, &feats, &nfe, &c0);
     for (uint32_t g = B->group_begin; g < B->group_end; g++) {
         const qs_group *G = &L->groups[g];
         const double *xr = bp_row(feats, nfe, xT, &c0, P->grow[g], xs);
