@@ -103,7 +103,7 @@ static void text_report(FILE *f, const info_input *in, const qs_scorer *s)
 
     char tau[96];
     if (li.stored_tree_block == 0 && li.tree_block != 0)
-        snprintf(tau, sizeof tau, "%u (stored 0: chosen at load from this machine's L2 cache)",
+        snprintf(tau, sizeof tau, "%u (stored 0: chosen at load from this machine's last-level cache)",
                  li.tree_block);
     else if (li.tree_block == 0)
         snprintf(tau, sizeof tau, "0 (one block per run of trees of one kind)");

@@ -25,7 +25,7 @@ static void usage(FILE *f)
             "  -o, --output F    write to F (default: standard output)\n"
             "  --delta N         threshold-scan skip distance stored in the model (1..64, default 8)\n"
             "  --tree-block N    at most N trees per block (τ; default 0: chosen when the\n"
-            "                    model is loaded, from that machine's L2 cache size)\n"
+            "                    model is loaded, from that machine's last-level cache)\n"
             "  --doc-block N     documents scored together (δ, 1..4096; default 64)\n"
             "  --reverse-sample DOCS\n"
             "                    tree reversal: score the LETOR documents in DOCS and lay out\n"

@@ -19,6 +19,77 @@ static uint8_t range_byte(uint32_t lo, uint32_t hi, uint32_t j)
     return (uint8_t)~(((1u << b) - 1) & ~((1u << a) - 1));
 }
 
+/* The operations of entry i (xop): its first plane, the planes between
+ * (all their leaves cleared: byte 0), its last; none for an entry that
+ * changes nothing (an all-ones AND byte or a zero OR byte on one plane).
+ * Counted when out is NULL. */
+static uint32_t plan_ops(const qs_vqs_plan *P, int omega, uint64_t i, uint32_t *out,
+                         uint8_t *outb)
+{
+    const uint32_t oa = (uint32_t)P->off[i], ob = (uint32_t)(P->off[i] >> 32);
+    const uint32_t ba = P->bytes[i] & 0xFF, bb = P->bytes[i] >> 8;
+    uint32_t n = 0;
+    if (oa == ob) {
+        const uint32_t by = omega ? ba | bb : ba & bb;
+        if (by == (omega ? 0u : 0xFFu))
+            return 0;
+        if (out)
+            out[0] = oa, outb[0] = (uint8_t)by;
+        return 1;
+    }
+    for (uint32_t o = oa; o <= ob; o += 64, n++)
+        if (out)
+            out[n] = o, outb[n] = (uint8_t)(o == oa ? ba : o == ob ? bb : 0u);
+    return n;
+}
+
+/* The per-plane operations of every entry (xidx, xop). */
+static int plan_expand(const qs_layout *L, qs_vqs_plan *P)
+{
+    P->xidx = calloc(L->nentries + 1, sizeof *P->xidx);
+    if (!P->xidx)
+        return -1;
+    /* entries of blocks the byte planes do not take: none */
+    unsigned char *omega = calloc(L->nentries ? L->nentries : 1, 1);
+    unsigned char *take = calloc(L->nentries ? L->nentries : 1, 1);
+    if (!omega || !take) {
+        free(omega);
+        free(take);
+        return -1;
+    }
+    for (uint32_t k = 0; k < L->nblocks; k++) {
+        const qs_block *B = &L->blocks[k];
+        if (!qs_vqs_planes(B))
+            continue;
+        for (uint32_t g = B->group_begin; g < B->group_end; g++) {
+            const qs_group *G = &L->groups[g];
+            for (uint32_t i = G->begin; i < G->end; i++)
+                take[i] = 1, omega[i] = B->kind == QS_BLOCK_OMEGA;
+            for (uint32_t i = G->sp_begin; i < G->sp_end; i++)
+                take[i] = 1, omega[i] = B->kind == QS_BLOCK_OMEGA;
+        }
+    }
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < L->nentries; i++) {
+        P->xidx[i] = n;
+        n += take[i] ? plan_ops(P, omega[i], i, NULL, NULL) : 0;
+    }
+    P->xidx[L->nentries] = n;
+    P->xop = malloc((n ? n : 1) * sizeof *P->xop);
+    P->xbyte = malloc(n ? n : 1);
+    if (!P->xop || !P->xbyte) {
+        free(omega);
+        free(take);
+        return -1;
+    }
+    for (uint64_t i = 0; i < L->nentries; i++)
+        if (take[i])
+            plan_ops(P, omega[i], i, P->xop + P->xidx[i], P->xbyte + P->xidx[i]);
+    free(omega);
+    free(take);
+    return 0;
+}
+
 /* The byte-plane plan of every entry of the blocks the kernel takes. */
 int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P)
 {
@@ -51,12 +122,15 @@ int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P)
             P->max_feats = (uint32_t)(nf - P->feat_off[k]);
     }
     P->feat_off[L->nblocks] = nf;
+    int expand = 1;
     for (uint32_t k = 0; k < L->nblocks; k++) {
         const qs_block *B = &L->blocks[k];
         const uint32_t planes = qs_vqs_planes(B);
         if (!planes)
             continue;
         const uint64_t row = (uint64_t)planes * 64, nt = B->tree_end - B->tree_begin;
+        if (row * nt > 0xFFFFFFFFull)
+            expand = 0;
         const int omega = B->kind == QS_BLOCK_OMEGA, wide = !omega && B->width == 0;
         const uint64_t wmask = omega ? 0xFFFF : B->width == 64 || wide ? ~0ull : (1ull << B->width) - 1;
         for (uint32_t g = B->group_begin; g < B->group_end; g++) {
@@ -88,6 +162,10 @@ int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P)
                 }
             }
         }
+    }
+    if (expand && plan_expand(L, P) != 0) {
+        qs_vqs_plan_free(P);
+        return -1;
     }
     return 0;
 }
@@ -143,6 +221,12 @@ void qs_vqs_plan_free(qs_vqs_plan *P)
     free(P->feats);
     free(P->feat_off);
     free(P->grow);
+    free(P->xidx);
+    free(P->xop);
+    free(P->xbyte);
+    P->xidx = NULL;
+    P->xop = NULL;
+    P->xbyte = NULL;
     P->off = NULL;
     P->bytes = NULL;
     P->feats = NULL;
@@ -816,6 +900,32 @@ T256 BP_INLINE void bp2_apply_or(const qs_vqs_plan *P, uint8_t *v, __m256i K0, _
     }
 }
 
+/* Entries [i0, end) through their per-plane operations (xop): AND
+ * clears, in the lanes of K0:K1, the bits the operation's byte lacks; OR
+ * sets those it has. */
+T256 BP_INLINE void bp2_xapply(const qs_vqs_plan *P, uint8_t *v, __m256i K0, __m256i K1,
+                               uint32_t i0, uint32_t end, int omega)
+{
+    const uint32_t *op = P->xop;
+    const uint8_t *ob = P->xbyte;
+    const uint64_t j1 = P->xidx[end];
+    if (omega) {
+        for (uint64_t j = P->xidx[i0]; j < j1; j++) {
+            __m256i *q = (__m256i *)(v + op[j]);
+            const __m256i c = _mm256_set1_epi8((char)ob[j]);
+            q[0] = _mm256_or_si256(q[0], _mm256_and_si256(K0, c));
+            q[1] = _mm256_or_si256(q[1], _mm256_and_si256(K1, c));
+        }
+        return;
+    }
+    for (uint64_t j = P->xidx[i0]; j < j1; j++) {
+        __m256i *q = (__m256i *)(v + op[j]);
+        const __m256i c = _mm256_set1_epi8((char)ob[j]);
+        q[0] = _mm256_andnot_si256(_mm256_andnot_si256(c, K0), q[0]);
+        q[1] = _mm256_andnot_si256(_mm256_andnot_si256(c, K1), q[1]);
+    }
+}
+
 /* Lowest set bit of each byte (8 for a zero byte). */
 T256 BP_INLINE __m256i bp2_ctz8(__m256i p)
 {
@@ -828,6 +938,18 @@ T256 BP_INLINE __m256i bp2_ctz8(__m256i p)
 }
 
 /* The lanes where entry PRED(t, x) holds, 4 per compare. */
+/* The entries [i, end) to the lanes K0:K1: one operation per plane where
+ * the plan has them, else per entry (first and last plane). */
+#define BP2_APPLY(K0, K1, i, end)                                                              \
+    do {                                                                                       \
+        if (P->xop)                                                                            \
+            bp2_xapply(P, v, K0, K1, i, end, omega);                                           \
+        else if (omega)                                                                        \
+            bp2_apply_or(P, v, K0, K1, i, end);                                                \
+        else                                                                                   \
+            bp2_apply(P, v, K0, K1, i, end);                                                   \
+    } while (0)
+
 #define BP2_SCAN(CMP)                                                                          \
     do {                                                                                       \
         const double *thr = L->thr;                                                            \
@@ -842,12 +964,71 @@ T256 BP_INLINE __m256i bp2_ctz8(__m256i p)
             if (!k)                                                                            \
                 break;                                                                         \
             const __m256i K0 = bp2_bytes((uint32_t)k), K1 = bp2_bytes((uint32_t)(k >> 32));    \
-            if (omega)                                                                         \
-                bp2_apply_or(P, v, K0, K1, i, i + 1);                                          \
-            else                                                                               \
-                bp2_apply(P, v, K0, K1, i, i + 1);                                             \
+            BP2_APPLY(K0, K1, i, i + 1);                                                       \
         }                                                                                      \
     } while (0)
+
+/* Groups longer than BP2_SCAN_MAX entries and at most BP2_ENDS16_MAX:
+ * each lane's run end found first (binary search, the 64 lanes in
+ * lockstep so that their loads overlap), as 16-bit offsets from the
+ * group's start, then the entries applied segment by segment, each
+ * segment's lanes (those whose run goes past its start) found by 4 vector
+ * compares of the ends; the scan costs 16 double compares per entry
+ * instead.  Shorter groups are scanned; longer ones keep 32-bit ends. */
+#define BP2_SCAN_MAX 8u
+#define BP2_ENDS16_MAX 32767u
+
+#define BP2_ENDS(PRED)                                                                         \
+    do {                                                                                       \
+        const double *thr = L->thr + G->begin;                                                 \
+        uint32_t e[BP_LANES];                                                                  \
+        for (unsigned l = 0; l < BP_LANES; l++)                                                \
+            e[l] = 0;                                                                          \
+        uint32_t n = G->end - G->begin;                                                        \
+        while (n > 1) {                                                                        \
+            const uint32_t half = n / 2;                                                       \
+            for (unsigned l = 0; l < BP_LANES; l++)                                            \
+                e[l] = PRED(thr[e[l] + half - 1], xc[l]) ? e[l] + half : e[l];                 \
+            n -= half;                                                                         \
+        }                                                                                      \
+        for (unsigned l = 0; l < BP_LANES; l++)                                                \
+            e16[l] = (uint16_t)(e[l] + PRED(thr[e[l]], xc[l]));                                \
+    } while (0)
+
+/* The entries of a group (from entry `base`) for runs ending at e16[l]
+ * (entries base .. base + e16[l] - 1 are false for lane l): from each end
+ * to the next, the lanes still running, as byte masks. */
+T256 BP_INLINE void bp2_segments(const qs_vqs_plan *P, uint8_t *v, const uint16_t *e16,
+                                 uint32_t base, int omega)
+{
+    const __m256i E0 = _mm256_load_si256((const __m256i *)e16),
+                  E1 = _mm256_load_si256((const __m256i *)(e16 + 16)),
+                  E2 = _mm256_load_si256((const __m256i *)(e16 + 32)),
+                  E3 = _mm256_load_si256((const __m256i *)(e16 + 48));
+    for (uint32_t cur = 0;;) {
+        const __m256i c = _mm256_set1_epi16((short)cur);
+        const __m256i g0 = _mm256_cmpgt_epi16(E0, c), g1 = _mm256_cmpgt_epi16(E1, c),
+                      g2 = _mm256_cmpgt_epi16(E2, c), g3 = _mm256_cmpgt_epi16(E3, c);
+        const __m256i any = _mm256_or_si256(_mm256_or_si256(g0, g1), _mm256_or_si256(g2, g3));
+        if (_mm256_testz_si256(any, any))
+            break;
+        /* the nearest end past cur: the others (and the ended lanes, as
+         * 0xFFFF) out of the unsigned minimum */
+        const __m256i m = _mm256_min_epu16(
+            _mm256_min_epu16(_mm256_or_si256(E0, _mm256_xor_si256(g0, _mm256_set1_epi8(-1))),
+                             _mm256_or_si256(E1, _mm256_xor_si256(g1, _mm256_set1_epi8(-1)))),
+            _mm256_min_epu16(_mm256_or_si256(E2, _mm256_xor_si256(g2, _mm256_set1_epi8(-1))),
+                             _mm256_or_si256(E3, _mm256_xor_si256(g3, _mm256_set1_epi8(-1)))));
+        const __m128i m8 = _mm_min_epu16(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+        const uint32_t next = (uint32_t)_mm_cvtsi128_si32(_mm_minpos_epu16(m8)) & 0xFFFFu;
+        /* 16-bit lanes -> bytes, in lane order (packs interleaves the
+         * 128-bit halves) */
+        const __m256i K0 = _mm256_permute4x64_epi64(_mm256_packs_epi16(g0, g1), 0xD8),
+                      K1 = _mm256_permute4x64_epi64(_mm256_packs_epi16(g2, g3), 0xD8);
+        BP2_APPLY(K0, K1, base + cur, base + next);
+        cur = next;
+    }
+}
 
 T256 static void block256bp(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
                             const qs_block *B, uint8_t *v,
@@ -887,13 +1068,10 @@ T256 static void block256bp(const qs_model *m, const qs_layout *L, const qs_vqs_
         }
         if (sp) {
             const __m256i K0 = bp2_bytes((uint32_t)sp), K1 = bp2_bytes((uint32_t)(sp >> 32));
-            if (omega)
-                bp2_apply_or(P, v, K0, K1, G->sp_begin, G->sp_end);
-            else
-                bp2_apply(P, v, K0, K1, G->sp_begin, G->sp_end);
+            BP2_APPLY(K0, K1, G->sp_begin, G->sp_end);
         }
         const int desc = (G->rule & QS_GROUP_DESC) != 0;
-        if (G->end - G->begin <= BP_SCAN_MAX) {
+        if (G->end - G->begin <= BP2_SCAN_MAX) {
             if (desc) {
                 if (lt)
                     BP2_SCAN(_CMP_GT_OQ);
@@ -905,6 +1083,27 @@ T256 static void block256bp(const qs_model *m, const qs_layout *L, const qs_vqs_
                 else
                     BP2_SCAN(_CMP_LT_OQ);
             }
+            continue;
+        }
+        if (G->end - G->begin <= BP2_ENDS16_MAX) {
+            /* Each lane's run end by binary search, then one lane set per
+             * segment between consecutive ends (bp2_segments). */
+            uint16_t e16[BP_LANES] __attribute__((aligned(32)));
+            if (desc) {
+                if (lt)
+                    BP2_ENDS(P_GT);
+                else
+                    BP2_ENDS(P_GE);
+            } else {
+                if (lt)
+                    BP2_ENDS(P_LE);
+                else
+                    BP2_ENDS(P_LT);
+            }
+            for (unsigned l = 0; l < BP_LANES; l++)
+                if (sp & (1ull << l))
+                    e16[l] = 0;
+            bp2_segments(P, v, e16, G->begin, omega);
             continue;
         }
         uint32_t e[BP_LANES];
@@ -939,10 +1138,7 @@ T256 static void block256bp(const qs_model *m, const qs_layout *L, const qs_vqs_
             if (!k)
                 break;
             const __m256i K0 = bp2_bytes((uint32_t)k), K1 = bp2_bytes((uint32_t)(k >> 32));
-            if (omega)
-                bp2_apply_or(P, v, K0, K1, cur, next);
-            else
-                bp2_apply(P, v, K0, K1, cur, next);
+            BP2_APPLY(K0, K1, cur, next);
             cur = next;
         }
     }
