@@ -224,6 +224,8 @@ void qs_vqs_plan_free(qs_vqs_plan *P)
     free(P->xidx);
     free(P->xop);
     free(P->xbyte);
+    free(P->leavesf);
+    P->leavesf = NULL;
     P->xidx = NULL;
     P->xop = NULL;
     P->xbyte = NULL;
@@ -918,6 +920,7 @@ T256 BP_INLINE void bp2_xapply(const qs_vqs_plan *P, uint8_t *v, __m256i K0, __m
         }
         return;
     }
+#pragma GCC unroll 4
     for (uint64_t j = P->xidx[i0]; j < j1; j++) {
         __m256i *q = (__m256i *)(v + op[j]);
         const __m256i c = _mm256_set1_epi8((char)ob[j]);
@@ -1200,10 +1203,29 @@ T256 static void block256bp(const qs_model *m, const qs_layout *L, const qs_vqs_
             }
             continue;
         }
+        const uint32_t cls = m->trees[B->tree_begin + i].class_id;
+        if (P->leavesf) {
+            /* float sums: 8 lanes per gather from the float32 table */
+            const __m256i o8 = _mm256_set1_epi32((int)off[i]);
+            const __m256i lm8 = _mm256_set1_epi32(omega ? (int)(nli - 1) : -1);
+            const __m128i sh8 = _mm_cvtsi32_si128(omega ? 8 : 3);
+            float *pf0 = accTf + (size_t)cls * BP_LANES;
+            for (unsigned q = 0; q < 8; q++) {
+                __m256i leaf = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(lb0 + 8 * q)));
+                if (!one)
+                    leaf = _mm256_add_epi32(
+                        _mm256_sll_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(lb1 + 8 * q))),
+                                         sh8),
+                        leaf);
+                const __m256 c =
+                    _mm256_i32gather_ps(P->leavesf, _mm256_add_epi32(o8, _mm256_and_si256(leaf, lm8)), 4);
+                _mm256_store_ps(pf0 + 8 * q, _mm256_add_ps(_mm256_load_ps(pf0 + 8 * q), c));
+            }
+            continue;
+        }
         const __m256i o = _mm256_set1_epi64x((long long)off[i]);
         const __m256i lmask = _mm256_set1_epi64x(omega ? (long long)(nli - 1) : -1ll);
         const __m256i shift = _mm256_set1_epi64x(omega ? 8 : 3);
-        const uint32_t cls = m->trees[B->tree_begin + i].class_id;
         double *pa0 = accT + (size_t)cls * BP_LANES;
         float *pf0 = accTf + (size_t)cls * BP_LANES;
         for (unsigned q = 0; q < 16; q++) {
@@ -1284,6 +1306,23 @@ static int vqs_probe(const qs_backend_def *d, char *why, size_t cap)
     return 0;
 }
 
+/* The float32 leaf table, for models that add (float)c in float32 (the
+ * conversion is the one the kernel made per lane), leaf offsets within 31
+ * bits. */
+static int vqs_leaves_float(const qs_scorer *s, qs_vqs_plan *P)
+{
+    const qs_layout *L = s->L;
+    if (s->m->float_accumulate != QS_ACC_FLOAT || s->m->node_linear || L->nleafvals == 0 ||
+        L->nleafvals > 0x7FFFFFFFu)
+        return 0;
+    P->leavesf = malloc(L->nleafvals * sizeof *P->leavesf);
+    if (!P->leavesf)
+        return -1;
+    for (uint64_t i = 0; i < L->nleafvals; i++)
+        P->leavesf[i] = (float)L->leaves[i];
+    return 0;
+}
+
 /* The state: the byte-plane plan (AVX-512 and AVX2). */
 static int vqs_prepare(const qs_backend_def *d, const qs_scorer *s, void **state,
                        qs_error *err)
@@ -1292,7 +1331,9 @@ static int vqs_prepare(const qs_backend_def *d, const qs_scorer *s, void **state
     if (!level_of(d))
         return 0;
     qs_vqs_plan *P = calloc(1, sizeof *P);
-    if (!P || qs_vqs_plan_build(s->L, P) != 0) {
+    if (!P || qs_vqs_plan_build(s->L, P) != 0 || vqs_leaves_float(s, P) != 0) {
+        if (P)
+            qs_vqs_plan_free(P);
         free(P);
         return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (vQS plan of %llu entries)",
                        (unsigned long long)s->L->nentries);

@@ -84,6 +84,10 @@ typedef struct qs_vqs_plan {
     uint64_t *xidx;
     uint32_t *xop;
     uint8_t *xbyte;
+    /* The leaf table as float32 (the AVX2 kernel, for models that add
+     * (float)c in float32: the same rounding, 8 lanes per gather), or
+     * NULL. */
+    float *leavesf;
 } qs_vqs_plan;
 
 /* 0, or -1 when out of memory. */
