@@ -11,6 +11,8 @@ documents for them (tests/24-simd-blocks.bats).
   lin-*.txt   linear leaves (format version 3) on wide and oblivious trees
   many-*.txt  700 features, most of them in one block (more than the SIMD
               kernels' rows of feature values hold at once)
+  long-*.txt  1,100 trees of 64 leaves on two features: groups of over
+              32,767 entries in one block
   docs.letor  130 documents: values on and beside the thresholds, NaN, zero,
               absent features (many-docs.letor: the same for 700 features)
 
@@ -39,6 +41,8 @@ class Model:
                  classes=1, version=1, nf=NF):
         self.cmp, self.prec, self.acc, self.absent = cmp, prec, acc, absent
         self.nf = nf
+        self.split_feats = nf  # splits test features 0 .. split_feats - 1
+        self.miss = ["none", "zero", "nan"]  # missing-value rules of the splits
         self.classes, self.version = classes, version
         self.trees = []  # (class, weight, [node lines])
 
@@ -83,7 +87,7 @@ def leaf_line(m, rng, j, linear):
 
 
 def split_line(m, rng, j, left, right, cat_ok):
-    miss = rng.choice(["none", "zero", "nan"])
+    miss = rng.choice(m.miss)
     side = rng.choice(["left", "right"])
     if cat_ok and rng.random() < 0.1:
         cats = sorted(rng.sample(range(12), rng.randint(1, 4)))
@@ -91,7 +95,8 @@ def split_line(m, rng, j, left, right, cat_ok):
             j, rng.randrange(m.nf), rng.choice(["left", "right"]),
             rng.choice(["trunc", "strict"]), miss, side, left, right,
             ",".join(map(str, cats)))
-    return "%d num %d %s %s %s %d %d" % (j, rng.randrange(m.nf), hx(m.thr(rng.choice(THR))),
+    return "%d num %d %s %s %s %d %d" % (j, rng.randrange(m.split_feats),
+                                         hx(m.thr(rng.choice(THR))),
                                          miss, side, left, right)
 
 
@@ -216,6 +221,21 @@ def main():
             add(m, rng, oblivious_tree(m, rng, 8))
         for _ in range(20):
             add(m, rng, random_tree(m, rng, 40))
+        models[name] = m
+
+    # long groups: 1,100 trees of 64 leaves splitting on two features, so
+    # that one block's group holds over 32,767 entries (the AVX2 kernel's
+    # longest run ends take 32 bits)
+    lrng = random.Random(32767)  # its own: the documents below stay as they were
+    # (a group holds one feature's splits of one missing-value rule)
+    for name, kw, miss in [("long-le-float", dict(cmp="le", prec="float", acc="float"), "nan"),
+                           ("long-lt-double", dict(cmp="lt", acc="double", absent="zero"),
+                            "none")]:
+        m = Model(**kw)
+        m.split_feats = 2
+        m.miss = [miss]
+        for _ in range(1100):
+            add(m, lrng, random_tree(m, lrng, 64, cat_ok=False))
         models[name] = m
 
     for name, m in models.items():
