@@ -1174,19 +1174,17 @@ T256 static void block256bp(const qs_model *m, const qs_layout *L, const qs_vqs_
                 *q = _mm256_or_si256(*q, _mm256_set1_epi8((char)(1u << (last & 7))));
             }
             for (unsigned h = 0; h < 2; h++) {
-                __m256i b0 = _mm256_setzero_si256(), b1 = _mm256_setzero_si256();
-                __m256i done = _mm256_setzero_si256();
-                for (uint32_t j = 0; j < planes; j++) {
+                /* the lowest nonzero plane up to the last leaf's (which
+                 * has that leaf's bit), from the top down: each nonzero
+                 * plane replaces the one above it; then its lowest bit */
+                __m256i sel = _mm256_setzero_si256(), b1 = _mm256_setzero_si256();
+                for (uint32_t j = (last >> 3) + 1; j-- > 0;) {
                     const __m256i p = _mm256_load_si256((const __m256i *)(r + (size_t)j * 64 + 32 * h));
-                    const __m256i nz = _mm256_andnot_si256(
-                        _mm256_or_si256(_mm256_cmpeq_epi8(p, _mm256_setzero_si256()), done),
-                        _mm256_set1_epi8(-1));
-                    b0 = _mm256_blendv_epi8(b0, bp2_ctz8(p), nz);
-                    b1 = _mm256_blendv_epi8(b1, _mm256_set1_epi8((char)j), nz);
-                    done = _mm256_or_si256(done, nz);
-                    if (_mm256_movemask_epi8(done) == -1)
-                        break;
+                    const __m256i zero = _mm256_cmpeq_epi8(p, _mm256_setzero_si256());
+                    sel = _mm256_blendv_epi8(p, sel, zero);
+                    b1 = _mm256_blendv_epi8(_mm256_set1_epi8((char)j), b1, zero);
                 }
+                __m256i b0 = bp2_ctz8(sel);
                 if (one)
                     b0 = _mm256_add_epi8(b0, _mm256_slli_epi16(b1, 3));
                 _mm256_store_si256((__m256i *)(lb0 + 32 * h), b0);
