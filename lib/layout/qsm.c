@@ -4,6 +4,7 @@
 #include "layout/layout.h"
 #include "layout/qsm.h"
 
+#include <stddef.h>
 #include <string.h>
 #include <zstd.h>
 
@@ -467,7 +468,25 @@ static int read_linear(rbuf *r, qs_model *m, qs_error *err)
     return qs_model_validate(m, err);
 }
 
-static int read_trees(rbuf *r, qs_model *m, qs_error *err)
+/* The in-memory node record is the file's (format/qsm.md, "Section TREE")
+ * on a little-endian machine: the nodes can then stay where they were
+ * decompressed, with no copy. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define QSM_NODES_IN_PLACE                                                              \
+    (sizeof(qs_node) == 32 && offsetof(qs_node, kind) == 0 && offsetof(qs_node, miss) == 1 && \
+     offsetof(qs_node, default_left) == 2 && offsetof(qs_node, flags) == 3 &&          \
+     offsetof(qs_node, feature) == 4 && offsetof(qs_node, left) == 8 &&                \
+     offsetof(qs_node, right) == 12 && offsetof(qs_node, cat_off) == 16 &&             \
+     offsetof(qs_node, cat_nwords) == 20 && offsetof(qs_node, value) == 24)
+#else
+#define QSM_NODES_IN_PLACE 0
+#endif
+
+/* TREE from its raw bytes *rawp (r reads them).  Where the node records
+ * can be used as they are, the buffer becomes the model's node array (its
+ * nodes moved to its start and the rest given back) and *rawp is set to
+ * NULL. */
+static int read_trees(rbuf *r, unsigned char **rawp, qs_model *m, qs_error *err)
 {
     uint64_t nt = r_u64(r), nn = r_u64(r), nc = r_u64(r);
     if (r->bad)
@@ -487,25 +506,32 @@ static int read_trees(rbuf *r, qs_model *m, qs_error *err)
     }
     if (!r->bad && off != nn)
         return qs_fail(err, QS_ERR_FORMAT, 0, "TREE section: node counts do not add up");
-    m->nodes = r_alloc(r, nn, 32, sizeof *m->nodes);
-    if (!r->bad)
-        m->num_nodes = m->cap_nodes = nn;
-    /* 32 bytes a node, checked once (r_alloc saw room for nn of them). */
-    for (uint64_t i = 0; i < nn && !r->bad; i++) {
-        qs_node *n = &m->nodes[i];
-        const unsigned char *p = r->p + r->pos;
-        n->kind = p[0];
-        n->miss = p[1];
-        n->default_left = p[2];
-        n->flags = p[3];
-        n->feature = get_u32_at(p + 4);
-        n->left = (int32_t)get_u32_at(p + 8);
-        n->right = (int32_t)get_u32_at(p + 12);
-        n->cat_off = get_u32_at(p + 16);
-        n->cat_nwords = get_u32_at(p + 20);
-        uint64_t v = get_u64_at(p + 24);
-        memcpy(&n->value, &v, sizeof v);
-        r->pos += 32;
+    const int in_place = QSM_NODES_IN_PLACE && nn > 0 && !r->bad &&
+                         nn <= (r->n - r->pos) / 32 && *rawp == r->p;
+    const size_t node_pos = r->pos;
+    if (in_place) {
+        r->pos += 32 * (size_t)nn;
+    } else {
+        m->nodes = r_alloc(r, nn, 32, sizeof *m->nodes);
+        if (!r->bad)
+            m->num_nodes = m->cap_nodes = nn;
+        /* 32 bytes a node, checked once (r_alloc saw room for nn of them). */
+        for (uint64_t i = 0; i < nn && !r->bad; i++) {
+            qs_node *n = &m->nodes[i];
+            const unsigned char *p = r->p + r->pos;
+            n->kind = p[0];
+            n->miss = p[1];
+            n->default_left = p[2];
+            n->flags = p[3];
+            n->feature = get_u32_at(p + 4);
+            n->left = (int32_t)get_u32_at(p + 8);
+            n->right = (int32_t)get_u32_at(p + 12);
+            n->cat_off = get_u32_at(p + 16);
+            n->cat_nwords = get_u32_at(p + 20);
+            uint64_t v = get_u64_at(p + 24);
+            memcpy(&n->value, &v, sizeof v);
+            r->pos += 32;
+        }
     }
     m->cat_words = r_alloc(r, nc, 4, sizeof *m->cat_words);
     if (!r->bad)
@@ -516,6 +542,16 @@ static int read_trees(rbuf *r, qs_model *m, qs_error *err)
         return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
     if (r->bad || r->pos != r->n)
         return qs_fail(err, QS_ERR_FORMAT, 0, "TREE section has the wrong size");
+    if (in_place) {
+        unsigned char *raw = *rawp;
+        const size_t bytes = 32 * (size_t)nn;
+        memmove(raw, raw + node_pos, bytes);
+        unsigned char *shrunk = realloc(raw, bytes);
+        m->nodes = (qs_node *)(void *)(shrunk ? shrunk : raw);
+        m->num_nodes = m->cap_nodes = nn;
+        *rawp = NULL;
+        r->p = NULL;
+    }
     return qs_model_validate_shape(m, err);
 }
 
@@ -1043,7 +1079,7 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
             }
             rbuf r = { raw, rn, 0, 0 };
             int rc = want == 0 ? read_info(&r, m, err)
-                     : want == 1 ? read_trees(&r, m, err)
+                     : want == 1 ? read_trees(&r, &raw, m, err)
                      : want == 2 ? read_layout(&r, L, m, err)
                      : want == 3 ? read_affine(&r, m, err)
                                  : read_linear(&r, m, err);
