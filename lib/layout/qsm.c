@@ -713,19 +713,32 @@ static const char *tree_progress(tree_check *c, const unsigned char *p, size_t h
     if (c->sum != c->nn)
         return "TREE section: node counts do not add up";
     const size_t base = 24 + 16 * (size_t)c->nt;
-    for (; c->n_done < c->nn && base + 32 * (c->n_done + 1) <= have; c->n_done++) {
-        while (c->cur_left == 0) {
+    /* The nodes that have arrived, a tree (or the part of it here) at a time. */
+    const uint64_t arrived = have < base ? 0 : (have - base) / 32;
+    const uint64_t upto = arrived < c->nn ? arrived : c->nn;
+    while (c->n_done < upto) {
+        if (c->cur_left == 0) {
             c->cur_left = get_u32_at(p + 24 + 16 * c->cur_tree + 4);
             c->cur_nodes = c->cur_left;
             c->cur_leaves = 0;
             c->cur_tree++;
         }
-        uint8_t kind = p[base + 32 * c->n_done];
-        if (kind > 2)
+        const uint64_t k = upto - c->n_done < c->cur_left ? upto - c->n_done : c->cur_left;
+        const unsigned char *q = p + base + 32 * (size_t)c->n_done;
+        uint64_t leaves = 0;
+        unsigned bad = 0;
+        for (uint64_t i = 0; i < k; i++) {
+            const unsigned char kind = q[32 * i];
+            bad |= kind > 2;
+            leaves += kind == 0;
+        }
+        if (bad)
             return "TREE section: a node of unknown kind";
-        c->cur_leaves += kind == 0;
+        c->n_done += k;
+        c->cur_leaves += leaves;
+        c->cur_left -= k;
         /* A binary tree of n nodes has (n + 1) / 2 leaves. */
-        if (--c->cur_left == 0 && c->cur_leaves * 2 != c->cur_nodes + 1)
+        if (c->cur_left == 0 && c->cur_leaves * 2 != c->cur_nodes + 1)
             return "TREE section: a tree whose leaves and splits do not match";
     }
     return NULL;
