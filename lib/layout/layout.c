@@ -68,6 +68,33 @@ static inline uint32_t second_child(const qs_node *x, int mirror)
 
 static void tree_ranges(const qs_node *nd, uint32_t n, tree_scratch *s, int mirror)
 {
+    /* Children numbered after their parent (the usual numbering): leaf
+     * counts from the last node back, ranges from the root on, with no
+     * walk.  Otherwise in preorder, below. */
+    uint32_t q = n;
+    while (q-- > 0) {
+        const qs_node *x = &nd[q];
+        if (x->kind == QS_NODE_LEAF) {
+            s->cnt[q] = 1;
+            continue;
+        }
+        const uint32_t l = (uint32_t)x->left, r = (uint32_t)x->right;
+        if (l <= q || r <= q)
+            break;
+        s->cnt[q] = s->cnt[l] + s->cnt[r];
+    }
+    if (q == UINT32_MAX) {
+        s->first[0] = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            const qs_node *x = &nd[i];
+            if (x->kind != QS_NODE_LEAF) {
+                uint32_t a = first_child(x, mirror), b = second_child(x, mirror);
+                s->first[a] = s->first[i];
+                s->first[b] = s->first[i] + s->cnt[a];
+            }
+        }
+        return;
+    }
     uint32_t sp = 0, k = 0;
     s->stack[sp++] = 0;
     while (sp) {
@@ -177,11 +204,18 @@ static void sort_by_key(uint32_t *a, uint64_t *k, uint32_t *b, uint64_t *kb, uin
         all &= k[i];
     }
     const uint64_t vary = any ^ all;
-    const unsigned bits = n >= 4096 ? RADIX_BITS : 8;
+    if (vary == 0)
+        return;
+    /* The bits that differ, [lo, hi], in as few digits of at most `most`
+     * bits as they need, of equal width. */
+    const unsigned lo = (unsigned)__builtin_ctzll(vary), hi = 63u - (unsigned)__builtin_clzll(vary);
+    const unsigned most = n >= 4096 ? RADIX_BITS : n >= 512 ? 10 : 8;
+    const unsigned span = hi - lo + 1, passes = (span + most - 1) / most;
+    const unsigned bits = (span + passes - 1) / passes;
     const uint64_t size = (uint64_t)1 << bits, dmask = size - 1;
     uint32_t *sa = a, *da = b;
     uint64_t *sk = k, *dk = kb;
-    for (unsigned shift = 0; shift < 64; shift += bits) {
+    for (unsigned shift = lo; shift <= hi; shift += bits) {
         if (((vary >> shift) & dmask) == 0)
             continue;
         memset(hist, 0, size * sizeof *hist);
@@ -238,25 +272,26 @@ static int sort_recs(const rec *recs, uint64_t n, uint32_t **out)
     uint64_t *kb = ka + n;
 
     /* 1. By group, stably: a counting sort on the rank of (feature, rule)
-     * where a table of ranks is small beside n. */
+     * where a table of ranks is small beside n (the ranks kept in b). */
     uint32_t fmax = 0;
     int ranked = 1;
     for (uint64_t i = 0; i < n; i++) {
+        const uint32_t rr = rule_rank(recs[i].rule);
         if (recs[i].feature >= fmax)
             fmax = recs[i].feature + 1;
-        if (rule_rank(recs[i].rule) == UINT32_MAX)
-            ranked = 0;
+        ranked &= rr != UINT32_MAX;
+        b[i] = recs[i].feature * 6u + rr;
     }
     const uint64_t nrank = (uint64_t)fmax * 6;
     if (ranked && fmax > 0 && nrank <= n + 65536) {
         if (!(cnt = calloc(nrank + 1, sizeof *cnt)))
             goto nomem;
         for (uint64_t i = 0; i < n; i++)
-            cnt[(uint64_t)recs[i].feature * 6 + rule_rank(recs[i].rule) + 1]++;
+            cnt[b[i] + 1]++;
         for (uint64_t v = 1; v <= nrank; v++)
             cnt[v] += cnt[v - 1];
         for (uint64_t i = 0; i < n; i++)
-            a[cnt[(uint64_t)recs[i].feature * 6 + rule_rank(recs[i].rule)]++] = (uint32_t)i;
+            a[cnt[b[i]]++] = (uint32_t)i;
         free(cnt);
         cnt = NULL;
     } else {
@@ -375,6 +410,12 @@ static void build_block(const qs_model *m, const tinfo *ti, const uint8_t *rever
     uint64_t nrec = 0, caprec = 0, capgrp = 0, capcat = 0;
     memset(o, 0, sizeof *o);
     const uint64_t b0 = B->tree_begin, t = B->tree_end;
+    /* Room for every record at once: one per level of an Ω tree, at most
+     * one per internal node (n / 2 of n nodes) of the others. */
+    for (uint64_t u = b0; u < t; u++)
+        caprec += ti[u].omega ? ti[u].depth : m->trees[u].num_nodes / 2;
+    if (caprec && !(recs = malloc((size_t)caprec * sizeof *recs)))
+        goto nomem;
     for (uint64_t u = b0; u < t; u++) {
         const qs_tree *tr = &m->trees[u];
         const qs_node *nd = m->nodes + tr->node_off;
