@@ -245,6 +245,66 @@ static void sort_by_key(uint32_t *a, uint64_t *k, uint32_t *b, uint64_t *kb, uin
     }
 }
 
+/* Groups whose thresholds repeat (histogram-based learners split on at
+ * most a few hundred bin edges a feature): the distinct keys are found
+ * through a small hash table and sorted alone, and the group then takes
+ * one stable counting pass by their rank. */
+#define FEW_KEYS 512u
+#define FEW_HASH 1024u /* a power of two, at least 2 * FEW_KEYS */
+typedef struct few_scratch {
+    uint64_t hkey[FEW_HASH];
+    uint16_t hid[FEW_HASH];      /* id + 1 of the key in hkey; 0: empty */
+    uint64_t dkey[FEW_KEYS], dkey2[FEW_KEYS];
+    uint32_t didx[FEW_KEYS], didx2[FEW_KEYS];
+    uint32_t rank[FEW_KEYS], pos[FEW_KEYS];
+} few_scratch;
+
+/* As sort_by_key, where the n keys hold at most FEW_KEYS values; 0 when
+ * they hold more (nothing moved then). */
+static int sort_few_keys(uint32_t *a, uint64_t *k, uint32_t *b, uint64_t *kb, uint64_t n,
+                         uint32_t *hist, few_scratch *f)
+{
+    uint32_t d = 0;
+    memset(f->hid, 0, sizeof f->hid);
+    uint32_t *id = (uint32_t *)(void *)kb; /* n ids fit in kb's 8n bytes */
+    for (uint64_t i = 0; i < n; i++) {
+        const uint64_t key = k[i];
+        uint32_t h = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 54) & (FEW_HASH - 1);
+        while (f->hid[h] && f->hkey[h] != key)
+            h = (h + 1) & (FEW_HASH - 1);
+        if (!f->hid[h]) {
+            if (d == FEW_KEYS)
+                return 0;
+            f->hkey[h] = key;
+            f->dkey[d] = key;
+            f->didx[d] = d;
+            f->pos[d] = 0;
+            f->hid[h] = (uint16_t)++d;
+        }
+        id[i] = f->hid[h] - 1u;
+        f->pos[id[i]]++;
+    }
+    /* The distinct keys in order; each id's rank, then its first place. */
+    sort_by_key(f->didx, f->dkey, f->didx2, f->dkey2, d, hist);
+    uint32_t at = 0;
+    for (uint32_t r = 0; r < d; r++) {
+        const uint32_t c = f->pos[f->didx[r]];
+        f->rank[f->didx[r]] = at;
+        at += c;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        b[f->rank[id[i]]++] = a[i];
+    memcpy(a, b, n * sizeof *a);
+    /* Keys by rank: rank[] now holds each id's end. */
+    uint64_t j = 0;
+    for (uint32_t r = 0; r < d; r++) {
+        const uint32_t end = f->rank[f->didx[r]];
+        for (; j < end; j++)
+            k[j] = f->dkey[r];
+    }
+    return 1;
+}
+
 /* The rank of a group key in (feature, rule) order, where the rule is one
  * the layout makes (0, 1, 2, each with or without QS_GROUP_DESC); 6 ranks a
  * feature.  UINT32_MAX for any other rule. */
@@ -266,7 +326,8 @@ static int sort_recs(const rec *recs, uint64_t n, uint32_t **out)
     uint64_t *ka = malloc((2 * n + 1) * sizeof *ka);
     uint32_t *hist = malloc(RADIX_SIZE * sizeof *hist);
     uint32_t *cnt = NULL;
-    if (!a || !ka || !hist)
+    few_scratch *few = malloc(sizeof *few);
+    if (!a || !ka || !hist || !few)
         goto nomem;
     uint32_t *b = a + n;
     uint64_t *kb = ka + n;
@@ -310,7 +371,8 @@ static int sort_recs(const rec *recs, uint64_t n, uint32_t **out)
         uint64_t j = i + 1;
         while (j < n && group_key(&recs[a[j]]) == g)
             j++;
-        sort_by_key(a + i, ka + i, b, kb, j - i, hist);
+        if (j - i <= 64 || !sort_few_keys(a + i, ka + i, b, kb, j - i, hist, few))
+            sort_by_key(a + i, ka + i, b, kb, j - i, hist);
         i = j;
     }
 
@@ -338,6 +400,7 @@ static int sort_recs(const rec *recs, uint64_t n, uint32_t **out)
     }
     free(ka);
     free(hist);
+    free(few);
     *out = a;
     return 0;
 nomem:
@@ -345,6 +408,7 @@ nomem:
     free(ka);
     free(hist);
     free(cnt);
+    free(few);
     return -1;
 }
 
