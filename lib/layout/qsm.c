@@ -746,10 +746,35 @@ static const char *tree_progress(tree_check *c, const unsigned char *p, size_t h
 
 /* The raw bytes of a section into a new buffer of exactly rawsz bytes,
  * checking TREE's records (tc, when not NULL) as they arrive. */
+static unsigned char *section_bytes_into(const unsigned char *src, uint64_t stored,
+                                         uint64_t rawsz, int zstd, tree_check *tc, unsigned s,
+                                         long long off, unsigned char *into, qs_error *err);
+
 static unsigned char *section_bytes(const unsigned char *src, uint64_t stored, uint64_t rawsz,
                                     int zstd, tree_check *tc, unsigned s, long long off,
                                     qs_error *err)
 {
+    return section_bytes_into(src, stored, rawsz, zstd, tc, s, off, NULL, err);
+}
+
+/* Whether a compressed section is decoded in one call (below). */
+static int section_oneshot(uint64_t stored, uint64_t rawsz)
+{
+    return rawsz <= QSM_ONESHOT || rawsz / 32 <= stored;
+}
+
+/* As section_bytes; `into`, when not NULL, is a buffer of rawsz bytes
+ * (at least 1) for a compressed section decoded in one call, allocated by
+ * the caller's thread (so that its memory is that thread's to reuse), and
+ * taken over (returned, or freed on failure). */
+static unsigned char *section_bytes_into(const unsigned char *src, uint64_t stored,
+                                         uint64_t rawsz, int zstd, tree_check *tc, unsigned s,
+                                         long long off, unsigned char *into, qs_error *err)
+{
+    if (into && (!zstd || !section_oneshot(stored, rawsz))) {
+        free(into);
+        into = NULL;
+    }
     if (!zstd) {
         unsigned char *raw = malloc(rawsz ? (size_t)rawsz : 1);
         if (!raw) {
@@ -770,8 +795,8 @@ static unsigned char *section_bytes(const unsigned char *src, uint64_t stored, u
      * decoded in one call straight into its buffer; larger claims, which
      * only a crafted frame makes, step by step with checks as the bytes
      * arrive, so garbage stops before the buffer grows. */
-    if (rawsz <= QSM_ONESHOT || rawsz / 32 <= stored) {
-        unsigned char *raw = malloc(rawsz ? (size_t)rawsz : 1);
+    if (section_oneshot(stored, rawsz)) {
+        unsigned char *raw = into ? into : malloc(rawsz ? (size_t)rawsz : 1);
         ZSTD_DCtx *dc = raw ? ZSTD_createDCtx() : NULL;
         if (!dc) {
             free(raw);
@@ -1066,7 +1091,14 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
                 /* The two large sections at once: TREE here, QSLY (which
                  * needs only TREE's counts to be bounded) beside it. */
                 const unsigned char *qe = tab + (size_t)qa.s * QSM_ENTRY_SIZE;
-                uint64_t qoff = get_u64_at(qe + 8);
+                uint64_t qoff = get_u64_at(qe + 8), qstored = get_u64_at(qe + 16),
+                         qraw = get_u64_at(qe + 24);
+                /* QSLY's buffer from this thread's heap, where the layout
+                 * built next can reuse it once it is freed. */
+                unsigned char *qinto = section_oneshot(qstored, qraw)
+                                           ? malloc(qraw ? (size_t)qraw : 1) : NULL;
+                unsigned char *tinto = section_oneshot(stored, rawsz)
+                                           ? malloc(rawsz ? (size_t)rawsz : 1) : NULL;
                 qs_error_clear(&qa.err);
 #if QS_HAVE_OPENMP
 #pragma omp parallel sections num_threads(2)
@@ -1075,12 +1107,13 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
 #if QS_HAVE_OPENMP
 #pragma omp section
 #endif
-                    raw = section_bytes(buf + off, stored, rawsz, 1, &tc, s, (long long)off, err);
+                    raw = section_bytes_into(buf + off, stored, rawsz, 1, &tc, s, (long long)off,
+                                             tinto, err);
 #if QS_HAVE_OPENMP
 #pragma omp section
 #endif
-                    qa.raw = section_bytes(buf + qoff, get_u64_at(qe + 16), get_u64_at(qe + 24), 1,
-                                           NULL, qa.s, (long long)qoff, &qa.err);
+                    qa.raw = section_bytes_into(buf + qoff, qstored, qraw, 1, NULL, qa.s,
+                                                (long long)qoff, qinto, &qa.err);
                 }
                 if (!raw)
                     goto fail;
