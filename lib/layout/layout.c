@@ -519,12 +519,16 @@ static void build_block(const qs_model *m, const tinfo *ti, const uint8_t *rever
         L->treeflags[u] = rev ? QS_TREE_REVERSED : 0;
         tree_ranges(nd, tr->num_nodes, &s, rev);
         uint32_t rank = 0;
+        const double w = tr->weight;
+        const int by_index = m->source == QS_SRC_XGBOOST;
+        uint32_t *const lnode = L->leaf_node + L->leaf_off[u], *const lid = L->leaf_id + L->leaf_off[u];
         for (uint32_t i = 0; i < tr->num_nodes; i++) {
             const qs_node *x = &nd[i];
             if (x->kind == QS_NODE_LEAF) {
-                lv[s.first[i]] = tr->weight * x->value;
-                L->leaf_node[L->leaf_off[u] + s.first[i]] = i;
-                L->leaf_id[L->leaf_off[u] + s.first[i]] = m->source == QS_SRC_XGBOOST ? i : rank;
+                const uint32_t at = s.first[i];
+                lv[at] = w * x->value;
+                lnode[at] = i;
+                lid[at] = by_index ? i : rank;
                 rank++;
                 continue;
             }

@@ -5,6 +5,9 @@
 #include "layout/qsm.h"
 
 #include <stddef.h>
+#if QS_HAVE_OPENMP
+#include <pthread.h>
+#endif
 #include <string.h>
 #include <zstd.h>
 
@@ -946,6 +949,25 @@ static uint32_t qsly_to_read_ahead(const unsigned char *buf, const unsigned char
     return UINT32_MAX;
 }
 
+/* QSLY decoded beside TREE (threads > 1). */
+typedef struct qsly_job {
+    const unsigned char *src;
+    uint64_t stored, rawsz;
+    uint32_t s;
+    long long off;
+    unsigned char *into;
+    unsigned char *out;
+    qs_error *err;
+} qsly_job;
+
+static void *qsly_job_run(void *arg)
+{
+    qsly_job *j = arg;
+    j->out = section_bytes_into(j->src, j->stored, j->rawsz, 1, NULL, j->s, j->off, j->into,
+                                j->err);
+    return NULL;
+}
+
 int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **mp,
              qs_layout **lp, qs_error *err)
 {
@@ -1100,21 +1122,26 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
                 unsigned char *tinto = section_oneshot(stored, rawsz)
                                            ? malloc(rawsz ? (size_t)rawsz : 1) : NULL;
                 qs_error_clear(&qa.err);
+                qsly_job job = { buf + qoff, qstored, qraw, qa.s, (long long)qoff, qinto, NULL,
+                                 &qa.err };
 #if QS_HAVE_OPENMP
-#pragma omp parallel sections num_threads(2)
+                /* A thread of its own, joined below: an OpenMP team's
+                 * workers would spin-wait through the rest of the load,
+                 * taking a core from it on a busy machine. */
+                pthread_t th;
+                const int started = pthread_create(&th, NULL, qsly_job_run, &job) == 0;
+#else
+                const int started = 0;
 #endif
-                {
+                raw = section_bytes_into(buf + off, stored, rawsz, 1, &tc, s, (long long)off, tinto,
+                                         err);
 #if QS_HAVE_OPENMP
-#pragma omp section
+                if (started)
+                    pthread_join(th, NULL);
 #endif
-                    raw = section_bytes_into(buf + off, stored, rawsz, 1, &tc, s, (long long)off,
-                                             tinto, err);
-#if QS_HAVE_OPENMP
-#pragma omp section
-#endif
-                    qa.raw = section_bytes_into(buf + qoff, qstored, qraw, 1, NULL, qa.s,
-                                                (long long)qoff, qinto, &qa.err);
-                }
+                if (!started)
+                    qsly_job_run(&job);
+                qa.raw = job.out;
                 if (!raw)
                     goto fail;
             } else {
