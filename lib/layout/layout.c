@@ -68,6 +68,33 @@ static inline uint32_t second_child(const qs_node *x, int mirror)
 
 static void tree_ranges(const qs_node *nd, uint32_t n, tree_scratch *s, int mirror)
 {
+    /* Children numbered after their parent (the usual numbering): leaf
+     * counts from the last node back, ranges from the root on, with no
+     * walk.  Otherwise in preorder, below. */
+    uint32_t q = n;
+    while (q-- > 0) {
+        const qs_node *x = &nd[q];
+        if (x->kind == QS_NODE_LEAF) {
+            s->cnt[q] = 1;
+            continue;
+        }
+        const uint32_t l = (uint32_t)x->left, r = (uint32_t)x->right;
+        if (l <= q || r <= q)
+            break;
+        s->cnt[q] = s->cnt[l] + s->cnt[r];
+    }
+    if (q == UINT32_MAX) {
+        s->first[0] = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            const qs_node *x = &nd[i];
+            if (x->kind != QS_NODE_LEAF) {
+                uint32_t a = first_child(x, mirror), b = second_child(x, mirror);
+                s->first[a] = s->first[i];
+                s->first[b] = s->first[i] + s->cnt[a];
+            }
+        }
+        return;
+    }
     uint32_t sp = 0, k = 0;
     s->stack[sp++] = 0;
     while (sp) {
@@ -103,11 +130,14 @@ typedef struct rec {
 
 /* The records of a block go in the order (feature, rule, threshold
  * ascending, or descending in the groups of reversed trees, tree, mask):
- * groups by (feature, rule, direction), each a sorted threshold list.  A
- * stable LSD radix sort on 11-bit digits of two keys, the threshold's then
- * the group's, from the gather order (trees ascending); digits every record
- * shares are skipped.  Ties of (group, threshold, tree), rare, are then put
- * in mask order.  -0.0 and +0.0 are one threshold, as they compare equal. */
+ * groups by (feature, rule, direction), each a sorted threshold list.  The
+ * sort gives the permutation, from the gather order (trees ascending), in
+ * three stable steps: by group (a counting sort on the group's rank, or
+ * an LSD radix sort of the group key where the features are too many for
+ * a table of counts); within each group by threshold key (an LSD radix
+ * sort on the digits that differ within the group, an insertion sort for
+ * short groups); then the ties of (group, threshold, tree), rare, in mask
+ * order.  -0.0 and +0.0 are one threshold, as they compare equal. */
 #define RADIX_BITS 11
 #define RADIX_SIZE (1u << RADIX_BITS)
 #define RADIX_DIGITS 6 /* per 64-bit key */
@@ -122,115 +152,263 @@ static uint64_t thr_key(double thr, uint32_t rule)
     return (rule & QS_GROUP_DESC) ? ~u : u;
 }
 
-/* Records r[0 .. n-1] in mask order, stable (a bottom-up merge sort
- * through w[0 .. n-1]). */
-static void mask_merge_sort(rec *r, rec *w, uint64_t n)
+static uint64_t group_key(const rec *r) { return (uint64_t)r->feature << 32 | r->rule; }
+
+/* The indices a[0 .. n-1] in mask order of their records, stable (a
+ * bottom-up merge sort through w[0 .. n-1]). */
+static void mask_merge_sort(const rec *recs, uint32_t *a, uint32_t *w, uint64_t n)
 {
-    rec *src = r, *dst = w;
+    uint32_t *src = a, *dst = w;
     for (uint64_t width = 1; width < n; width *= 2) {
         for (uint64_t lo = 0; lo < n; lo += 2 * width) {
             uint64_t mid = lo + width < n ? lo + width : n;
             uint64_t hi = lo + 2 * width < n ? lo + 2 * width : n;
             uint64_t x = lo, y = mid, k = lo;
             while (x < mid && y < hi)
-                dst[k++] = src[y].mask < src[x].mask ? src[y++] : src[x++];
+                dst[k++] = recs[src[y]].mask < recs[src[x]].mask ? src[y++] : src[x++];
             while (x < mid)
                 dst[k++] = src[x++];
             while (y < hi)
                 dst[k++] = src[y++];
         }
-        rec *t = src;
+        uint32_t *t = src;
         src = dst;
         dst = t;
     }
-    if (src != r)
-        memcpy(r, src, n * sizeof *r);
+    if (src != a)
+        memcpy(a, src, n * sizeof *a);
 }
 
-static int sort_recs(rec *recs, uint64_t n)
+/* a[0 .. n-1] with their keys k[0 .. n-1], stably by key: an LSD radix
+ * sort (through b and kb) on the digits that are not the same in all keys;
+ * insertion for a few. */
+static void sort_by_key(uint32_t *a, uint64_t *k, uint32_t *b, uint64_t *kb, uint64_t n,
+                        uint32_t *hist)
 {
-    if (n >= UINT32_MAX)
-        return -2;
-    uint64_t *key = malloc(2 * n * sizeof *key);
-    uint32_t *a = malloc(2 * n * sizeof *a);
-    uint32_t *hist = calloc(2 * RADIX_DIGITS * RADIX_SIZE, sizeof *hist);
-    rec *tmp = malloc(n * sizeof *tmp), *run = NULL;
-    if (!key || !a || !hist || !tmp) {
-        free(key);
-        free(a);
-        free(hist);
-        free(tmp);
-        return -1;
-    }
-    uint64_t *kt = key, *kg = key + n; /* threshold key, group key */
-    uint32_t *b = a + n;
-    for (uint64_t i = 0; i < n; i++) {
-        kt[i] = thr_key(recs[i].thr, recs[i].rule);
-        kg[i] = (uint64_t)recs[i].feature << 32 | recs[i].rule;
-        a[i] = (uint32_t)i;
-        for (unsigned d = 0; d < RADIX_DIGITS; d++) {
-            hist[d * RADIX_SIZE + ((kt[i] >> (d * RADIX_BITS)) & (RADIX_SIZE - 1))]++;
-            hist[(RADIX_DIGITS + d) * RADIX_SIZE + ((kg[i] >> (d * RADIX_BITS)) & (RADIX_SIZE - 1))]++;
+    if (n <= 24) {
+        for (uint64_t x = 1; x < n; x++) {
+            uint32_t v = a[x];
+            uint64_t kv = k[x], y = x;
+            for (; y > 0 && k[y - 1] > kv; y--) {
+                a[y] = a[y - 1];
+                k[y] = k[y - 1];
+            }
+            a[y] = v;
+            k[y] = kv;
         }
+        return;
     }
-    for (unsigned p = 0; p < 2 * RADIX_DIGITS; p++) {
-        const uint64_t *k = p < RADIX_DIGITS ? kt : kg;
-        const unsigned shift = (p % RADIX_DIGITS) * RADIX_BITS;
-        uint32_t *h = hist + p * RADIX_SIZE, sum = 0;
-        int all_one = 0;
-        for (unsigned v = 0; v < RADIX_SIZE; v++) {
-            if (h[v] == n)
-                all_one = 1;
-            uint32_t c = h[v];
-            h[v] = sum;
+    uint64_t any = 0, all = ~0ull;
+    for (uint64_t i = 0; i < n; i++) {
+        any |= k[i];
+        all &= k[i];
+    }
+    const uint64_t vary = any ^ all;
+    if (vary == 0)
+        return;
+    /* The bits that differ, [lo, hi], in as few digits of at most `most`
+     * bits as they need, of equal width. */
+    const unsigned lo = (unsigned)__builtin_ctzll(vary), hi = 63u - (unsigned)__builtin_clzll(vary);
+    const unsigned most = n >= 4096 ? RADIX_BITS : n >= 512 ? 10 : 8;
+    const unsigned span = hi - lo + 1, passes = (span + most - 1) / most;
+    const unsigned bits = (span + passes - 1) / passes;
+    const uint64_t size = (uint64_t)1 << bits, dmask = size - 1;
+    uint32_t *sa = a, *da = b;
+    uint64_t *sk = k, *dk = kb;
+    for (unsigned shift = lo; shift <= hi; shift += bits) {
+        if (((vary >> shift) & dmask) == 0)
+            continue;
+        memset(hist, 0, size * sizeof *hist);
+        for (uint64_t i = 0; i < n; i++)
+            hist[(sk[i] >> shift) & dmask]++;
+        uint32_t sum = 0;
+        for (uint64_t v = 0; v < size; v++) {
+            uint32_t c = hist[v];
+            hist[v] = sum;
             sum += c;
         }
-        if (all_one)
-            continue;
         for (uint64_t i = 0; i < n; i++) {
-            uint32_t r = a[i];
-            b[h[(k[r] >> shift) & (RADIX_SIZE - 1)]++] = r;
+            uint32_t at = hist[(sk[i] >> shift) & dmask]++;
+            da[at] = sa[i];
+            dk[at] = sk[i];
         }
-        uint32_t *t = a;
-        a = b;
-        b = t;
+        uint32_t *ta = sa;
+        sa = da;
+        da = ta;
+        uint64_t *tk = sk;
+        sk = dk;
+        dk = tk;
+    }
+    if (sa != a) {
+        memcpy(a, sa, n * sizeof *a);
+        memcpy(k, sk, n * sizeof *k);
+    }
+}
+
+/* Groups whose thresholds repeat (histogram-based learners split on at
+ * most a few hundred bin edges a feature): the distinct keys are found
+ * through a small hash table and sorted alone, and the group then takes
+ * one stable counting pass by their rank. */
+#define FEW_KEYS 512u
+#define FEW_HASH 1024u /* a power of two, at least 2 * FEW_KEYS */
+typedef struct few_scratch {
+    uint64_t hkey[FEW_HASH];
+    uint16_t hid[FEW_HASH];      /* id + 1 of the key in hkey; 0: empty */
+    uint64_t dkey[FEW_KEYS], dkey2[FEW_KEYS];
+    uint32_t didx[FEW_KEYS], didx2[FEW_KEYS];
+    uint32_t rank[FEW_KEYS], pos[FEW_KEYS];
+} few_scratch;
+
+/* As sort_by_key, where the n keys hold at most FEW_KEYS values; 0 when
+ * they hold more (nothing moved then). */
+static int sort_few_keys(uint32_t *a, uint64_t *k, uint32_t *b, uint64_t *kb, uint64_t n,
+                         uint32_t *hist, few_scratch *f)
+{
+    uint32_t d = 0;
+    memset(f->hid, 0, sizeof f->hid);
+    uint32_t *id = (uint32_t *)(void *)kb; /* n ids fit in kb's 8n bytes */
+    for (uint64_t i = 0; i < n; i++) {
+        const uint64_t key = k[i];
+        uint32_t h = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 54) & (FEW_HASH - 1);
+        while (f->hid[h] && f->hkey[h] != key)
+            h = (h + 1) & (FEW_HASH - 1);
+        if (!f->hid[h]) {
+            if (d == FEW_KEYS)
+                return 0;
+            f->hkey[h] = key;
+            f->dkey[d] = key;
+            f->didx[d] = d;
+            f->pos[d] = 0;
+            f->hid[h] = (uint16_t)++d;
+        }
+        id[i] = f->hid[h] - 1u;
+        f->pos[id[i]]++;
+    }
+    /* The distinct keys in order; each id's rank, then its first place. */
+    sort_by_key(f->didx, f->dkey, f->didx2, f->dkey2, d, hist);
+    uint32_t at = 0;
+    for (uint32_t r = 0; r < d; r++) {
+        const uint32_t c = f->pos[f->didx[r]];
+        f->rank[f->didx[r]] = at;
+        at += c;
     }
     for (uint64_t i = 0; i < n; i++)
-        tmp[i] = recs[a[i]];
-    /* Equal group, threshold and tree: mask order (insertion sort of the run). */
+        b[f->rank[id[i]]++] = a[i];
+    memcpy(a, b, n * sizeof *a);
+    /* Keys by rank: rank[] now holds each id's end. */
+    uint64_t j = 0;
+    for (uint32_t r = 0; r < d; r++) {
+        const uint32_t end = f->rank[f->didx[r]];
+        for (; j < end; j++)
+            k[j] = f->dkey[r];
+    }
+    return 1;
+}
+
+/* The rank of a group key in (feature, rule) order, where the rule is one
+ * the layout makes (0, 1, 2, each with or without QS_GROUP_DESC); 6 ranks a
+ * feature.  UINT32_MAX for any other rule. */
+static uint32_t rule_rank(uint32_t rule)
+{
+    uint32_t low = rule & QS_RULE_MASK;
+    if (low > QS_RULE_NAN || (rule & ~(QS_RULE_MASK | QS_GROUP_DESC)))
+        return UINT32_MAX;
+    return low + ((rule & QS_GROUP_DESC) ? 3 : 0);
+}
+
+/* The permutation *out of recs[0 .. n-1] into the block's order. */
+static int sort_recs(const rec *recs, uint64_t n, uint32_t **out)
+{
+    *out = NULL;
+    if (n >= UINT32_MAX)
+        return -2;
+    uint32_t *a = malloc((2 * n + 1) * sizeof *a);
+    uint64_t *ka = malloc((2 * n + 1) * sizeof *ka);
+    uint32_t *hist = malloc(RADIX_SIZE * sizeof *hist);
+    uint32_t *cnt = NULL;
+    few_scratch *few = malloc(sizeof *few);
+    if (!a || !ka || !hist || !few)
+        goto nomem;
+    uint32_t *b = a + n;
+    uint64_t *kb = ka + n;
+
+    /* 1. By group, stably: a counting sort on the rank of (feature, rule)
+     * where a table of ranks is small beside n (the ranks kept in b). */
+    uint32_t fmax = 0;
+    int ranked = 1;
+    for (uint64_t i = 0; i < n; i++) {
+        const uint32_t rr = rule_rank(recs[i].rule);
+        if (recs[i].feature >= fmax)
+            fmax = recs[i].feature + 1;
+        ranked &= rr != UINT32_MAX;
+        b[i] = recs[i].feature * 6u + rr;
+    }
+    const uint64_t nrank = (uint64_t)fmax * 6;
+    if (ranked && fmax > 0 && nrank <= n + 65536) {
+        if (!(cnt = calloc(nrank + 1, sizeof *cnt)))
+            goto nomem;
+        for (uint64_t i = 0; i < n; i++)
+            cnt[b[i] + 1]++;
+        for (uint64_t v = 1; v <= nrank; v++)
+            cnt[v] += cnt[v - 1];
+        for (uint64_t i = 0; i < n; i++)
+            a[cnt[b[i]]++] = (uint32_t)i;
+        free(cnt);
+        cnt = NULL;
+    } else {
+        for (uint64_t i = 0; i < n; i++) {
+            a[i] = (uint32_t)i;
+            ka[i] = group_key(&recs[i]);
+        }
+        sort_by_key(a, ka, b, kb, n, hist);
+    }
+
+    /* 2. Each group's run by threshold key, stably. */
+    for (uint64_t i = 0; i < n; i++)
+        ka[i] = thr_key(recs[a[i]].thr, recs[a[i]].rule);
     for (uint64_t i = 0; i < n;) {
+        const uint64_t g = group_key(&recs[a[i]]);
         uint64_t j = i + 1;
-        while (j < n && kg[a[j]] == kg[a[i]] && kt[a[j]] == kt[a[i]] && tmp[j].tree == tmp[i].tree)
+        while (j < n && group_key(&recs[a[j]]) == g)
+            j++;
+        if (j - i <= 64 || !sort_few_keys(a + i, ka + i, b, kb, j - i, hist, few))
+            sort_by_key(a + i, ka + i, b, kb, j - i, hist);
+        i = j;
+    }
+
+    /* 3. Equal group, threshold and tree: mask order. */
+    for (uint64_t i = 0; i < n;) {
+        const rec *ri = &recs[a[i]];
+        uint64_t j = i + 1;
+        while (j < n && ka[j] == ka[i] && recs[a[j]].tree == ri->tree &&
+               recs[a[j]].feature == ri->feature && recs[a[j]].rule == ri->rule)
             j++;
         if (j - i > 32) {
             /* Long runs (a wide tree's level on one threshold): a stable
              * merge sort, the same order as the insertion sort. */
-            if (!run && !(run = malloc(n * sizeof *run)))
-                goto nomem;
-            mask_merge_sort(tmp + i, run, j - i);
+            mask_merge_sort(recs, a + i, b, j - i);
         } else {
             for (uint64_t x = i + 1; x < j; x++) {
-                rec v = tmp[x];
+                uint32_t v = a[x];
                 uint64_t y = x;
-                for (; y > i && tmp[y - 1].mask > v.mask; y--)
-                    tmp[y] = tmp[y - 1];
-                tmp[y] = v;
+                for (; y > i && recs[a[y - 1]].mask > recs[v].mask; y--)
+                    a[y] = a[y - 1];
+                a[y] = v;
             }
         }
         i = j;
     }
-    memcpy(recs, tmp, n * sizeof *recs);
-    free(key);
-    free(a < b ? a : b);
+    free(ka);
     free(hist);
-    free(tmp);
-    free(run);
+    free(few);
+    *out = a;
     return 0;
 nomem:
-    free(key);
-    free(a < b ? a : b);
+    free(a);
+    free(ka);
     free(hist);
-    free(tmp);
+    free(cnt);
+    free(few);
     return -1;
 }
 
@@ -292,9 +470,16 @@ static void build_block(const qs_model *m, const tinfo *ti, const uint8_t *rever
 {
     tree_scratch s = { 0 };
     rec *recs = NULL;
+    uint32_t *perm = NULL;
     uint64_t nrec = 0, caprec = 0, capgrp = 0, capcat = 0;
     memset(o, 0, sizeof *o);
     const uint64_t b0 = B->tree_begin, t = B->tree_end;
+    /* Room for every record at once: one per level of an Ω tree, at most
+     * one per internal node (n / 2 of n nodes) of the others. */
+    for (uint64_t u = b0; u < t; u++)
+        caprec += ti[u].omega ? ti[u].depth : m->trees[u].num_nodes / 2;
+    if (caprec && !(recs = malloc((size_t)caprec * sizeof *recs)))
+        goto nomem;
     for (uint64_t u = b0; u < t; u++) {
         const qs_tree *tr = &m->trees[u];
         const qs_node *nd = m->nodes + tr->node_off;
@@ -334,12 +519,16 @@ static void build_block(const qs_model *m, const tinfo *ti, const uint8_t *rever
         L->treeflags[u] = rev ? QS_TREE_REVERSED : 0;
         tree_ranges(nd, tr->num_nodes, &s, rev);
         uint32_t rank = 0;
+        const double w = tr->weight;
+        const int by_index = m->source == QS_SRC_XGBOOST;
+        uint32_t *const lnode = L->leaf_node + L->leaf_off[u], *const lid = L->leaf_id + L->leaf_off[u];
         for (uint32_t i = 0; i < tr->num_nodes; i++) {
             const qs_node *x = &nd[i];
             if (x->kind == QS_NODE_LEAF) {
-                lv[s.first[i]] = tr->weight * x->value;
-                L->leaf_node[L->leaf_off[u] + s.first[i]] = i;
-                L->leaf_id[L->leaf_off[u] + s.first[i]] = m->source == QS_SRC_XGBOOST ? i : rank;
+                const uint32_t at = s.first[i];
+                lv[at] = w * x->value;
+                lnode[at] = i;
+                lid[at] = by_index ? i : rank;
                 rank++;
                 continue;
             }
@@ -359,11 +548,12 @@ static void build_block(const qs_model *m, const tinfo *ti, const uint8_t *rever
                                   lt, rev ? x->default_left : !x->default_left, mask };
         }
     }
-    int sr = nrec > 1 ? sort_recs(recs, nrec) : 0;
+    int sr = sort_recs(recs, nrec, &perm);
     if (sr == -2)
         goto toolarge;
     if (sr != 0)
         goto nomem;
+#define SREC(k) (recs[perm[k]])
 
     /* Emit groups: sorted scan entries, then the special-value list.  Every
      * record is one scan entry and at most one special entry. */
@@ -380,30 +570,32 @@ static void build_block(const qs_model *m, const tinfo *ti, const uint8_t *rever
         goto nomem;
     for (uint64_t i = 0; i < nrec;) {
         uint64_t j = i;
-        while (j < nrec && recs[j].feature == recs[i].feature && recs[j].rule == recs[i].rule)
+        while (j < nrec && SREC(j).feature == SREC(i).feature && SREC(j).rule == SREC(i).rule)
             j++;
         GROW(o->groups, o->ngroups, capgrp, (uint64_t)o->ngroups + 1);
         qs_group *g = &o->groups[o->ngroups++];
-        g->feature = recs[i].feature;
-        g->rule = recs[i].rule;
+        g->feature = SREC(i).feature;
+        g->rule = SREC(i).rule;
         g->begin = (uint32_t)o->nent;
         for (uint64_t k = i; k < j; k++) {
-            o->thr[o->nent] = recs[k].thr;
-            o->etree[o->nent] = recs[k].tree;
-            o->emask[o->nent++] = recs[k].mask;
+            o->thr[o->nent] = SREC(k).thr;
+            o->etree[o->nent] = SREC(k).tree;
+            o->emask[o->nent++] = SREC(k).mask;
         }
         g->end = g->sp_begin = (uint32_t)o->nent;
-        if ((recs[i].rule & QS_RULE_MASK) != QS_RULE_PLAIN)
+        if ((SREC(i).rule & QS_RULE_MASK) != QS_RULE_PLAIN)
             for (uint64_t k = i; k < j; k++)
-                if (recs[k].special_false) {
+                if (SREC(k).special_false) {
                     o->thr[o->nent] = 0.0;
-                    o->etree[o->nent] = recs[k].tree;
-                    o->emask[o->nent++] = recs[k].mask;
+                    o->etree[o->nent] = SREC(k).tree;
+                    o->emask[o->nent++] = SREC(k).mask;
                 }
         g->sp_end = (uint32_t)o->nent;
         i = j;
     }
+#undef SREC
     free(recs);
+    free(perm);
     free(s.order);
     free(s.cnt);
     free(s.first);
@@ -416,6 +608,7 @@ nomem:
     o->fail = 1;
 out:
     free(recs);
+    free(perm);
     free(s.order);
     free(s.cnt);
     free(s.first);
@@ -536,6 +729,28 @@ qs_layout *qs_layout_build_mt(const qs_model *m, uint32_t delta, uint32_t tree_b
     if (fail == 2 || ne > UINT32_MAX || ng > UINT32_MAX || nc > UINT32_MAX) {
         qs_fail(err, QS_ERR_LIMIT, 0, "model too large for one layout");
         goto fail;
+    }
+    if (nb == 1) {
+        /* One block: its arrays are the layout's (offsets from 0 already). */
+        block_out *o = &outs[0];
+        if (!o->groups && !(o->groups = malloc(sizeof *o->groups)))
+            goto nomem;
+        if (!o->cats && !(o->cats = malloc(sizeof *o->cats)))
+            goto nomem;
+        L->blocks[0].group_begin = 0;
+        L->blocks[0].group_end = L->ngroups = o->ngroups;
+        L->blocks[0].cat_begin = 0;
+        L->blocks[0].cat_end = L->ncat = (uint32_t)o->ncat;
+        L->nentries = o->nent;
+        L->groups = o->groups;
+        L->thr = o->thr;
+        L->etree = o->etree;
+        L->emask = o->emask;
+        L->cats = o->cats;
+        memset(o, 0, sizeof *o);
+        free(outs);
+        free(ti);
+        return L;
     }
     L->groups = malloc((ng ? ng : 1) * sizeof *L->groups);
     L->thr = malloc((ne ? ne : 1) * sizeof *L->thr);

@@ -4,6 +4,10 @@
 #include "layout/layout.h"
 #include "layout/qsm.h"
 
+#include <stddef.h>
+#if QS_HAVE_OPENMP
+#include <pthread.h>
+#endif
 #include <string.h>
 #include <zstd.h>
 
@@ -467,7 +471,25 @@ static int read_linear(rbuf *r, qs_model *m, qs_error *err)
     return qs_model_validate(m, err);
 }
 
-static int read_trees(rbuf *r, qs_model *m, qs_error *err)
+/* The in-memory node record is the file's (format/qsm.md, "Section TREE")
+ * on a little-endian machine: the nodes can then stay where they were
+ * decompressed, with no copy. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define QSM_NODES_IN_PLACE                                                              \
+    (sizeof(qs_node) == 32 && offsetof(qs_node, kind) == 0 && offsetof(qs_node, miss) == 1 && \
+     offsetof(qs_node, default_left) == 2 && offsetof(qs_node, flags) == 3 &&          \
+     offsetof(qs_node, feature) == 4 && offsetof(qs_node, left) == 8 &&                \
+     offsetof(qs_node, right) == 12 && offsetof(qs_node, cat_off) == 16 &&             \
+     offsetof(qs_node, cat_nwords) == 20 && offsetof(qs_node, value) == 24)
+#else
+#define QSM_NODES_IN_PLACE 0
+#endif
+
+/* TREE from its raw bytes *rawp (r reads them).  Where the node records
+ * can be used as they are, the buffer becomes the model's node array (its
+ * nodes moved to its start and the rest given back) and *rawp is set to
+ * NULL. */
+static int read_trees(rbuf *r, unsigned char **rawp, qs_model *m, qs_error *err)
 {
     uint64_t nt = r_u64(r), nn = r_u64(r), nc = r_u64(r);
     if (r->bad)
@@ -487,25 +509,32 @@ static int read_trees(rbuf *r, qs_model *m, qs_error *err)
     }
     if (!r->bad && off != nn)
         return qs_fail(err, QS_ERR_FORMAT, 0, "TREE section: node counts do not add up");
-    m->nodes = r_alloc(r, nn, 32, sizeof *m->nodes);
-    if (!r->bad)
-        m->num_nodes = m->cap_nodes = nn;
-    /* 32 bytes a node, checked once (r_alloc saw room for nn of them). */
-    for (uint64_t i = 0; i < nn && !r->bad; i++) {
-        qs_node *n = &m->nodes[i];
-        const unsigned char *p = r->p + r->pos;
-        n->kind = p[0];
-        n->miss = p[1];
-        n->default_left = p[2];
-        n->flags = p[3];
-        n->feature = get_u32_at(p + 4);
-        n->left = (int32_t)get_u32_at(p + 8);
-        n->right = (int32_t)get_u32_at(p + 12);
-        n->cat_off = get_u32_at(p + 16);
-        n->cat_nwords = get_u32_at(p + 20);
-        uint64_t v = get_u64_at(p + 24);
-        memcpy(&n->value, &v, sizeof v);
-        r->pos += 32;
+    const int in_place = QSM_NODES_IN_PLACE && nn > 0 && !r->bad &&
+                         nn <= (r->n - r->pos) / 32 && *rawp == r->p;
+    const size_t node_pos = r->pos;
+    if (in_place) {
+        r->pos += 32 * (size_t)nn;
+    } else {
+        m->nodes = r_alloc(r, nn, 32, sizeof *m->nodes);
+        if (!r->bad)
+            m->num_nodes = m->cap_nodes = nn;
+        /* 32 bytes a node, checked once (r_alloc saw room for nn of them). */
+        for (uint64_t i = 0; i < nn && !r->bad; i++) {
+            qs_node *n = &m->nodes[i];
+            const unsigned char *p = r->p + r->pos;
+            n->kind = p[0];
+            n->miss = p[1];
+            n->default_left = p[2];
+            n->flags = p[3];
+            n->feature = get_u32_at(p + 4);
+            n->left = (int32_t)get_u32_at(p + 8);
+            n->right = (int32_t)get_u32_at(p + 12);
+            n->cat_off = get_u32_at(p + 16);
+            n->cat_nwords = get_u32_at(p + 20);
+            uint64_t v = get_u64_at(p + 24);
+            memcpy(&n->value, &v, sizeof v);
+            r->pos += 32;
+        }
     }
     m->cat_words = r_alloc(r, nc, 4, sizeof *m->cat_words);
     if (!r->bad)
@@ -516,6 +545,16 @@ static int read_trees(rbuf *r, qs_model *m, qs_error *err)
         return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
     if (r->bad || r->pos != r->n)
         return qs_fail(err, QS_ERR_FORMAT, 0, "TREE section has the wrong size");
+    if (in_place) {
+        unsigned char *raw = *rawp;
+        const size_t bytes = 32 * (size_t)nn;
+        memmove(raw, raw + node_pos, bytes);
+        unsigned char *shrunk = realloc(raw, bytes);
+        m->nodes = (qs_node *)(void *)(shrunk ? shrunk : raw);
+        m->num_nodes = m->cap_nodes = nn;
+        *rawp = NULL;
+        r->p = NULL;
+    }
     return qs_model_validate_shape(m, err);
 }
 
@@ -677,19 +716,32 @@ static const char *tree_progress(tree_check *c, const unsigned char *p, size_t h
     if (c->sum != c->nn)
         return "TREE section: node counts do not add up";
     const size_t base = 24 + 16 * (size_t)c->nt;
-    for (; c->n_done < c->nn && base + 32 * (c->n_done + 1) <= have; c->n_done++) {
-        while (c->cur_left == 0) {
+    /* The nodes that have arrived, a tree (or the part of it here) at a time. */
+    const uint64_t arrived = have < base ? 0 : (have - base) / 32;
+    const uint64_t upto = arrived < c->nn ? arrived : c->nn;
+    while (c->n_done < upto) {
+        if (c->cur_left == 0) {
             c->cur_left = get_u32_at(p + 24 + 16 * c->cur_tree + 4);
             c->cur_nodes = c->cur_left;
             c->cur_leaves = 0;
             c->cur_tree++;
         }
-        uint8_t kind = p[base + 32 * c->n_done];
-        if (kind > 2)
+        const uint64_t k = upto - c->n_done < c->cur_left ? upto - c->n_done : c->cur_left;
+        const unsigned char *q = p + base + 32 * (size_t)c->n_done;
+        uint64_t leaves = 0;
+        unsigned bad = 0;
+        for (uint64_t i = 0; i < k; i++) {
+            const unsigned char kind = q[32 * i];
+            bad |= kind > 2;
+            leaves += kind == 0;
+        }
+        if (bad)
             return "TREE section: a node of unknown kind";
-        c->cur_leaves += kind == 0;
+        c->n_done += k;
+        c->cur_leaves += leaves;
+        c->cur_left -= k;
         /* A binary tree of n nodes has (n + 1) / 2 leaves. */
-        if (--c->cur_left == 0 && c->cur_leaves * 2 != c->cur_nodes + 1)
+        if (c->cur_left == 0 && c->cur_leaves * 2 != c->cur_nodes + 1)
             return "TREE section: a tree whose leaves and splits do not match";
     }
     return NULL;
@@ -697,10 +749,35 @@ static const char *tree_progress(tree_check *c, const unsigned char *p, size_t h
 
 /* The raw bytes of a section into a new buffer of exactly rawsz bytes,
  * checking TREE's records (tc, when not NULL) as they arrive. */
+static unsigned char *section_bytes_into(const unsigned char *src, uint64_t stored,
+                                         uint64_t rawsz, int zstd, tree_check *tc, unsigned s,
+                                         long long off, unsigned char *into, qs_error *err);
+
 static unsigned char *section_bytes(const unsigned char *src, uint64_t stored, uint64_t rawsz,
                                     int zstd, tree_check *tc, unsigned s, long long off,
                                     qs_error *err)
 {
+    return section_bytes_into(src, stored, rawsz, zstd, tc, s, off, NULL, err);
+}
+
+/* Whether a compressed section is decoded in one call (below). */
+static int section_oneshot(uint64_t stored, uint64_t rawsz)
+{
+    return rawsz <= QSM_ONESHOT || rawsz / 32 <= stored;
+}
+
+/* As section_bytes; `into`, when not NULL, is a buffer of rawsz bytes
+ * (at least 1) for a compressed section decoded in one call, allocated by
+ * the caller's thread (so that its memory is that thread's to reuse), and
+ * taken over (returned, or freed on failure). */
+static unsigned char *section_bytes_into(const unsigned char *src, uint64_t stored,
+                                         uint64_t rawsz, int zstd, tree_check *tc, unsigned s,
+                                         long long off, unsigned char *into, qs_error *err)
+{
+    if (into && (!zstd || !section_oneshot(stored, rawsz))) {
+        free(into);
+        into = NULL;
+    }
     if (!zstd) {
         unsigned char *raw = malloc(rawsz ? (size_t)rawsz : 1);
         if (!raw) {
@@ -721,8 +798,8 @@ static unsigned char *section_bytes(const unsigned char *src, uint64_t stored, u
      * decoded in one call straight into its buffer; larger claims, which
      * only a crafted frame makes, step by step with checks as the bytes
      * arrive, so garbage stops before the buffer grows. */
-    if (rawsz <= QSM_ONESHOT || rawsz / 32 <= stored) {
-        unsigned char *raw = malloc(rawsz ? (size_t)rawsz : 1);
+    if (section_oneshot(stored, rawsz)) {
+        unsigned char *raw = into ? into : malloc(rawsz ? (size_t)rawsz : 1);
         ZSTD_DCtx *dc = raw ? ZSTD_createDCtx() : NULL;
         if (!dc) {
             free(raw);
@@ -872,6 +949,25 @@ static uint32_t qsly_to_read_ahead(const unsigned char *buf, const unsigned char
     return UINT32_MAX;
 }
 
+/* QSLY decoded beside TREE (threads > 1). */
+typedef struct qsly_job {
+    const unsigned char *src;
+    uint64_t stored, rawsz;
+    uint32_t s;
+    long long off;
+    unsigned char *into;
+    unsigned char *out;
+    qs_error *err;
+} qsly_job;
+
+static void *qsly_job_run(void *arg)
+{
+    qsly_job *j = arg;
+    j->out = section_bytes_into(j->src, j->stored, j->rawsz, 1, NULL, j->s, j->off, j->into,
+                                j->err);
+    return NULL;
+}
+
 int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **mp,
              qs_layout **lp, qs_error *err)
 {
@@ -1017,22 +1113,35 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
                 /* The two large sections at once: TREE here, QSLY (which
                  * needs only TREE's counts to be bounded) beside it. */
                 const unsigned char *qe = tab + (size_t)qa.s * QSM_ENTRY_SIZE;
-                uint64_t qoff = get_u64_at(qe + 8);
+                uint64_t qoff = get_u64_at(qe + 8), qstored = get_u64_at(qe + 16),
+                         qraw = get_u64_at(qe + 24);
+                /* QSLY's buffer from this thread's heap, where the layout
+                 * built next can reuse it once it is freed. */
+                unsigned char *qinto = section_oneshot(qstored, qraw)
+                                           ? malloc(qraw ? (size_t)qraw : 1) : NULL;
+                unsigned char *tinto = section_oneshot(stored, rawsz)
+                                           ? malloc(rawsz ? (size_t)rawsz : 1) : NULL;
                 qs_error_clear(&qa.err);
+                qsly_job job = { buf + qoff, qstored, qraw, qa.s, (long long)qoff, qinto, NULL,
+                                 &qa.err };
 #if QS_HAVE_OPENMP
-#pragma omp parallel sections num_threads(2)
+                /* A thread of its own, joined below: an OpenMP team's
+                 * workers would spin-wait through the rest of the load,
+                 * taking a core from it on a busy machine. */
+                pthread_t th;
+                const int started = pthread_create(&th, NULL, qsly_job_run, &job) == 0;
+#else
+                const int started = 0;
 #endif
-                {
+                raw = section_bytes_into(buf + off, stored, rawsz, 1, &tc, s, (long long)off, tinto,
+                                         err);
 #if QS_HAVE_OPENMP
-#pragma omp section
+                if (started)
+                    pthread_join(th, NULL);
 #endif
-                    raw = section_bytes(buf + off, stored, rawsz, 1, &tc, s, (long long)off, err);
-#if QS_HAVE_OPENMP
-#pragma omp section
-#endif
-                    qa.raw = section_bytes(buf + qoff, get_u64_at(qe + 16), get_u64_at(qe + 24), 1,
-                                           NULL, qa.s, (long long)qoff, &qa.err);
-                }
+                if (!started)
+                    qsly_job_run(&job);
+                qa.raw = job.out;
                 if (!raw)
                     goto fail;
             } else {
@@ -1043,7 +1152,7 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
             }
             rbuf r = { raw, rn, 0, 0 };
             int rc = want == 0 ? read_info(&r, m, err)
-                     : want == 1 ? read_trees(&r, m, err)
+                     : want == 1 ? read_trees(&r, &raw, m, err)
                      : want == 2 ? read_layout(&r, L, m, err)
                      : want == 3 ? read_affine(&r, m, err)
                                  : read_linear(&r, m, err);

@@ -288,6 +288,56 @@ static int is_float_exact(double v)
     return isnan(v) || (double)(float)v == v;
 }
 
+/* The common case in one pass over the nodes in index order: every child
+ * after its parent, each node but the root reached once, and every node
+ * passes the checks of check_tree.  Then the tree is valid (every node is
+ * reached from the root, by induction on the index) with these leaves and
+ * depth; 0 means "not shown": check_tree's walk decides, and finds the
+ * same first error as ever.  dep and seen hold n entries. */
+static int tree_ok_fast(const qs_model *m, const qs_node *nd, uint32_t n, uint32_t *leaves_out,
+                        uint32_t *depth_out, uint32_t *dep, uint8_t *seen)
+{
+    memset(seen, 0, n);
+    dep[0] = 0;
+    uint32_t leaves = 0, maxd = 0;
+    const uint32_t nf = m->num_features;
+    for (uint32_t i = 0; i < n; i++) {
+        const qs_node *x = &nd[i];
+        if (i > 0 && !seen[i])
+            return 0;
+        const uint32_t d = dep[i];
+        maxd = d > maxd ? d : maxd;
+        if (x->kind == QS_NODE_LEAF) {
+            if (m->float_accumulate && !is_float_exact(x->value))
+                return 0;
+            leaves++;
+            continue;
+        }
+        if (x->feature >= nf || x->miss > QS_MISS_NAN || x->default_left > 1)
+            return 0;
+        if (x->kind == QS_NODE_NUM) {
+            if (isnan(x->value) || (m->float_precision && !is_float_exact(x->value)))
+                return 0;
+        } else if (x->kind != QS_NODE_CAT || x->cat_nwords > QS_MAX_CAT_WORDS ||
+                   (uint64_t)x->cat_off + x->cat_nwords > m->num_cat_words) {
+            return 0;
+        }
+        /* Children after the node, in range, distinct, not reached before. */
+        const uint32_t l = (uint32_t)x->left, r = (uint32_t)x->right;
+        if (l - i - 1 >= n - i - 1 || r - i - 1 >= n - i - 1 || l == r || seen[l] || seen[r])
+            return 0;
+        seen[l] = seen[r] = 1;
+        dep[l] = dep[r] = d + 1;
+    }
+    if (leaves > QS_MAX_LEAVES)
+        return 0;
+    if (leaves_out)
+        *leaves_out = leaves;
+    if (depth_out)
+        *depth_out = maxd;
+    return 1;
+}
+
 /* Iterative depth-first check of one tree; also reports leaves and depth. */
 static int check_tree(const qs_model *m, uint64_t ti, uint32_t *leaves_out,
                       uint32_t *depth_out, uint32_t *stack, uint32_t *depth,
@@ -309,6 +359,8 @@ static int check_tree(const qs_model *m, uint64_t ti, uint32_t *leaves_out,
     if (m->float_accumulate == QS_ACC_FLOAT && t->weight != 1.0)
         return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
                        "tree %llu: per-tree weights are not supported with float32 accumulation", tl);
+    if (tree_ok_fast(m, nd, n, leaves_out, depth_out, depth, seen))
+        return 0;
     memset(seen, 0, n);
     uint32_t sp = 0, leaves = 0, maxd = 0;
     stack[sp] = 0;
