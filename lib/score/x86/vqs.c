@@ -22,9 +22,9 @@ static uint8_t range_byte(uint32_t lo, uint32_t hi, uint32_t j)
 /* The operations of entry i (xop): its first plane, the planes between
  * (all their leaves cleared: byte 0), its last; none for an entry that
  * changes nothing (an all-ones AND byte or a zero OR byte on one plane).
- * Counted when out is NULL. */
-static uint32_t plan_ops(const qs_vqs_plan *P, int omega, uint64_t i, uint32_t *out,
-                         uint8_t *outb)
+ * Writes at most (ob - oa) / 64 + 1. */
+static inline uint32_t plan_ops(const qs_vqs_plan *P, int omega, uint64_t i, uint32_t *out,
+                                uint8_t *outb)
 {
     const uint32_t oa = (uint32_t)P->off[i], ob = (uint32_t)(P->off[i] >> 32);
     const uint32_t ba = P->bytes[i] & 0xFF, bb = P->bytes[i] >> 8;
@@ -33,60 +33,64 @@ static uint32_t plan_ops(const qs_vqs_plan *P, int omega, uint64_t i, uint32_t *
         const uint32_t by = omega ? ba | bb : ba & bb;
         if (by == (omega ? 0u : 0xFFu))
             return 0;
-        if (out)
-            out[0] = oa, outb[0] = (uint8_t)by;
+        out[0] = oa, outb[0] = (uint8_t)by;
         return 1;
     }
     for (uint32_t o = oa; o <= ob; o += 64, n++)
-        if (out)
-            out[n] = o, outb[n] = (uint8_t)(o == oa ? ba : o == ob ? bb : 0u);
+        out[n] = o, outb[n] = (uint8_t)(o == oa ? ba : o == ob ? bb : 0u);
     return n;
 }
 
-/* The per-plane operations of every entry (xidx, xop). */
+/* The per-plane operations of every entry (xidx, xop, xbyte), in one pass
+ * over the entries, the arrays grown as they fill. */
 static int plan_expand(const qs_layout *L, qs_vqs_plan *P)
 {
-    P->xidx = calloc(L->nentries + 1, sizeof *P->xidx);
-    if (!P->xidx)
-        return -1;
-    /* entries of blocks the byte planes do not take: none */
-    unsigned char *omega = calloc(L->nentries ? L->nentries : 1, 1);
-    unsigned char *take = calloc(L->nentries ? L->nentries : 1, 1);
-    if (!omega || !take) {
-        free(omega);
-        free(take);
+    P->xidx = malloc((L->nentries + 1) * sizeof *P->xidx);
+    /* each entry's block kind: 0 not on byte planes, 1 QS, 2 QS-Ω */
+    unsigned char *kind = calloc(L->nentries ? L->nentries : 1, 1);
+    uint64_t cap = L->nentries + L->nentries / 2 + 64;
+    P->xop = malloc(cap * sizeof *P->xop);
+    P->xbyte = malloc(cap);
+    if (!P->xidx || !kind || !P->xop || !P->xbyte) {
+        free(kind);
         return -1;
     }
     for (uint32_t k = 0; k < L->nblocks; k++) {
         const qs_block *B = &L->blocks[k];
         if (!qs_vqs_planes(B))
             continue;
+        const unsigned char kd = B->kind == QS_BLOCK_OMEGA ? 2 : 1;
         for (uint32_t g = B->group_begin; g < B->group_end; g++) {
             const qs_group *G = &L->groups[g];
-            for (uint32_t i = G->begin; i < G->end; i++)
-                take[i] = 1, omega[i] = B->kind == QS_BLOCK_OMEGA;
-            for (uint32_t i = G->sp_begin; i < G->sp_end; i++)
-                take[i] = 1, omega[i] = B->kind == QS_BLOCK_OMEGA;
+            if (G->end > G->begin)
+                memset(kind + G->begin, kd, G->end - G->begin);
+            if (G->sp_end > G->sp_begin)
+                memset(kind + G->sp_begin, kd, G->sp_end - G->sp_begin);
         }
     }
     uint64_t n = 0;
     for (uint64_t i = 0; i < L->nentries; i++) {
         P->xidx[i] = n;
-        n += take[i] ? plan_ops(P, omega[i], i, NULL, NULL) : 0;
+        if (!kind[i])
+            continue;
+        const uint32_t span = (uint32_t)((P->off[i] >> 32) - (uint32_t)P->off[i]) / 64 + 1;
+        if (n + span > cap) {
+            cap = 2 * cap + span;
+            uint32_t *o = realloc(P->xop, cap * sizeof *o);
+            if (o)
+                P->xop = o;
+            uint8_t *b = realloc(P->xbyte, cap);
+            if (b)
+                P->xbyte = b;
+            if (!o || !b) {
+                free(kind);
+                return -1;
+            }
+        }
+        n += plan_ops(P, kind[i] == 2, i, P->xop + n, P->xbyte + n);
     }
     P->xidx[L->nentries] = n;
-    P->xop = malloc((n ? n : 1) * sizeof *P->xop);
-    P->xbyte = malloc(n ? n : 1);
-    if (!P->xop || !P->xbyte) {
-        free(omega);
-        free(take);
-        return -1;
-    }
-    for (uint64_t i = 0; i < L->nentries; i++)
-        if (take[i])
-            plan_ops(P, omega[i], i, P->xop + P->xidx[i], P->xbyte + P->xidx[i]);
-    free(omega);
-    free(take);
+    free(kind);
     return 0;
 }
 
