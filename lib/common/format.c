@@ -55,12 +55,35 @@ static inline u128 pow10_u128(int k) /* 0 <= k <= 22 */
     return (u128)pow10_u64[k - 19] * pow10_u64[19];
 }
 
-/* Write the P decimal digits of d (d < 10^P, leading zeros kept) at p. */
+/* Write the 8 decimal digits of x < 10^8 at p (32-bit arithmetic). */
+static inline void put8(char *p, uint32_t x)
+{
+    const uint32_t a = x / 10000, b = x % 10000;
+    memcpy(p, digit_pairs + 2 * (a / 100), 2);
+    memcpy(p + 2, digit_pairs + 2 * (a % 100), 2);
+    memcpy(p + 4, digit_pairs + 2 * (b / 100), 2);
+    memcpy(p + 6, digit_pairs + 2 * (b % 100), 2);
+}
+
+/* Write the P decimal digits of d (d < 10^P, leading zeros kept) at p:
+ * 9 and 17 digits (the scores' precisions) in 8-digit pieces. */
 static inline void put_digits(char *p, uint64_t d, int P)
 {
+    if (P == 9) {
+        p[0] = (char)('0' + d / 100000000);
+        put8(p + 1, (uint32_t)(d % 100000000));
+        return;
+    }
+    if (P == 17) {
+        const uint64_t hi = d / 100000000; /* < 10^9 */
+        p[0] = (char)('0' + hi / 100000000);
+        put8(p + 1, (uint32_t)(hi % 100000000));
+        put8(p + 9, (uint32_t)(d % 100000000));
+        return;
+    }
     int i = P;
     while (i >= 2) {
-        uint64_t r = d % 100;
+        const uint64_t r = d % 100;
         d /= 100;
         i -= 2;
         memcpy(p + i, digit_pairs + 2 * r, 2);
@@ -108,9 +131,11 @@ size_t qs_format_score(char *out, double v, int digits)
         const u128 num = (u128)m * pow10_u128(q);
         /* s <= 75 + 52 = 127 */
         D = (uint64_t)(num >> s);
-        const u128 r = num & (((u128)1 << s) - 1);
-        const u128 half = (u128)1 << (s - 1);
-        cmp = r > half ? 1 : r == half ? 0 : -1;
+        /* the bits below the point, at the top: half is 2^127 */
+        const u128 r = num << (128 - s);
+        const uint64_t rh = (uint64_t)(r >> 64), rl = (uint64_t)r;
+        const uint64_t H = 1ull << 63;
+        cmp = rh > H || (rh == H && rl) ? 1 : rh == H ? 0 : -1;
         rest_nonzero = r != 0;
     } else if (e < 0) { /* q < 0: |v| < 2^53, so -q <= 15 and den < 2^103 */
         const u128 den = (u128)pow10_u64[-q] << -e;
@@ -147,33 +172,38 @@ size_t qs_format_score(char *out, double v, int digits)
             X++;
         }
     }
-    char d[20];
+    char d[24] = {0}; /* copied in fixed sizes below */
     put_digits(d, D, P);
     int n = P; /* significant digits without trailing zeros */
     while (n > 1 && d[n - 1] == '0')
         n--;
     if (neg)
         *o++ = '-';
+    /* Copies of fixed size where they stay within QS_FORMAT_SCORE_MAX
+     * bytes of out (what follows the text there is then overwritten). */
     if (X >= -4 && X < P) {
         if (X >= 0) {
-            memcpy(o, d, (size_t)X + 1); /* zeros of d fill the integer part */
+            memcpy(o, d, 17); /* zeros of d fill the integer part */
             o += X + 1;
             if (n > X + 1) {
                 *o++ = '.';
-                memcpy(o, d + X + 1, (size_t)(n - X - 1));
+                if (o - out + 16 <= QS_FORMAT_SCORE_MAX - 1)
+                    memcpy(o, d + X + 1, 16);
+                else
+                    memcpy(o, d + X + 1, (size_t)(n - X - 1));
                 o += n - X - 1;
             }
         } else {
-            memcpy(o, "0.0000", (size_t)(1 - X)); /* "0." and -X-1 zeros */
+            memcpy(o, "0.000000", 8); /* "0." and -X-1 zeros */
             o += 1 - X;
-            memcpy(o, d, (size_t)n);
+            memcpy(o, d, 17);
             o += n;
         }
     } else {
         *o++ = d[0];
         if (n > 1) {
             *o++ = '.';
-            memcpy(o, d + 1, (size_t)n - 1);
+            memcpy(o, d + 1, 16);
             o += n - 1;
         }
         *o++ = 'e';

@@ -47,7 +47,9 @@ static int check(double v, int digits)
     int wn = snprintf(want, sizeof want, "%.*g", digits, v);
     size_t gn = qs_format_score(got, v, digits);
     checks++;
-    if ((size_t)wn == gn && memcmp(want, got, gn + 1) == 0)
+    /* and nothing written past QS_FORMAT_SCORE_MAX bytes */
+    if ((size_t)wn == gn && memcmp(want, got, gn + 1) == 0 &&
+        memcmp(got + QS_FORMAT_SCORE_MAX, "XXXXXXXX", 8) == 0)
         return 0;
     if (fails++ < 20) {
         uint64_t b;
