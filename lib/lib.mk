@@ -1,10 +1,10 @@
 # lib/lib.mk: the library's sources, one section per layer (lib/README.md
 # says what each folder may include).  Included by the Makefile.
 
-# common: errors, number parsing, CRC-32C, CPU features and cache sizes,
-# growing arrays
-LIB_SRC += lib/common/error.c lib/common/number.c lib/common/crc32c.c lib/common/cpu.c \
-           lib/common/vec.c
+# common: errors, number parsing, score printing, CRC-32C, CPU features and
+# cache sizes, growing arrays
+LIB_SRC += lib/common/error.c lib/common/number.c lib/common/format.c lib/common/crc32c.c \
+           lib/common/cpu.c lib/common/vec.c
 
 # model: the canonical ensemble, its validation, walk and text form
 LIB_SRC += lib/model/model.c lib/model/text.c lib/model/stats.c

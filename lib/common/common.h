@@ -1,5 +1,6 @@
 /* common.h: the bottom layer of libqs (internal): error records, number
- * parsing, token quoting for messages, CPU features and cache sizes.
+ * parsing, score printing, token quoting for messages, CPU features and
+ * cache sizes.
  * Depends on libc and the public header only. */
 #ifndef QS_COMMON_H
 #define QS_COMMON_H
@@ -29,6 +30,8 @@ const char *qs_quote(char *dst, size_t cap, const char *t, size_t n);
  * via strtof, 0: double via strtod).  Returns 0, or -1 when the token is
  * not a whole number. */
 int qs_parse_number(int float_precision, const char *tok, size_t len, double *out);
+
+/* Score printing: qs_format_score (qs.h), in format.c. */
 
 /* ---- CPU features (CPUID and XGETBV, asked once).  The SIMD levels this
  * CPU and operating system support, less those named in the environment

@@ -312,7 +312,8 @@ static int flush_batch(worker *wk, chunk *c, uint32_t n)
     for (uint32_t d = 0; d < n; d++) {
         double *sc = wk->batch + (size_t)d * wk->K;
         const doc_meta *dm = &wk->meta[d];
-        size_t need = (size_t)wk->K * 32 + 2 + (job->annotate ? dm->label_len + dm->qid_len + 2 : 0);
+        size_t need = (size_t)wk->K * (QS_FORMAT_SCORE_MAX + 1) + 2 +
+                      (job->annotate ? dm->label_len + dm->qid_len + 2 : 0);
         if (reserve(&c->out, &c->out_cap, c->out_len + need) != 0) {
             c->oom = 1;
             return -1;
@@ -327,9 +328,11 @@ static int flush_batch(worker *wk, chunk *c, uint32_t n)
             put(c, "\t", 1);
         }
         const uint32_t ncol = job->transform ? qs_transform_columns(wk->s) : wk->K;
-        for (uint32_t k = 0; k < ncol; k++)
-            c->out_len += (size_t)snprintf(c->out + c->out_len, 32, "%s%.*g", k ? "\t" : "",
-                                           wk->digits, sc[k]);
+        for (uint32_t k = 0; k < ncol; k++) {
+            if (k)
+                c->out[c->out_len++] = '\t';
+            c->out_len += qs_format_score(c->out + c->out_len, sc[k], wk->digits);
+        }
         c->out[c->out_len++] = '\n';
     }
     return 0;
