@@ -172,7 +172,7 @@ size_t qs_format_score(char *out, double v, int digits)
             X++;
         }
     }
-    char d[24] = {0}; /* copied in fixed sizes below */
+    char d[40] = {0}; /* copied in fixed sizes below: up to d + 17 + 16 */
     put_digits(d, D, P);
     int n = P; /* significant digits without trailing zeros */
     while (n > 1 && d[n - 1] == '0')
