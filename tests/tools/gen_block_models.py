@@ -11,7 +11,7 @@ documents for them (tests/24-simd-blocks.bats).
   lin-*.txt   linear leaves (format version 3) on wide and oblivious trees
   many-*.txt  700 features, most of them in one block (more than the SIMD
               kernels' rows of feature values hold at once)
-  long-*.txt  1,100 trees of 64 leaves on two features: groups of over
+  long-*.txt  540 trees of 64 leaves on one feature: a group of over
               32,767 entries in one block
   docs.letor  130 documents: values on and beside the thresholds, NaN, zero,
               absent features (many-docs.letor: the same for 700 features)
@@ -223,18 +223,18 @@ def main():
             add(m, rng, random_tree(m, rng, 40))
         models[name] = m
 
-    # long groups: 1,100 trees of 64 leaves splitting on two features, so
-    # that one block's group holds over 32,767 entries (the AVX2 kernel's
-    # longest run ends take 32 bits)
+    # long groups: 540 trees of 64 leaves splitting on one feature, so that
+    # one block's group holds over 32,767 entries (34,020; the AVX2
+    # kernel's longest run ends take 32 bits)
     lrng = random.Random(32767)  # its own: the documents below stay as they were
     # (a group holds one feature's splits of one missing-value rule)
     for name, kw, miss in [("long-le-float", dict(cmp="le", prec="float", acc="float"), "nan"),
                            ("long-lt-double", dict(cmp="lt", acc="double", absent="zero"),
                             "none")]:
         m = Model(**kw)
-        m.split_feats = 2
+        m.split_feats = 1
         m.miss = [miss]
-        for _ in range(1100):
+        for _ in range(540):
             add(m, lrng, random_tree(m, lrng, 64, cat_ok=False))
         models[name] = m
 
