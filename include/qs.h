@@ -161,7 +161,7 @@ QS_API int qs_source_version(const char *buf, size_t len, char *out, size_t cap)
 
 typedef struct qs_compile_options {
     uint32_t delta;        /* Δ of the Δ-skip threshold scan; 0 = default */
-    uint32_t tree_block;   /* trees per block (τ); 0 = decided at load from the L2 size */
+    uint32_t tree_block;   /* trees per block (τ); 0 = decided at load from the last-level cache size */
     uint32_t doc_block;    /* documents per batch (δ); 0 = default */
     const uint8_t *reverse; /* per tree: nonzero = lay out reversed (NULL: none) */
 } qs_compile_options;
@@ -270,7 +270,7 @@ QS_API void qs_scorer_get_blocks(const qs_scorer *s, uint32_t *tree_block, uint3
 /* The layout in force, for inspection (qs-compile --info). */
 typedef struct qs_layout_info {
     uint32_t tree_block;        /* τ in force (0: one block per homogeneous run of trees) */
-    uint32_t stored_tree_block; /* τ the .qsm stores (0: chosen at load from the L2 size) */
+    uint32_t stored_tree_block; /* τ the .qsm stores (0: chosen at load from the last-level cache size) */
     uint32_t doc_block;         /* δ in force */
     uint32_t delta;             /* Δ */
     uint32_t nblocks;
