@@ -985,23 +985,6 @@ T256 BP_INLINE __m256i bp2_ctz8(__m256i p)
 #define BP2_SCAN_MAX 8u
 #define BP2_ENDS16_MAX 32767u
 
-#define BP2_ENDS(PRED)                                                                         \
-    do {                                                                                       \
-        const double *thr = L->thr + G->begin;                                                 \
-        uint32_t e[BP_LANES];                                                                  \
-        for (unsigned l = 0; l < BP_LANES; l++)                                                \
-            e[l] = 0;                                                                          \
-        uint32_t n = G->end - G->begin;                                                        \
-        while (n > 1) {                                                                        \
-            const uint32_t half = n / 2;                                                       \
-            for (unsigned l = 0; l < BP_LANES; l++)                                            \
-                e[l] = PRED(thr[e[l] + half - 1], xc[l]) ? e[l] + half : e[l];                 \
-            n -= half;                                                                         \
-        }                                                                                      \
-        for (unsigned l = 0; l < BP_LANES; l++)                                                \
-            e16[l] = (uint16_t)(e[l] + PRED(thr[e[l]], xc[l]));                                \
-    } while (0)
-
 /* The entries of a group (from entry `base`) for runs ending at e16[l]
  * (entries base .. base + e16[l] - 1 are false for lane l): from each end
  * to the next, the lanes still running, as byte masks. */
@@ -1092,27 +1075,9 @@ T256 static void block256bp(const qs_model *m, const qs_layout *L, const qs_vqs_
             }
             continue;
         }
-        if (G->end - G->begin <= BP2_ENDS16_MAX) {
-            /* Each lane's run end by binary search, then one lane set per
-             * segment between consecutive ends (bp2_segments). */
-            uint16_t e16[BP_LANES] __attribute__((aligned(32)));
-            if (desc) {
-                if (lt)
-                    BP2_ENDS(P_GT);
-                else
-                    BP2_ENDS(P_GE);
-            } else {
-                if (lt)
-                    BP2_ENDS(P_LE);
-                else
-                    BP2_ENDS(P_LT);
-            }
-            for (unsigned l = 0; l < BP_LANES; l++)
-                if (sp & (1ull << l))
-                    e16[l] = 0;
-            bp2_segments(P, v, e16, G->begin, omega);
-            continue;
-        }
+        /* Each lane's run end by binary search (RUN_ENDS, the lanes in
+         * lockstep), then one lane set per segment between consecutive
+         * ends. */
         uint32_t e[BP_LANES];
         {
             const double *x = xc, *thr = L->thr;
@@ -1133,6 +1098,13 @@ T256 static void block256bp(const qs_model *m, const qs_layout *L, const qs_vqs_
             for (unsigned l = 0; l < BP_LANES; l++)
                 if (sp & (1ull << l))
                     e[l] = G->begin;
+        }
+        if (G->end - G->begin <= BP2_ENDS16_MAX) {
+            uint16_t e16[BP_LANES] __attribute__((aligned(32)));
+            for (unsigned l = 0; l < BP_LANES; l++)
+                e16[l] = (uint16_t)(e[l] - G->begin);
+            bp2_segments(P, v, e16, G->begin, omega);
+            continue;
         }
         for (uint32_t cur = G->begin;;) {
             uint64_t k = 0;
