@@ -30,6 +30,15 @@ while [ $# -gt 0 ]; do
 done
 [ ${#targets[@]} -gt 0 ] || targets=(tests/)
 
+# Test files run side by side, one per CPU (QS_TEST_JOBS=N to choose, 1 for
+# one at a time); the tests inside a file keep their order, since some share
+# the models the file compiles once.  bats needs GNU parallel for this.
+jobs=${QS_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
+case $jobs in '' | *[!0-9]*) echo "check.sh: QS_TEST_JOBS must be a number" >&2; exit 2 ;; esac
+if [ "$jobs" -gt 1 ] && command -v parallel >/dev/null; then
+    opts+=(--jobs "$jobs" --no-parallelize-within-files)
+fi
+
 if ! expected=$(bats --count "${opts[@]}" "${targets[@]}") || [ -z "$expected" ]; then
     echo "check.sh: bats --count failed" >&2
     exit 1

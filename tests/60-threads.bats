@@ -139,8 +139,13 @@ same_bytes() {
     local q size=$((1 << 30))
     [ -n "${SANITIZE:-}" ] && size=$((64 << 20))
     q=$(compiled lgb-l8 model.txt.zst)
-    # the fixture's documents over and over, cut at a line end
-    stream() { while cat "$FIX/lgb-l8/docs.letor"; do :; done | head -c "$size" | sed '$d'; }
+    # the fixture's documents over and over (whole copies, so whole lines):
+    # a block of 96 copies (about 8 MB) repeated up to SIZE
+    local blk="$BATS_TEST_TMPDIR/block" i n
+    for i in $(seq 96); do cat "$FIX/lgb-l8/docs.letor"; done > "$blk"
+    n=$((size / $(stat -c %s "$blk")))
+    [ "$n" -ge 1 ] || n=1
+    stream() { for i in $(seq "$n"); do cat "$blk"; done; }
     local one two rss
     one=$(stream | qs-score --threads 1 "$q" | md5sum)
     two=$( { stream | /usr/bin/time -f '%M' -o "$BATS_TEST_TMPDIR/rss" qs-score --threads 2 "$q"; } | md5sum)
