@@ -157,6 +157,26 @@ same_bytes() {
     [ -n "${SANITIZE:-}" ] || [ "$rss" -lt 65536 ]
 }
 
+@test "one block of every tree, built at load by several threads (trees gathered side by side, the vQS plan in parts): the layout qs-compile builds, the same scores" {
+    # τ above the tree count: one block, so the threads share its trees
+    # (and the byte-plane plan's entries) instead of taking whole blocks.
+    local name src t b
+    for name in lgb-l8 lgb-multiclass qr-oblivious; do
+        src=$(ls "$FIX/$name"/model.*)
+        qs-convert "$src" > "$BATS_TEST_TMPDIR/$name.txt"
+        qs-compile --tree-block 100000 --reverse-all -o "$BATS_TEST_TMPDIR/$name.qsm" "$BATS_TEST_TMPDIR/$name.txt"
+        run qs-compile --info "$BATS_TEST_TMPDIR/$name.qsm"
+        assert_output --partial "blocks: 1;"
+        for b in auto qs; do
+            for t in 1 2 3 5; do
+                run qs-score --backend "$b" --threads $t "$BATS_TEST_TMPDIR/$name.qsm" "$FIX/$name/docs.letor"
+                assert_success
+                cmp <(echo "$output") "$FIX/$name/expected.txt"
+            done
+        done
+    done
+}
+
 @test "GNU parallel --pipe -k: the same bytes as one qs-score" {
     command -v parallel >/dev/null || skip "GNU parallel is not installed (apt-get install parallel)"
     local q

@@ -462,25 +462,18 @@ static void block_out_free(block_out *o)
     free(o->cats);
 }
 
-/* Gather block B's node records and leaf tables, sort the records and
- * emit its groups into o; the leaf values and tree flags go straight into
- * L (each block owns its trees' ranges). */
-static void build_block(const qs_model *m, const tinfo *ti, const uint8_t *reverse,
-                        qs_layout *L, const qs_block *B, block_out *o)
+/* The node records of trees [u0, u1) of block B into recs (room for cap),
+ * in tree order, and their categorical entries appended to *cats; the leaf
+ * values and tree flags go straight into L (each tree owns its ranges).
+ * Returns 0, or -1 out of memory. */
+static int gather_trees(const qs_model *m, const tinfo *ti, const uint8_t *reverse, qs_layout *L,
+                        const qs_block *B, uint64_t u0, uint64_t u1, rec *recs, uint64_t cap,
+                        uint64_t *nrec_out, qs_catnode **cats, uint64_t *ncat, uint64_t *capcat)
 {
     tree_scratch s = { 0 };
-    rec *recs = NULL;
-    uint32_t *perm = NULL;
-    uint64_t nrec = 0, caprec = 0, capgrp = 0, capcat = 0;
-    memset(o, 0, sizeof *o);
-    const uint64_t b0 = B->tree_begin, t = B->tree_end;
-    /* Room for every record at once: one per level of an Ω tree, at most
-     * one per internal node (n / 2 of n nodes) of the others. */
-    for (uint64_t u = b0; u < t; u++)
-        caprec += ti[u].omega ? ti[u].depth : m->trees[u].num_nodes / 2;
-    if (caprec && !(recs = malloc((size_t)caprec * sizeof *recs)))
-        goto nomem;
-    for (uint64_t u = b0; u < t; u++) {
+    uint64_t nrec = 0, capc = *capcat;
+    const uint64_t b0 = B->tree_begin;
+    for (uint64_t u = u0; u < u1; u++) {
         const qs_tree *tr = &m->trees[u];
         const qs_node *nd = m->nodes + tr->node_off;
         uint32_t lt = (uint32_t)(u - b0);
@@ -494,7 +487,8 @@ static void build_block(const qs_model *m, const tinfo *ti, const uint8_t *rever
             cur[0] = 0;
             for (uint32_t lev = 0; lev < d; lev++) {
                 const qs_node *x = &nd[cur[0]];
-                GROW(recs, nrec, caprec, nrec + 1);
+                if (nrec >= cap)
+                    goto nomem;
                 recs[nrec++] = (rec){ x->feature, rule_of(x), x->value, lt,
                                       !x->default_left, 1ull << (d - 1 - lev) };
                 for (uint32_t i = 0; i < cnt; i++) {
@@ -536,18 +530,126 @@ static void build_block(const qs_model *m, const tinfo *ti, const uint8_t *rever
             uint32_t lo = s.first[fc], hi = lo + s.cnt[fc];
             uint64_t mask = B->width ? narrow_mask(lo, hi) : ((uint64_t)lo << 32 | hi);
             if (x->kind == QS_NODE_CAT) {
-                GROW(o->cats, o->ncat, capcat, o->ncat + 1);
-                o->cats[o->ncat++] = (qs_catnode){ lt | (rev ? QS_CAT_REVERSED : 0),
+                GROW(*cats, *ncat, capc, *ncat + 1);
+                (*cats)[(*ncat)++] = (qs_catnode){ lt | (rev ? QS_CAT_REVERSED : 0),
                                                    (uint32_t)(tr->node_off + i), mask };
                 continue;
             }
             /* A node is "false" when its test sends the document away from
              * the first child: right in a plain tree, left in a reversed one. */
-            GROW(recs, nrec, caprec, nrec + 1);
+            if (nrec >= cap)
+                goto nomem;
             recs[nrec++] = (rec){ x->feature, rule_of(x) | (rev ? QS_GROUP_DESC : 0), x->value,
                                   lt, rev ? x->default_left : !x->default_left, mask };
         }
     }
+    *nrec_out = nrec;
+    *capcat = capc;
+    free(s.order);
+    free(s.cnt);
+    free(s.first);
+    free(s.stack);
+    return 0;
+nomem:
+    *nrec_out = nrec;
+    *capcat = capc;
+    free(s.order);
+    free(s.cnt);
+    free(s.first);
+    free(s.stack);
+    return -1;
+}
+
+/* Trees per gathering thread below which one thread gathers a block. */
+#define GATHER_MIN_TREES 16
+#define GATHER_MAX_PARTS 64
+
+/* Gather block B's node records and leaf tables, sort the records and
+ * emit its groups into o; the leaf values and tree flags go straight into
+ * L (each block owns its trees' ranges).  With threads > 1, contiguous
+ * ranges of the block's trees are gathered side by side and joined in
+ * tree order: the records, and so the layout, are those of one thread. */
+static void build_block(const qs_model *m, const tinfo *ti, const uint8_t *reverse,
+                        qs_layout *L, const qs_block *B, block_out *o, unsigned threads)
+{
+    rec *recs = NULL;
+    uint32_t *perm = NULL;
+    uint64_t nrec = 0, caprec = 0, capgrp = 0;
+    memset(o, 0, sizeof *o);
+    const uint64_t b0 = B->tree_begin, t = B->tree_end;
+    /* Room for every record at once: one per level of an Ω tree, at most
+     * one per internal node (n / 2 of n nodes) of the others. */
+#define TREE_CAP(u) (ti[u].omega ? ti[u].depth : m->trees[u].num_nodes / 2)
+    for (uint64_t u = b0; u < t; u++)
+        caprec += TREE_CAP(u);
+    if (caprec && !(recs = malloc((size_t)caprec * sizeof *recs)))
+        goto nomem;
+    unsigned parts = 1;
+#if QS_HAVE_OPENMP
+    if (threads > 1 && t - b0 >= 2 * GATHER_MIN_TREES) {
+        uint64_t most = (t - b0) / GATHER_MIN_TREES;
+        parts = threads < most ? threads : (unsigned)most;
+        if (parts > GATHER_MAX_PARTS)
+            parts = GATHER_MAX_PARTS;
+    }
+#else
+    (void)threads;
+#endif
+    if (parts == 1) {
+        uint64_t capcat = 0;
+        if (gather_trees(m, ti, reverse, L, B, b0, t, recs, caprec, &nrec, &o->cats, &o->ncat,
+                         &capcat) != 0)
+            goto nomem;
+    } else {
+        /* Part p: trees [ub[p], ub[p+1]), about caprec / parts records
+         * each, written from rb[p] on; then moved together in order. */
+        uint64_t ub[GATHER_MAX_PARTS + 1], rb[GATHER_MAX_PARTS + 1], got[GATHER_MAX_PARTS];
+        uint64_t nc[GATHER_MAX_PARTS], capc[GATHER_MAX_PARTS];
+        qs_catnode *pc[GATHER_MAX_PARTS];
+        int pfail[GATHER_MAX_PARTS];
+        uint64_t acc = 0, u = b0;
+        ub[0] = b0;
+        rb[0] = 0;
+        for (unsigned p = 1; p < parts; p++) {
+            const uint64_t goal = caprec / parts * p;
+            while (u < t && acc < goal)
+                acc += TREE_CAP(u), u++;
+            ub[p] = u;
+            rb[p] = acc;
+        }
+        ub[parts] = t;
+        rb[parts] = caprec;
+#if QS_HAVE_OPENMP
+#pragma omp parallel for schedule(static, 1) num_threads(parts)
+#endif
+        for (unsigned p = 0; p < parts; p++) {
+            pc[p] = NULL;
+            nc[p] = capc[p] = got[p] = 0;
+            pfail[p] = gather_trees(m, ti, reverse, L, B, ub[p], ub[p + 1], recs + rb[p],
+                                    rb[p + 1] - rb[p], &got[p], &pc[p], &nc[p], &capc[p]);
+        }
+        int bad = 0;
+        uint64_t ncat = 0;
+        for (unsigned p = 0; p < parts; p++) {
+            bad |= pfail[p];
+            ncat += nc[p];
+        }
+        if (!bad && ncat && !(o->cats = malloc((size_t)ncat * sizeof *o->cats)))
+            bad = 1;
+        for (unsigned p = 0; p < parts; p++) {
+            if (!bad) {
+                memmove(recs + nrec, recs + rb[p], (size_t)got[p] * sizeof *recs);
+                nrec += got[p];
+                if (nc[p])
+                    memcpy(o->cats + o->ncat, pc[p], (size_t)nc[p] * sizeof *o->cats);
+                o->ncat += nc[p];
+            }
+            free(pc[p]);
+        }
+        if (bad)
+            goto nomem;
+    }
+#undef TREE_CAP
     int sr = sort_recs(recs, nrec, &perm);
     if (sr == -2)
         goto toolarge;
@@ -596,10 +698,6 @@ static void build_block(const qs_model *m, const tinfo *ti, const uint8_t *rever
 #undef SREC
     free(recs);
     free(perm);
-    free(s.order);
-    free(s.cnt);
-    free(s.first);
-    free(s.stack);
     return;
 toolarge:
     o->fail = 2;
@@ -609,10 +707,6 @@ nomem:
 out:
     free(recs);
     free(perm);
-    free(s.order);
-    free(s.cnt);
-    free(s.first);
-    free(s.stack);
 }
 
 qs_layout *qs_layout_build(const qs_model *m, uint32_t delta, uint32_t tree_block,
@@ -709,13 +803,16 @@ qs_layout *qs_layout_build_mt(const qs_model *m, uint32_t delta, uint32_t tree_b
     if (!outs)
         goto nomem;
     const int nb = (int)L->nblocks;
+    if (nb == 1) {
+        /* one block: the threads share its trees (no nested team) */
+        build_block(m, ti, reverse, L, &L->blocks[0], &outs[0], threads);
+    } else {
 #if QS_HAVE_OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1 && nb > 1)
-#else
-    (void)threads;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
 #endif
-    for (int k = 0; k < nb; k++)
-        build_block(m, ti, reverse, L, &L->blocks[k], &outs[k]);
+        for (int k = 0; k < nb; k++)
+            build_block(m, ti, reverse, L, &L->blocks[k], &outs[k], 1);
+    }
     uint64_t ng = 0, ne = 0, nc = 0;
     for (int k = 0; k < nb; k++) {
         if (outs[k].fail && !fail)

@@ -489,7 +489,7 @@ static int read_linear(rbuf *r, qs_model *m, qs_error *err)
  * can be used as they are, the buffer becomes the model's node array (its
  * nodes moved to its start and the rest given back) and *rawp is set to
  * NULL. */
-static int read_trees(rbuf *r, unsigned char **rawp, qs_model *m, qs_error *err)
+static int read_trees(rbuf *r, unsigned char **rawp, qs_model *m, unsigned threads, qs_error *err)
 {
     uint64_t nt = r_u64(r), nn = r_u64(r), nc = r_u64(r);
     if (r->bad)
@@ -555,7 +555,7 @@ static int read_trees(rbuf *r, unsigned char **rawp, qs_model *m, qs_error *err)
         *rawp = NULL;
         r->p = NULL;
     }
-    return qs_model_validate_shape(m, err);
+    return qs_model_validate_shape(m, threads, err);
 }
 
 /* A stored τ of 0: the scorer rebuilds the layout from TREE for this
@@ -1152,7 +1152,7 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
             }
             rbuf r = { raw, rn, 0, 0 };
             int rc = want == 0 ? read_info(&r, m, err)
-                     : want == 1 ? read_trees(&r, &raw, m, err)
+                     : want == 1 ? read_trees(&r, &raw, m, threads, err)
                      : want == 2 ? read_layout(&r, L, m, err)
                      : want == 3 ? read_affine(&r, m, err)
                                  : read_linear(&r, m, err);

@@ -428,8 +428,12 @@ static int check_tree(const qs_model *m, uint64_t ti, uint32_t *leaves_out,
     return 0;
 }
 
+/* Trees per validating thread below which one thread checks them all. */
+#define SCAN_MIN_TREES 16
+#define SCAN_MAX_PARTS 64
+
 static int model_scan(const qs_model *m, uint32_t *max_leaves, uint32_t *max_depth,
-                      qs_error *err)
+                      unsigned threads, qs_error *err)
 {
     if (m->num_classes == 0 || m->num_classes > QS_MAX_CLASSES || !m->base || !m->out_bias)
         return qs_fail(err, QS_ERR_FORMAT, 0, "bad number of classes");
@@ -486,27 +490,66 @@ static int model_scan(const qs_model *m, uint32_t *max_leaves, uint32_t *max_dep
     if (maxn > QS_MAX_TREE_NODES)
         return qs_fail(err, QS_ERR_LIMIT, 0, "tree with %u nodes (limit %u)", maxn,
                        QS_MAX_TREE_NODES);
-    uint32_t *stack = malloc((size_t)maxn * 2 * sizeof *stack);
-    uint8_t *seen = malloc(maxn);
-    if (!stack || !seen) {
+    /* The trees in contiguous parts (side by side with threads > 1), each
+     * stopping at its first bad tree: the first part that failed holds the
+     * first bad tree, whose error is the one a single pass reports. */
+    unsigned parts = 1;
+#if QS_HAVE_OPENMP
+    if (threads > 1 && m->num_trees >= 2 * SCAN_MIN_TREES) {
+        uint64_t most = m->num_trees / SCAN_MIN_TREES;
+        parts = threads < most ? threads : (unsigned)most;
+        if (parts > SCAN_MAX_PARTS)
+            parts = SCAN_MAX_PARTS;
+    }
+#else
+    (void)threads;
+#endif
+    uint32_t pl[SCAN_MAX_PARTS], pd[SCAN_MAX_PARTS];
+    int prc[SCAN_MAX_PARTS];
+    qs_error perr[SCAN_MAX_PARTS];
+#if QS_HAVE_OPENMP
+#pragma omp parallel for schedule(static, 1) num_threads(parts) if (parts > 1)
+#endif
+    for (unsigned p = 0; p < parts; p++) {
+        uint32_t *stack = malloc((size_t)maxn * 2 * sizeof *stack);
+        uint8_t *seen = malloc(maxn);
+        uint32_t ml = 0, md = 0;
+        int r = 0;
+        qs_error_clear(&perr[p]);
+        if (!stack || !seen) {
+            r = qs_fail(&perr[p], QS_ERR_NOMEM, 0, "out of memory");
+        } else {
+            const uint64_t t1 = m->num_trees * (p + 1) / parts;
+            for (uint64_t t = m->num_trees * p / parts; t < t1 && r == 0; t++) {
+                uint32_t l = 0, d = 0;
+                r = check_tree(m, t, &l, &d, stack, stack + maxn, seen, &perr[p]);
+                if (r == 0) {
+                    if (l > ml)
+                        ml = l;
+                    if (d > md)
+                        md = d;
+                }
+            }
+        }
         free(stack);
         free(seen);
-        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+        prc[p] = r;
+        pl[p] = ml;
+        pd[p] = md;
     }
     uint32_t ml = 0, md = 0;
     int rc = 0;
-    for (uint64_t t = 0; t < m->num_trees && rc == 0; t++) {
-        uint32_t l = 0, d = 0;
-        rc = check_tree(m, t, &l, &d, stack, stack + maxn, seen, err);
-        if (rc == 0) {
-            if (l > ml)
-                ml = l;
-            if (d > md)
-                md = d;
+    for (unsigned p = 0; p < parts && rc == 0; p++) {
+        if ((rc = prc[p]) != 0) {
+            if (err)
+                *err = perr[p];
+            break;
         }
+        if (pl[p] > ml)
+            ml = pl[p];
+        if (pd[p] > md)
+            md = pd[p];
     }
-    free(stack);
-    free(seen);
     if (rc == 0)
         rc = check_linear(m, err);
     if (max_leaves)
@@ -518,14 +561,14 @@ static int model_scan(const qs_model *m, uint32_t *max_leaves, uint32_t *max_dep
 
 int qs_model_validate(const qs_model *m, qs_error *err)
 {
-    return model_scan(m, NULL, NULL, err);
+    return model_scan(m, NULL, NULL, 1, err);
 }
 
-int qs_model_validate_shape(qs_model *m, qs_error *err)
+int qs_model_validate_shape(qs_model *m, unsigned threads, qs_error *err)
 {
     uint32_t l = 0, d = 0;
     m->shape_known = 0;
-    if (model_scan(m, &l, &d, err) != 0)
+    if (model_scan(m, &l, &d, threads, err) != 0)
         return -1;
     m->shape_known = 1;
     m->shape_trees = m->num_trees;
@@ -551,7 +594,7 @@ void qs_model_get_info(const qs_model *m, qs_model_info *info)
     if (m->shape_known && m->shape_trees == m->num_trees && m->shape_nodes == m->num_nodes) {
         info->max_leaves = m->shape_leaves;
         info->max_depth = m->shape_depth;
-    } else if (model_scan(m, &l, &d, &e) == 0) {
+    } else if (model_scan(m, &l, &d, 1, &e) == 0) {
         info->max_leaves = l;
         info->max_depth = d;
     }

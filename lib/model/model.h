@@ -126,8 +126,9 @@ struct qs_model {
 };
 
 /* qs_model_validate, remembering the largest leaf count and depth for
- * qs_model_get_info. */
-int qs_model_validate_shape(qs_model *m, qs_error *err);
+ * qs_model_get_info; with threads > 1 the trees are checked side by side
+ * (the same result and, for a bad model, the same first error). */
+int qs_model_validate_shape(qs_model *m, unsigned threads, qs_error *err);
 
 /* ---- construction helpers (return 0, or -1 with err set to NOMEM/LIMIT) */
 qs_model *qs_model_new(qs_source src, qs_error *err);

@@ -64,6 +64,9 @@ typedef struct reader {
                           read (the last chunks shrink so that the threads end
                           together); -1: unknown, chunks stay chunk_bytes */
     unsigned threads;
+    size_t ramp;       /* with threads: the size of the next of the first
+                          chunks, doubling from PIPE_FIRST_CHUNK, so that every
+                          thread has work soon after the start; 0: past them */
 } reader;
 
 typedef struct doc_meta {
@@ -167,6 +170,11 @@ static int read_chunk(reader *r, chunk *c)
     if (r->eof && r->carry_len == 0)
         return 0;
     size_t want = r->chunk_bytes;
+    if (r->ramp) {
+        if (r->ramp < want)
+            want = r->ramp;
+        r->ramp = r->ramp >= r->chunk_bytes / 2 ? 0 : r->ramp * 2;
+    }
     if (r->left >= 0) {
         /* Near the end, about half of each thread's share of what is left,
          * down to 64 KiB (smaller chunks cost whole document batches). */
@@ -817,7 +825,7 @@ void pipe_run(const pipe_job *job_in)
 {
     pipe_job local = *job_in;
     const pipe_job *job = &local;
-    reader rd = { job->in, job->chunk_bytes, NULL, 0, 0, 0, 0, 0, -1, job->threads };
+    reader rd = { job->in, job->chunk_bytes, NULL, 0, 0, 0, 0, 0, -1, job->threads, 0 };
     writer wr = { job, 0, 0, 0 };
     if (job->input == PIPE_CSV || job->input == PIPE_TSV) {
         wr.lines = dsv_setup(&local, &rd);
@@ -828,8 +836,10 @@ void pipe_run(const pipe_job *job_in)
         rd.row_bytes = (size_t)job->f32_features * 4;
 #ifdef _OPENMP
     if (job->threads > 1) {
-        if (job->input != PIPE_F32)
+        if (job->input != PIPE_F32) {
             rd.left = tool_input_size(job->in);
+            rd.ramp = PIPE_FIRST_CHUNK;
+        }
         run_threads(job, &rd, &wr);
         free(rd.carry);
         return;

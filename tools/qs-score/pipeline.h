@@ -14,6 +14,9 @@
 /* With threads, the chunks of a regular file shrink near its end, to no
  * less than this, so that the threads finish together. */
 #define PIPE_MIN_TAIL ((size_t)64 << 10)
+/* With threads, the first chunk of text; the next ones double up to the
+ * chunk size, so that the threads start scoring soon. */
+#define PIPE_FIRST_CHUNK ((size_t)128 << 10)
 
 /* Input formats. */
 enum { PIPE_LETOR = 0, PIPE_CSV, PIPE_TSV, PIPE_F32 };

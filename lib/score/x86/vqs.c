@@ -41,17 +41,55 @@ static inline uint32_t plan_ops(const qs_vqs_plan *P, int omega, uint64_t i, uin
     return n;
 }
 
-/* The per-plane operations of every entry (xidx, xop, xbyte), in one pass
- * over the entries, the arrays grown as they fill. */
-static int plan_expand(const qs_layout *L, qs_vqs_plan *P)
+/* A group's scan and special entries. */
+static inline uint64_t group_entries(const qs_group *G)
 {
-    P->xidx = malloc((L->nentries + 1) * sizeof *P->xidx);
+    return (uint64_t)(G->end > G->begin ? G->end - G->begin : 0) +
+           (G->sp_end > G->sp_begin ? G->sp_end - G->sp_begin : 0);
+}
+
+/* How many operations plan_ops gives entry i. */
+static inline uint32_t plan_count(const qs_vqs_plan *P, int omega, uint64_t i)
+{
+    const uint32_t oa = (uint32_t)P->off[i], ob = (uint32_t)(P->off[i] >> 32);
+    if (oa == ob) {
+        const uint32_t ba = P->bytes[i] & 0xFF, bb = P->bytes[i] >> 8;
+        const uint32_t by = omega ? ba | bb : ba & bb;
+        return by != (omega ? 0u : 0xFFu);
+    }
+    return (ob - oa) / 64 + 1;
+}
+
+/* Threads that share a pass over the entries (at most PLAN_MAX_PARTS; one
+ * below PLAN_MIN_ENTRIES entries). */
+#define PLAN_MIN_ENTRIES 512u
+#define PLAN_MAX_PARTS 64u
+
+static unsigned plan_parts(uint64_t n, unsigned threads)
+{
+#if QS_HAVE_OPENMP
+    if (threads <= 1 || n < 2 * PLAN_MIN_ENTRIES)
+        return 1;
+    uint64_t most = n / PLAN_MIN_ENTRIES;
+    unsigned p = threads < most ? threads : (unsigned)most;
+    return p < PLAN_MAX_PARTS ? p : PLAN_MAX_PARTS;
+#else
+    (void)n;
+    (void)threads;
+    return 1;
+#endif
+}
+
+/* The per-plane operations of every entry (xidx, xop, xbyte): the count of
+ * each part of the entries, then each part written from its offset (the
+ * parts side by side with threads > 1; the arrays are the same). */
+static int plan_expand(const qs_layout *L, qs_vqs_plan *P, unsigned threads)
+{
+    const uint64_t N = L->nentries;
+    P->xidx = malloc((N + 1) * sizeof *P->xidx);
     /* each entry's block kind: 0 not on byte planes, 1 QS, 2 QS-Ω */
-    unsigned char *kind = calloc(L->nentries ? L->nentries : 1, 1);
-    uint64_t cap = L->nentries + L->nentries / 2 + 64;
-    P->xop = malloc(cap * sizeof *P->xop);
-    P->xbyte = malloc(cap);
-    if (!P->xidx || !kind || !P->xop || !P->xbyte) {
+    unsigned char *kind = calloc(N ? N : 1, 1);
+    if (!P->xidx || !kind) {
         free(kind);
         return -1;
     }
@@ -68,34 +106,44 @@ static int plan_expand(const qs_layout *L, qs_vqs_plan *P)
                 memset(kind + G->sp_begin, kd, G->sp_end - G->sp_begin);
         }
     }
-    uint64_t n = 0;
-    for (uint64_t i = 0; i < L->nentries; i++) {
-        P->xidx[i] = n;
-        if (!kind[i])
-            continue;
-        const uint32_t span = (uint32_t)((P->off[i] >> 32) - (uint32_t)P->off[i]) / 64 + 1;
-        if (n + span > cap) {
-            cap = 2 * cap + span;
-            uint32_t *o = realloc(P->xop, cap * sizeof *o);
-            if (o)
-                P->xop = o;
-            uint8_t *b = realloc(P->xbyte, cap);
-            if (b)
-                P->xbyte = b;
-            if (!o || !b) {
-                free(kind);
-                return -1;
-            }
-        }
-        n += plan_ops(P, kind[i] == 2, i, P->xop + n, P->xbyte + n);
+    const unsigned parts = plan_parts(N, threads);
+    uint64_t at[PLAN_MAX_PARTS + 1] = { 0 };
+#if QS_HAVE_OPENMP
+#pragma omp parallel for schedule(static, 1) num_threads(parts) if (parts > 1)
+#endif
+    for (unsigned p = 0; p < parts; p++) {
+        uint64_t n = 0;
+        for (uint64_t i = N * p / parts; i < N * (p + 1) / parts; i++)
+            if (kind[i])
+                n += plan_count(P, kind[i] == 2, i);
+        at[p + 1] = n;
     }
-    P->xidx[L->nentries] = n;
+    for (unsigned p = 0; p < parts; p++)
+        at[p + 1] += at[p];
+    P->xop = malloc((at[parts] ? at[parts] : 1) * sizeof *P->xop);
+    P->xbyte = malloc(at[parts] ? at[parts] : 1);
+    if (!P->xop || !P->xbyte) {
+        free(kind);
+        return -1;
+    }
+#if QS_HAVE_OPENMP
+#pragma omp parallel for schedule(static, 1) num_threads(parts) if (parts > 1)
+#endif
+    for (unsigned p = 0; p < parts; p++) {
+        uint64_t n = at[p];
+        for (uint64_t i = N * p / parts; i < N * (p + 1) / parts; i++) {
+            P->xidx[i] = n;
+            if (kind[i])
+                n += plan_ops(P, kind[i] == 2, i, P->xop + n, P->xbyte + n);
+        }
+    }
+    P->xidx[N] = at[parts];
     free(kind);
     return 0;
 }
 
 /* The byte-plane plan of every entry of the blocks the kernel takes. */
-int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P)
+int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P, unsigned threads)
 {
     P->off = calloc(L->nentries ? L->nentries : 1, sizeof *P->off);
     P->bytes = calloc(L->nentries ? L->nentries : 1, sizeof *P->bytes);
@@ -137,7 +185,26 @@ int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P)
             expand = 0;
         const int omega = B->kind == QS_BLOCK_OMEGA, wide = !omega && B->width == 0;
         const uint64_t wmask = omega ? 0xFFFF : B->width == 64 || wide ? ~0ull : (1ull << B->width) - 1;
-        for (uint32_t g = B->group_begin; g < B->group_end; g++) {
+        /* With threads, contiguous runs of the groups, of about as many
+         * entries each, side by side. */
+        uint64_t nent = 0;
+        for (uint32_t g = B->group_begin; g < B->group_end; g++)
+            nent += group_entries(&L->groups[g]);
+        const unsigned gparts = plan_parts(nent, threads);
+        uint32_t gb[PLAN_MAX_PARTS + 1];
+        gb[0] = B->group_begin;
+        uint64_t acc = 0;
+        for (uint32_t p = 1, g = B->group_begin; p <= gparts; p++) {
+            const uint64_t goal = p == gparts ? nent : nent * p / gparts;
+            while (g < B->group_end && acc < goal)
+                acc += group_entries(&L->groups[g]), g++;
+            gb[p] = p == gparts ? B->group_end : g;
+        }
+#if QS_HAVE_OPENMP
+#pragma omp parallel for schedule(static, 1) num_threads(gparts) if (gparts > 1)
+#endif
+        for (uint32_t p = 0; p < gparts; p++)
+        for (uint32_t g = gb[p]; g < gb[p + 1]; g++) {
             const qs_group *G = &L->groups[g];
             for (int part = 0; part < 2; part++) {
                 uint32_t i0 = part ? G->sp_begin : G->begin, i1 = part ? G->sp_end : G->end;
@@ -167,7 +234,7 @@ int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P)
             }
         }
     }
-    if (expand && plan_expand(L, P) != 0) {
+    if (expand && plan_expand(L, P, threads) != 0) {
         qs_vqs_plan_free(P);
         return -1;
     }
@@ -1305,7 +1372,7 @@ static int vqs_prepare(const qs_backend_def *d, const qs_scorer *s, void **state
     if (!level_of(d))
         return 0;
     qs_vqs_plan *P = calloc(1, sizeof *P);
-    if (!P || qs_vqs_plan_build(s->L, P) != 0 || vqs_leaves_float(s, P) != 0) {
+    if (!P || qs_vqs_plan_build(s->L, P, s->build_threads) != 0 || vqs_leaves_float(s, P) != 0) {
         if (P)
             qs_vqs_plan_free(P);
         free(P);

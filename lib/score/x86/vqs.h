@@ -91,7 +91,7 @@ typedef struct qs_vqs_plan {
 } qs_vqs_plan;
 
 /* 0, or -1 when out of memory. */
-int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P);
+int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P, unsigned threads);
 void qs_vqs_plan_free(qs_vqs_plan *P);
 
 /* Bytes of scratch per tree of a block that the kernels need (AVX-512
