@@ -177,6 +177,38 @@ same_bytes() {
     done
 }
 
+@test "a .qsm with two bad trees, checked at load by several threads: the first bad tree's error, as with one thread" {
+    command -v python3 > /dev/null || skip "python3 is not installed"
+    local T="$BATS_TEST_TMPDIR" t
+    qs-convert "$FIX/lgb-l8/model.txt.zst" | qs-compile -o "$T/m.qsm"
+    # TREE's bytes, then classes out of range in trees 30 and 80 (of 100),
+    # which the threads check in different parts
+    python3 - "$T/m.qsm" "$T/tree.zst" <<'PY'
+import struct, sys
+q = open(sys.argv[1], "rb").read()
+for s in range(struct.unpack_from("<I", q, 20)[0]):
+    sid, _, off, stored = struct.unpack_from("<IIQQ", q, 64 + 48 * s)
+    if sid == struct.unpack("<I", b"TREE")[0]:
+        open(sys.argv[2], "wb").write(q[off:off + stored])
+PY
+    zstd -q -d -f "$T/tree.zst" -o "$T/tree"
+    python3 - "$T/tree" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+for t, c in ((30, 5), (80, 7)):
+    struct.pack_into("<I", b, 24 + 16 * t, c)
+open(sys.argv[1], "wb").write(b)
+PY
+    zstd -q -f "$T/tree" -o "$T/bad.zst"
+    python3 "$BATS_TEST_DIRNAME/tools/qsm_forge.py" "$T/m.qsm" TREE "$T/bad.zst" "$T/bad.qsm"
+    for t in 1 2 3 8; do
+        run qs-score --threads $t "$T/bad.qsm" "$FIX/lgb-l8/docs.letor"
+        assert_failure 1
+        assert_output --partial "tree 30: class 5 out of range"
+        refute_output --partial "tree 80"
+    done
+}
+
 @test "GNU parallel --pipe -k: the same bytes as one qs-score" {
     command -v parallel >/dev/null || skip "GNU parallel is not installed (apt-get install parallel)"
     local q

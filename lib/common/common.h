@@ -33,6 +33,27 @@ int qs_parse_number(int float_precision, const char *tok, size_t len, double *ou
 
 /* Score printing: qs_format_score (qs.h), in format.c. */
 
+/* How many threads share n items of work, each at least min_each (>= 1)
+ * of them: 1 below 2 * min_each, else up to threads and at most `most`
+ * (the callers' fixed arrays); 1 in a build without OpenMP. */
+static inline unsigned qs_work_parts(uint64_t n, uint64_t min_each, unsigned threads,
+                                     unsigned most)
+{
+#if QS_HAVE_OPENMP
+    if (threads <= 1 || n < 2 * min_each)
+        return 1;
+    const uint64_t fit = n / min_each;
+    const unsigned p = threads < fit ? threads : (unsigned)fit;
+    return p < most ? p : most;
+#else
+    (void)n;
+    (void)min_each;
+    (void)threads;
+    (void)most;
+    return 1;
+#endif
+}
+
 /* ---- CPU features (CPUID and XGETBV, asked once).  The SIMD levels this
  * CPU and operating system support, less those named in the environment
  * variable QS_DISABLE_CPU_FEATURES (comma-separated: avx512, avx2, sse42;

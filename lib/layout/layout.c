@@ -584,17 +584,7 @@ static void build_block(const qs_model *m, const tinfo *ti, const uint8_t *rever
         caprec += TREE_CAP(u);
     if (caprec && !(recs = malloc((size_t)caprec * sizeof *recs)))
         goto nomem;
-    unsigned parts = 1;
-#if QS_HAVE_OPENMP
-    if (threads > 1 && t - b0 >= 2 * GATHER_MIN_TREES) {
-        uint64_t most = (t - b0) / GATHER_MIN_TREES;
-        parts = threads < most ? threads : (unsigned)most;
-        if (parts > GATHER_MAX_PARTS)
-            parts = GATHER_MAX_PARTS;
-    }
-#else
-    (void)threads;
-#endif
+    const unsigned parts = qs_work_parts(t - b0, GATHER_MIN_TREES, threads, GATHER_MAX_PARTS);
     if (parts == 1) {
         uint64_t capcat = 0;
         if (gather_trees(m, ti, reverse, L, B, b0, t, recs, caprec, &nrec, &o->cats, &o->ncat,

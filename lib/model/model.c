@@ -493,17 +493,7 @@ static int model_scan(const qs_model *m, uint32_t *max_leaves, uint32_t *max_dep
     /* The trees in contiguous parts (side by side with threads > 1), each
      * stopping at its first bad tree: the first part that failed holds the
      * first bad tree, whose error is the one a single pass reports. */
-    unsigned parts = 1;
-#if QS_HAVE_OPENMP
-    if (threads > 1 && m->num_trees >= 2 * SCAN_MIN_TREES) {
-        uint64_t most = m->num_trees / SCAN_MIN_TREES;
-        parts = threads < most ? threads : (unsigned)most;
-        if (parts > SCAN_MAX_PARTS)
-            parts = SCAN_MAX_PARTS;
-    }
-#else
-    (void)threads;
-#endif
+    const unsigned parts = qs_work_parts(m->num_trees, SCAN_MIN_TREES, threads, SCAN_MAX_PARTS);
     uint32_t pl[SCAN_MAX_PARTS], pd[SCAN_MAX_PARTS];
     int prc[SCAN_MAX_PARTS];
     qs_error perr[SCAN_MAX_PARTS];

@@ -67,17 +67,7 @@ static inline uint32_t plan_count(const qs_vqs_plan *P, int omega, uint64_t i)
 
 static unsigned plan_parts(uint64_t n, unsigned threads)
 {
-#if QS_HAVE_OPENMP
-    if (threads <= 1 || n < 2 * PLAN_MIN_ENTRIES)
-        return 1;
-    uint64_t most = n / PLAN_MIN_ENTRIES;
-    unsigned p = threads < most ? threads : (unsigned)most;
-    return p < PLAN_MAX_PARTS ? p : PLAN_MAX_PARTS;
-#else
-    (void)n;
-    (void)threads;
-    return 1;
-#endif
+    return qs_work_parts(n, PLAN_MIN_ENTRIES, threads, PLAN_MAX_PARTS);
 }
 
 /* The per-plane operations of every entry (xidx, xop, xbyte): the count of
