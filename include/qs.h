@@ -186,6 +186,13 @@ QS_API qs_scorer *qs_scorer_load(const unsigned char *buf, size_t len, qs_error 
  * the same whatever the count, only its load is faster. */
 QS_API qs_scorer *qs_scorer_load_threads(const unsigned char *buf, size_t len, unsigned threads,
                                          qs_error *err);
+/* qs_scorer_load_threads with the layout's tree block τ and threshold step
+ * Δ given (QS_KEEP: the file's, a stored τ = 0 sized by this machine's
+ * cache), the scorer the same as qs_scorer_load_threads followed by
+ * qs_scorer_relayout(s, tree_block, QS_KEEP, delta, err), but the layout
+ * and the back end's state built once. */
+QS_API qs_scorer *qs_scorer_load_layout(const unsigned char *buf, size_t len, unsigned threads,
+                                        uint32_t tree_block, uint32_t delta, qs_error *err);
 QS_API void qs_scorer_free(qs_scorer *s);
 
 /* The canonical model embedded in a scorer (owned by the scorer). */

@@ -220,7 +220,7 @@ tune_setup() {
     qs-compile --info --json "$T/t2.qsm" | jq -e '[.qsm.sections[] | select(.id == "TUNE")] | length == 1' > /dev/null
 }
 
-@test "the tuning record in the library: written, read back, applied, replaced, damage detected; range cases (tests/unit/test_blocking.c)" {
+@test "the tuning record in the library: written, read back, applied, replaced, damage detected; range cases; τ and Δ given at load (tests/unit/test_blocking.c)" {
     qs-convert "$FIX/lightgbm/mixed.model.txt" | qs-compile -o "$BATS_TEST_TMPDIR/m.qsm"
     run "$UNIT/test_blocking" "$BATS_TEST_TMPDIR/m.qsm"
     assert_success

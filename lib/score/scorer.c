@@ -178,6 +178,12 @@ qs_scorer *qs_scorer_load(const unsigned char *buf, size_t len, qs_error *err)
 qs_scorer *qs_scorer_load_threads(const unsigned char *buf, size_t len, unsigned threads,
                                   qs_error *err)
 {
+    return qs_scorer_load_layout(buf, len, threads, QS_KEEP, QS_KEEP, err);
+}
+
+qs_scorer *qs_scorer_load_layout(const unsigned char *buf, size_t len, unsigned threads,
+                                 uint32_t tree_block, uint32_t delta, qs_error *err)
+{
     qs_scorer *s = calloc(1, sizeof *s);
     if (!s) {
         qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
@@ -193,8 +199,17 @@ qs_scorer *qs_scorer_load_threads(const unsigned char *buf, size_t len, unsigned
      * then never make the back ends disagree. */
     s->stored_tree_block = s->L->tree_block;
     uint32_t tau = s->L->tree_block == 0 ? auto_tree_block(s->L) : 0;
-    if (tau || s->L->sketch ? qs_scorer_relayout(s, tau, QS_KEEP, QS_KEEP, err) != 0
-                            : qs_layout_verify(s->L, s->m, s->build_threads, err) != 0) {
+    int rc;
+    if (tree_block != QS_KEEP || delta != QS_KEEP)
+        /* built once, for the values asked (the stored layout unused) */
+        rc = qs_scorer_relayout(s, tree_block != QS_KEEP ? tree_block
+                                   : s->L->tree_block == 0 ? tau
+                                                           : s->L->tree_block,
+                                QS_KEEP, delta, err);
+    else
+        rc = tau || s->L->sketch ? qs_scorer_relayout(s, tau, QS_KEEP, QS_KEEP, err)
+                                 : qs_layout_verify(s->L, s->m, s->build_threads, err);
+    if (rc != 0) {
         qs_scorer_free(s);
         return NULL;
     }

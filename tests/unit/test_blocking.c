@@ -117,6 +117,47 @@ int main(int argc, char **argv)
               id == 256);
         qs_scorer_free(s);
     }
+    /* τ and Δ given at load: the layout qs_scorer_relayout gives after a
+     * plain load, field by field, and the same scores */
+    {
+        qs_scorer *p = qs_scorer_load_threads(img, len, 2, &err);
+        qs_scorer *q = qs_scorer_load_layout(img, len, 2, 3, 5, &err);
+        qs_scorer *r = qs_scorer_load_layout(img, len, 1, QS_KEEP, QS_KEEP, &err);
+        CHECK(p && q && r);
+        if (p && q && r) {
+            CHECK(qs_scorer_relayout(p, 3, QS_KEEP, 5, &err) == 0);
+            uint32_t t1, b1, d1, t2, b2, d2, t3, d3;
+            qs_scorer_get_blocks(p, &t1, &b1, &d1, NULL);
+            qs_scorer_get_blocks(q, &t2, &b2, &d2, NULL);
+            qs_scorer_get_blocks(r, &t3, NULL, &d3, NULL);
+            CHECK(t1 == 3 && t2 == 3 && d1 == 5 && d2 == 5 && b1 == b2);
+            CHECK(t3 != 3 || d3 != 5);
+            /* q's layout is the one the trees give for τ 3, Δ 5 */
+            CHECK(qs_layout_verify(q->L, q->m, 1, &err) == 0);
+            CHECK(p->L->nentries == q->L->nentries && p->L->nblocks == q->L->nblocks);
+            const qs_model *m = qs_scorer_model(p);
+            qs_model_info info;
+            qs_model_get_info(m, &info);
+            enum { N = 37 };
+            double *x = calloc((size_t)N * info.num_features, sizeof *x);
+            double *sp = calloc((size_t)N * info.num_classes, sizeof *sp);
+            double *sq = calloc((size_t)N * info.num_classes, sizeof *sq);
+            CHECK(x && sp && sq);
+            if (x && sp && sq) {
+                for (size_t i = 0; i < (size_t)N * info.num_features; i++)
+                    x[i] = (double)((i * 2654435761u) % 1000) / 500.0 - 0.5;
+                CHECK(qs_score_matrix(p, QS_BACKEND_AUTO, x, N, info.num_features, sp, 1, &err) == 0);
+                CHECK(qs_score_matrix(q, QS_BACKEND_AUTO, x, N, info.num_features, sq, 1, &err) == 0);
+                CHECK(memcmp(sp, sq, sizeof(double) * N * info.num_classes) == 0);
+            }
+            free(x);
+            free(sp);
+            free(sq);
+        }
+        qs_scorer_free(p);
+        qs_scorer_free(q);
+        qs_scorer_free(r);
+    }
     /* replaced, not added */
     t.order = QS_ORDER_DS;
     CHECK(qs_qsm_set_tuning(a, alen, &t, &b, &blen, &err) == 0);

@@ -433,20 +433,16 @@ int main(int argc, char **argv)
             threads = tune.threads < pipe_cpus() ? tune.threads : pipe_cpus();
 #endif
     }
-    qs_scorer *s = qs_scorer_load_threads((const unsigned char *)mbuf, mlen, threads, &err);
+    /* τ and Δ from the command line or the tuning record: the layout is
+     * built once, at load. */
+    qs_scorer *s = qs_scorer_load_layout((const unsigned char *)mbuf, mlen, threads, tree_block,
+                                         delta, &err);
     char *mbuf_keep = mbuf; /* for NUMA replicas; freed once they are loaded */
     if (!s)
         tool_die_err(mpath, &err);
     if (iterations && qs_scorer_truncate(s, iterations, &err) != 0)
         tool_die_err(mpath, &err);
-    uint32_t cur_block, cur_delta;
-    qs_scorer_get_blocks(s, &cur_block, NULL, &cur_delta, NULL);
-    if (tree_block == cur_block)
-        tree_block = QS_KEEP; /* the same layout: no rebuild */
-    if (delta == cur_delta)
-        delta = QS_KEEP;
-    if ((tree_block != QS_KEEP || doc_block != QS_KEEP || delta != QS_KEEP) &&
-        qs_scorer_relayout(s, tree_block, doc_block, delta, &err) != 0)
+    if (doc_block != QS_KEEP && qs_scorer_relayout(s, QS_KEEP, doc_block, QS_KEEP, &err) != 0)
         tool_die_err(NULL, &err);
     if (order >= 0 && qs_scorer_set_order(s, (qs_order)order, order_s, order_d, &err) != 0)
         tool_die_err(NULL, &err);
@@ -482,11 +478,12 @@ int main(int argc, char **argv)
     rep[0] = s;
     for (unsigned r = 1; r < nrep; r++) {
         numa_enter(by_node ? (int)r : -1);
-        rep[r] = qs_scorer_load_threads((const unsigned char *)mbuf_keep, mlen, threads, &err);
+        rep[r] = qs_scorer_load_layout((const unsigned char *)mbuf_keep, mlen, threads, tree_block,
+                                       delta, &err);
         if (rep[r] && iterations && qs_scorer_truncate(rep[r], iterations, &err) != 0)
             tool_die_err(mpath, &err);
-        if (rep[r] && (tree_block != QS_KEEP || doc_block != QS_KEEP || delta != QS_KEEP) &&
-            qs_scorer_relayout(rep[r], tree_block, doc_block, delta, &err) != 0)
+        if (rep[r] && doc_block != QS_KEEP &&
+            qs_scorer_relayout(rep[r], QS_KEEP, doc_block, QS_KEEP, &err) != 0)
             tool_die_err(NULL, &err);
         if (rep[r] && order >= 0 &&
             qs_scorer_set_order(rep[r], (qs_order)order, order_s, order_d, &err) != 0)
