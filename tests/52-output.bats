@@ -38,7 +38,7 @@ no_tmp() { # no temporary file left in $T/w
     qs-score -o "$T/w/out" "$T/m.qsm" < "$T/in" > "$T/stdout" 2> "$T/stderr" &
     pid=$!
     exec 7> "$T/in"
-    for _ in $(seq 100); do ls "$T/w" | grep -q tmp && break; sleep 0.05; done
+    for _ in $(seq 400); do ls "$T/w" | grep -q tmp && break; sleep 0.05; done
     mkdir "$T/w/out"
     cat "$D" >&7
     exec 7>&-
@@ -123,7 +123,7 @@ no_tmp() { # no temporary file left in $T/w
         env --default-signal qs-score -o "$T/w/out" "$T/m.qsm" < "$T/in" 2> /dev/null &
         pid=$!
         exec 7> "$T/in"
-        for _ in $(seq 100); do ls "$T/w" | grep -q tmp && break; sleep 0.05; done
+        for _ in $(seq 400); do ls "$T/w" | grep -q tmp && break; sleep 0.05; done
         run bash -c "ls '$T/w' | grep -c tmp"
         assert_output 1
         kill -s "$sig" $pid

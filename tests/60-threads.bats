@@ -177,6 +177,24 @@ same_bytes() {
     done
 }
 
+@test "one block of 40 lone leaves, built at load by several threads (no records to gather)" {
+    local T="$BATS_TEST_TMPDIR" i t
+    {
+        printf 'qs-ensemble 1\nsource lightgbm\nobjective regression\ncompare le\nprecision double\n'
+        printf 'accumulate double\nabsent zero\nfeatures 6\nclasses 1\ntransform none 0x1p+0\n'
+        printf 'base 0 0x0p+0\ntrees 40\n'
+        for i in $(seq 0 39); do printf 'tree %d class 0 weight 0x1p+0 nodes 1\n0 leaf %d\n' $i $i; done
+        printf 'end\n'
+    } > "$T/leaves.txt"
+    qs-compile --tree-block 100000 -o "$T/leaves.qsm" "$T/leaves.txt"
+    printf '0 qid:1 1:0.5\n1 qid:1 3:-2\n' > "$T/d.letor"
+    for t in 1 2 3; do
+        run qs-score --threads $t "$T/leaves.qsm" "$T/d.letor"
+        assert_success
+        assert_output "$(printf '780\n780')"
+    done
+}
+
 @test "a .qsm with two bad trees, checked at load by several threads: the first bad tree's error, as with one thread" {
     command -v python3 > /dev/null || skip "python3 is not installed"
     local T="$BATS_TEST_TMPDIR" t

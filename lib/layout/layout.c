@@ -582,7 +582,7 @@ static void build_block(const qs_model *m, const tinfo *ti, const uint8_t *rever
 #define TREE_CAP(u) (ti[u].omega ? ti[u].depth : m->trees[u].num_nodes / 2)
     for (uint64_t u = b0; u < t; u++)
         caprec += TREE_CAP(u);
-    if (caprec && !(recs = malloc((size_t)caprec * sizeof *recs)))
+    if (!(recs = malloc((size_t)(caprec ? caprec : 1) * sizeof *recs)))
         goto nomem;
     const unsigned parts = qs_work_parts(t - b0, GATHER_MIN_TREES, threads, GATHER_MAX_PARTS);
     if (parts == 1) {

@@ -493,10 +493,16 @@ static int model_scan(const qs_model *m, uint32_t *max_leaves, uint32_t *max_dep
     /* The trees in contiguous parts (side by side with threads > 1), each
      * stopping at its first bad tree: the first part that failed holds the
      * first bad tree, whose error is the one a single pass reports. */
-    const unsigned parts = qs_work_parts(m->num_trees, SCAN_MIN_TREES, threads, SCAN_MAX_PARTS);
+    unsigned parts = qs_work_parts(m->num_trees, SCAN_MIN_TREES, threads, SCAN_MAX_PARTS);
+    /* one error record per part: on the heap with threads (they are 0.5 KiB
+     * each), and one thread when there is no room for them */
+    qs_error one, *perr = &one;
+    if (parts > 1 && !(perr = malloc(parts * sizeof *perr))) {
+        perr = &one;
+        parts = 1;
+    }
     uint32_t pl[SCAN_MAX_PARTS], pd[SCAN_MAX_PARTS];
     int prc[SCAN_MAX_PARTS];
-    qs_error perr[SCAN_MAX_PARTS];
 #if QS_HAVE_OPENMP
 #pragma omp parallel for schedule(static, 1) num_threads(parts) if (parts > 1)
 #endif
@@ -540,6 +546,8 @@ static int model_scan(const qs_model *m, uint32_t *max_leaves, uint32_t *max_dep
         if (pd[p] > md)
             md = pd[p];
     }
+    if (perr != &one)
+        free(perr);
     if (rc == 0)
         rc = check_linear(m, err);
     if (max_leaves)
