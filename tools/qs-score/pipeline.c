@@ -65,8 +65,10 @@ typedef struct reader {
                           together); -1: unknown, chunks stay chunk_bytes */
     unsigned threads;
     size_t ramp;       /* with threads: the size of the next of the first
-                          chunks, doubling from PIPE_FIRST_CHUNK, so that every
-                          thread has work soon after the start; 0: past them */
+                          chunks, from PIPE_FIRST_CHUNK, doubling after one
+                          chunk per thread, so that every thread has work
+                          soon after the start; 0: past them */
+    unsigned ramp_n;   /* chunks read at this ramp size */
 } reader;
 
 typedef struct doc_meta {
@@ -173,7 +175,10 @@ static int read_chunk(reader *r, chunk *c)
     if (r->ramp) {
         if (r->ramp < want)
             want = r->ramp;
-        r->ramp = r->ramp >= r->chunk_bytes / 2 ? 0 : r->ramp * 2;
+        if (++r->ramp_n >= r->threads) {
+            r->ramp_n = 0;
+            r->ramp = r->ramp >= r->chunk_bytes / 2 ? 0 : r->ramp * 2;
+        }
     }
     if (r->left >= 0) {
         /* Near the end, about half of each thread's share of what is left,
@@ -825,7 +830,7 @@ void pipe_run(const pipe_job *job_in)
 {
     pipe_job local = *job_in;
     const pipe_job *job = &local;
-    reader rd = { job->in, job->chunk_bytes, NULL, 0, 0, 0, 0, 0, -1, job->threads, 0 };
+    reader rd = { job->in, job->chunk_bytes, NULL, 0, 0, 0, 0, 0, -1, job->threads, 0, 0 };
     writer wr = { job, 0, 0, 0 };
     if (job->input == PIPE_CSV || job->input == PIPE_TSV) {
         wr.lines = dsv_setup(&local, &rd);
