@@ -100,17 +100,7 @@ sys.stdout.buffer.write(struct.pack('<QQQ', 1 << 20, 1 << 24, 0))" > "$T/hdr0"
 }
 
 # qsly FILE.qsm OUT: the raw (decompressed) QSLY section of FILE.qsm
-qsly() {
-    python3 - "$1" "$T/qsly.zst" << 'PY'
-import struct, sys
-q = open(sys.argv[1], "rb").read()
-for s in range(struct.unpack_from("<I", q, 20)[0]):
-    sid, flags, off, stored = struct.unpack_from("<IIQQ", q, 64 + 48 * s)
-    if sid == struct.unpack("<I", b"QSLY")[0]:
-        open(sys.argv[2], "wb").write(q[off:off + stored])
-PY
-    zstd -q -d -c "$T/qsly.zst" > "$2"
-}
+qsly() { qsm_section "$1" QSLY "$2"; }
 
 # patch_qsly RAW WHAT OUT.zst: damage the layout RAW (thr: the first
 # threshold; flags: tree 0's flags byte) and compress it to OUT.zst

@@ -201,15 +201,7 @@ same_bytes() {
     qs-convert "$FIX/lgb-l8/model.txt.zst" | qs-compile -o "$T/m.qsm"
     # TREE's bytes, then classes out of range in trees 30 and 80 (of 100),
     # which the threads check in different parts
-    python3 - "$T/m.qsm" "$T/tree.zst" <<'PY'
-import struct, sys
-q = open(sys.argv[1], "rb").read()
-for s in range(struct.unpack_from("<I", q, 20)[0]):
-    sid, _, off, stored = struct.unpack_from("<IIQQ", q, 64 + 48 * s)
-    if sid == struct.unpack("<I", b"TREE")[0]:
-        open(sys.argv[2], "wb").write(q[off:off + stored])
-PY
-    zstd -q -d -f "$T/tree.zst" -o "$T/tree"
+    qsm_section "$T/m.qsm" TREE "$T/tree"
     python3 - "$T/tree" <<'PY'
 import struct, sys
 b = bytearray(open(sys.argv[1], "rb").read())

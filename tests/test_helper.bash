@@ -248,3 +248,18 @@ note_missing_kernels() {
         echo "# note: $1 ran without $k: this CPU does not run it" >&3
     done
 }
+
+# qsm_section FILE.qsm ID OUT: the raw (decompressed) bytes of section ID
+# (INFO, TREE, QSLY, ...) of FILE.qsm, into OUT (needs python3 and zstd).
+qsm_section() {
+    python3 - "$1" "$2" "$3.zst" << 'PY' && zstd -q -d -c "$3.zst" > "$3"
+import struct, sys
+q = open(sys.argv[1], "rb").read()
+for s in range(struct.unpack_from("<I", q, 20)[0]):
+    sid, flags, off, stored = struct.unpack_from("<IIQQ", q, 64 + 48 * s)
+    if sid == struct.unpack("<I", sys.argv[2].encode())[0]:
+        open(sys.argv[3], "wb").write(q[off:off + stored])
+        sys.exit(0)
+sys.exit("no section " + sys.argv[2])
+PY
+}
