@@ -25,18 +25,23 @@ static unsigned detect_simd(void)
         return 0;
     if (!(c & bit_OSXSAVE) || !(c & bit_AVX))
         return 0;
+    const int fma = (c & bit_FMA) != 0;
     uint64_t xcr0 = xgetbv0();
     if ((xcr0 & 0x6) != 0x6) /* SSE and AVX state */
         return 0;
     if (__get_cpuid_max(0, NULL) < 7)
         return 0;
     __cpuid_count(7, 0, a, b, c, d);
-    if (b & bit_AVX2)
+    /* The kernels are built for AVX2 with FMA, BMI1 and BMI2 (and the
+     * AVX-512 ones also LZCNT): a level counts only with all of them, as a
+     * hypervisor may hide some of an AVX2 CPU's features. */
+    if ((b & bit_AVX2) && fma && (b & bit_BMI) && (b & bit_BMI2))
         r |= QS_SIMD_AVX2;
+    unsigned ea = 0, eb = 0, ec = 0, ed = 0;
+    const int lzcnt = __get_cpuid(0x80000001u, &ea, &eb, &ec, &ed) && (ec & bit_LZCNT);
     /* opmask, upper ZMM0-15 and ZMM16-31 state */
-    if ((b & bit_AVX512F) && (b & bit_AVX512DQ) && (b & bit_AVX512CD) && (b & bit_AVX512VL) &&
-        (b & bit_AVX512BW) &&
-        (xcr0 & 0xE6) == 0xE6)
+    if ((r & QS_SIMD_AVX2) && lzcnt && (b & bit_AVX512F) && (b & bit_AVX512DQ) &&
+        (b & bit_AVX512CD) && (b & bit_AVX512VL) && (b & bit_AVX512BW) && (xcr0 & 0xE6) == 0xE6)
         r |= QS_SIMD_AVX512;
     return r;
 }

@@ -1329,7 +1329,9 @@ static int vqs_probe(const qs_backend_def *d, char *why, size_t cap)
     if (level_of(d))
         return 1;
     unsigned want = d->param ? d->param : QS_SIMD_AVX2;
-    const char *name = want == QS_SIMD_AVX512 ? "AVX-512 (F, DQ, CD, VL, BW)" : "AVX2";
+    const char *name = want == QS_SIMD_AVX512
+                           ? "AVX-512 (F, DQ, CD, VL, BW, with AVX2, FMA, BMI1, BMI2, LZCNT)"
+                           : "AVX2 (with FMA, BMI1, BMI2)";
     if (qs_cpu_simd_detected() & want)
         snprintf(why, cap, "%s disabled by QS_DISABLE_CPU_FEATURES", name);
     else
