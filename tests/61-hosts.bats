@@ -35,17 +35,19 @@ teardown() {
     ssh-keygen -q -t ed25519 -N '' -f "$D/hostkey"
     cp "$D/id.pub" "$D/authorized_keys"
     : > "$D/ssh_config"
-    local i
+    # Two /30 subnets of 10.253.N.0/24, N from the process id, so that two
+    # suites running at once on one machine do not share addresses.
+    local i net=$(( $$ % 250 ))
     for i in 1 2; do
         ip link add "${NS}v$i" type veth peer name "${NS}p$i"
         ip link set "${NS}p$i" netns "${NS}h$i"
-        ip addr add "10.253.$i.1/30" dev "${NS}v$i"
+        ip addr add "10.253.$net.$((4 * i - 3))/30" dev "${NS}v$i"
         ip link set "${NS}v$i" up
-        ip netns exec "${NS}h$i" ip addr add "10.253.$i.2/30" dev "${NS}p$i"
+        ip netns exec "${NS}h$i" ip addr add "10.253.$net.$((4 * i - 2))/30" dev "${NS}p$i"
         ip netns exec "${NS}h$i" ip link set "${NS}p$i" up
         ip netns exec "${NS}h$i" ip link set lo up
         cat > "$D/sshd$i.conf" <<CONF
-ListenAddress 10.253.$i.2
+ListenAddress 10.253.$net.$((4 * i - 2))
 Port 22
 HostKey $D/hostkey
 AuthorizedKeysFile $D/authorized_keys
@@ -59,7 +61,7 @@ CONF
         ip netns exec "${NS}h$i" /usr/sbin/sshd -f "$D/sshd$i.conf"
         cat >> "$D/ssh_config" <<CONF
 Host host$i
-    HostName 10.253.$i.2
+    HostName 10.253.$net.$((4 * i - 2))
     User root
     IdentityFile $D/id
     IdentitiesOnly yes
