@@ -8,6 +8,10 @@ documents for them (tests/24-simd-blocks.bats).
               precision and accumulation mode; one and three classes
   obl-*.txt   oblivious trees of depth 1 to 12 (QS-Omega blocks, leaf
               indexes past 8 bits) and lone leaves; NaN rules
+  oblr-*.txt  the same, one class, each feature's splits under one missing
+              rule and one default side (the AVX2 kernel's QS-Omega by
+              ranks); every compare and accumulation mode; groups of
+              hundreds of distinct thresholds
   lin-*.txt   linear leaves (format version 3) on wide and oblivious trees
   many-*.txt  700 features, most of them in one block (more than the SIMD
               kernels' rows of feature values hold at once)
@@ -130,10 +134,10 @@ def random_tree(m, rng, leaves, cat_ok=True, linear=False):
     return lines
 
 
-def oblivious_tree(m, rng, depth, linear=False):
+def oblivious_tree(m, rng, depth, linear=False, thr=THR):
     tests = []
     for _ in range(depth):
-        tests.append((rng.randrange(m.nf), hx(m.thr(rng.choice(THR))),
+        tests.append((rng.randrange(m.nf), hx(m.thr(rng.choice(thr))),
                       rng.choice(["none", "zero", "nan"]), rng.choice(["left", "right"])))
     lines = []
     # preorder numbering of a complete tree
@@ -156,6 +160,21 @@ def oblivious_tree(m, rng, depth, linear=False):
 
     emit(0)
     return lines
+
+
+def oblivious_tree_ranks(m, rng, depth, rules, thr=THR):
+    """An oblivious tree whose splits on a feature all take that feature's
+    missing rule and default side (rules[f]), so the special values of a
+    feature's group send all of its nodes one way."""
+    lines = oblivious_tree(m, rng, depth, thr=thr)
+    out = []
+    for ln in lines:
+        w = ln.split()
+        if len(w) == 8 and w[1] == "num":
+            w[4], w[5] = rules[int(w[2])]
+            ln = " ".join(w)
+        out.append(ln)
+    return out
 
 
 def lone_leaf(m, rng):
@@ -195,6 +214,30 @@ def main():
             for d in [6, 6, 1, 3, 8, 9, 12, 2, 0, 6, 10, 4, 5, 7, 11]:
                 add(m, rng, oblivious_tree(m, rng, d) if d else lone_leaf(m, rng))
         models[name] = m
+
+    # oblivious blocks the AVX2 kernel reads by ranks: one class, a missing
+    # rule and default side per feature (their own generator: the documents
+    # below stay as they were)
+    orng = random.Random(64)
+    for name, kw in [("oblr-le-double", dict(cmp="le", acc="double")),
+                     ("oblr-lt-float", dict(cmp="lt", prec="float", acc="float")),
+                     ("oblr-le-fd", dict(cmp="le", acc="float-double", absent="zero"))]:
+        m = Model(**kw)
+        rules = [(orng.choice(["none", "zero", "nan"]), orng.choice(["left", "right"]))
+                 for _ in range(m.nf)]
+        for rep in range(3):
+            for d in [6, 6, 1, 3, 8, 9, 12, 2, 0, 6, 10, 4, 5, 7, 11]:
+                add(m, orng, oblivious_tree_ranks(m, orng, d, rules) if d else lone_leaf(m, orng))
+        models[name] = m
+    # and groups of many distinct thresholds (the kernel's bisection): THR
+    # and 300 more between them, 2 features
+    m = Model(cmp="lt", acc="double")
+    m.nf = 2
+    many = THR + [orng.uniform(-3.0, 8.0) for _ in range(300)]
+    rules = [("nan", "right"), ("zero", "left")]
+    for _ in range(120):
+        add(m, orng, oblivious_tree_ranks(m, orng, orng.randrange(1, 9), rules, many))
+    models["oblr-many-lt-double"] = m
 
     # linear leaves (LightGBM linear trees: weight 1, accumulate double)
     m = Model(version=3, absent="missing")

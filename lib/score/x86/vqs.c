@@ -275,6 +275,119 @@ static size_t vqs_acc_bytes(uint32_t K)
     return ((size_t)K * 64 * (sizeof(double) + sizeof(float)) + 63) & ~(size_t)63;
 }
 
+/* Whether the special entries of group G are its first |special| sorted
+ * entries (the same trees and bits, in any order among equal ones): then a
+ * special value fires exactly that prefix. */
+static int special_is_prefix(const qs_layout *L, const qs_group *G, uint64_t *tmp)
+{
+    const uint32_t ns = G->sp_end - G->sp_begin;
+    if (ns > G->end - G->begin)
+        return 0;
+    for (uint32_t i = 0; i < ns; i++) {
+        tmp[i] = (uint64_t)L->etree[G->begin + i] << 32 | (uint32_t)L->emask[G->begin + i];
+        tmp[ns + i] = (uint64_t)L->etree[G->sp_begin + i] << 32 | (uint32_t)L->emask[G->sp_begin + i];
+    }
+    /* as multisets: sort both (insertion sort: groups are small, and this
+     * runs once per load) */
+    for (int h = 0; h < 2; h++) {
+        uint64_t *a = tmp + (size_t)h * ns;
+        for (uint32_t i = 1; i < ns; i++) {
+            uint64_t v = a[i];
+            uint32_t j = i;
+            for (; j > 0 && a[j - 1] > v; j--)
+                a[j] = a[j - 1];
+            a[j] = v;
+        }
+    }
+    return memcmp(tmp, tmp + ns, sizeof *tmp * ns) == 0;
+}
+
+int qs_vqs_omega_ranks(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
+{
+    if (m->num_classes != 1 || m->node_linear || L->nblocks == 0)
+        return 0;
+    int any = 0;
+    for (uint32_t b = 0; b < L->nblocks; b++)
+        any |= L->blocks[b].kind == QS_BLOCK_OMEGA;
+    if (!any)
+        return 0;
+    const uint64_t T = L->ntrees;
+    P->om_ok = calloc(L->nblocks, 1);
+    P->om_sp = calloc(L->ngroups ? L->ngroups : 1, sizeof *P->om_sp);
+    P->om_level = malloc(sizeof *P->om_level * T * QS_OMEGA_MAX_DEPTH);
+    P->om_bits = malloc(sizeof *P->om_bits * T * QS_OMEGA_MAX_DEPTH);
+    P->om_depth = calloc(T ? T : 1, 1);
+    uint32_t most = 1;
+    for (uint32_t g = 0; g < L->ngroups; g++)
+        if (L->groups[g].sp_end - L->groups[g].sp_begin > most)
+            most = L->groups[g].sp_end - L->groups[g].sp_begin;
+    uint64_t *tmp = malloc(sizeof *tmp * 2 * most);
+    P->om_uoff = malloc(sizeof *P->om_uoff * ((size_t)L->ngroups + 1));
+    P->om_u = malloc(sizeof *P->om_u * (L->nentries ? L->nentries : 1));
+    if (!P->om_ok || !P->om_sp || !P->om_level || !P->om_bits || !P->om_depth || !tmp ||
+        !P->om_uoff || !P->om_u) {
+        free(tmp);
+        return -1;
+    }
+    /* every group's distinct thresholds */
+    uint32_t nu = 0;
+    for (uint32_t g = 0; g < L->ngroups; g++) {
+        const qs_group *G = &L->groups[g];
+        P->om_uoff[g] = nu;
+        for (uint32_t k = G->begin; k < G->end; k++)
+            if (k == G->begin || L->thr[k] != L->thr[k - 1])
+                P->om_u[nu++] = L->thr[k];
+    }
+    P->om_uoff[L->ngroups] = nu;
+    for (uint32_t b = 0; b < L->nblocks; b++) {
+        const qs_block *B = &L->blocks[b];
+        const uint64_t t0 = B->tree_begin, nt = B->tree_end - B->tree_begin;
+        const uint32_t ng = B->group_end - B->group_begin;
+        /* The counts of a batch take 128 bytes a group, within the
+         * scratch's QS_VQS_TREE_BYTES a tree. */
+        int ok = B->kind == QS_BLOCK_OMEGA && B->cat_begin == B->cat_end && ng <= 0xFFFFu &&
+                 (uint64_t)ng * 128 <= nt * QS_VQS_TREE_BYTES;
+        for (uint64_t i = 0; ok && i < nt; i++)
+            ok = L->nleaves[t0 + i] >= 1 && L->nleaves[t0 + i] <= (1u << QS_OMEGA_MAX_DEPTH);
+        for (uint32_t g = B->group_begin; ok && g < B->group_end; g++) {
+            const qs_group *G = &L->groups[g];
+            ok = !(G->rule & QS_GROUP_DESC) && G->end - G->begin <= 0x7FFFu &&
+                 special_is_prefix(L, G, tmp);
+            /* Ranks among the group's distinct thresholds: the entries of
+             * one threshold fire together, and a special value must fire
+             * whole thresholds (om_sp: how many). */
+            const uint32_t ns = G->sp_end - G->sp_begin;
+            uint32_t urank = 0;
+            int sp_found = ns == 0;
+            P->om_sp[g] = 0;
+            for (uint32_t k = G->begin; ok && k < G->end; k++) {
+                if (k > G->begin && L->thr[k] != L->thr[k - 1])
+                    urank++;
+                if (k - G->begin == ns) {
+                    sp_found = k == G->begin || L->thr[k] != L->thr[k - 1];
+                    P->om_sp[g] = (uint16_t)urank;
+                }
+                const uint64_t i = L->etree[k];
+                ok = i < nt && L->emask[k] <= 0xFFFFu &&
+                     P->om_depth[t0 + i] < QS_OMEGA_MAX_DEPTH;
+                if (!ok)
+                    break;
+                const uint64_t slot = (t0 + i) * QS_OMEGA_MAX_DEPTH + P->om_depth[t0 + i]++;
+                P->om_level[slot] = (g - B->group_begin) << 16 | urank;
+                P->om_bits[slot] = (uint16_t)L->emask[k];
+            }
+            if (ok && ns == G->end - G->begin) {
+                sp_found = 1;
+                P->om_sp[g] = (uint16_t)(urank + (G->end > G->begin));
+            }
+            ok = ok && sp_found;
+        }
+        P->om_ok[b] = (uint8_t)ok;
+    }
+    free(tmp);
+    return 0;
+}
+
 void qs_vqs_plan_free(qs_vqs_plan *P)
 {
     free(P->off);
@@ -286,6 +399,20 @@ void qs_vqs_plan_free(qs_vqs_plan *P)
     free(P->xop);
     free(P->xbyte);
     free(P->leavesf);
+    free(P->om_ok);
+    free(P->om_sp);
+    free(P->om_uoff);
+    free(P->om_u);
+    P->om_uoff = NULL;
+    P->om_u = NULL;
+    free(P->om_level);
+    free(P->om_bits);
+    free(P->om_depth);
+    P->om_ok = NULL;
+    P->om_sp = NULL;
+    P->om_level = NULL;
+    P->om_bits = NULL;
+    P->om_depth = NULL;
     P->leavesf = NULL;
     P->xidx = NULL;
     P->xop = NULL;
@@ -1289,12 +1416,186 @@ T256 static void block256bp(const qs_model *m, const qs_layout *L, const qs_vqs_
             }
 }
 
+/* How many of the ascending thresholds a[0 .. n) (n >= 1) each of the four
+ * values x[0 .. 3] passes (t <= x for <, t < x for <=), as the scans' run
+ * ends, by bisection: four searches side by side, whose steps do not wait
+ * for one another. */
+static inline __attribute__((always_inline)) void om_bisect4(const double *a, uint32_t n,
+                                                             const double *x, int16_t *out,
+                                                             int lt)
+{
+    const double *b0 = a, *b1 = a, *b2 = a, *b3 = a;
+    const double x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
+#define OM_PASS(t, v) (lt ? (t) <= (v) : (t) < (v))
+    while (n > 1) {
+        const uint32_t h = n / 2;
+        b0 = OM_PASS(b0[h], x0) ? b0 + h : b0;
+        b1 = OM_PASS(b1[h], x1) ? b1 + h : b1;
+        b2 = OM_PASS(b2[h], x2) ? b2 + h : b2;
+        b3 = OM_PASS(b3[h], x3) ? b3 + h : b3;
+        n -= h;
+    }
+    out[0] = (int16_t)((b0 - a) + OM_PASS(*b0, x0));
+    out[1] = (int16_t)((b1 - a) + OM_PASS(*b1, x1));
+    out[2] = (int16_t)((b2 - a) + OM_PASS(*b2, x2));
+    out[3] = (int16_t)((b3 - a) + OM_PASS(*b3, x3));
+#undef OM_PASS
+}
+
+/* Groups of at most this many distinct thresholds are counted by compares
+ * against every one (16 documents at a time), larger ones by bisection. */
+#define OM_LINEAR_MAX 48u
+
+/* Four 64-bit counts in each of c0 .. c3 (below 2^15) as 16 int16 at p. */
+T256 BP_INLINE void om_store16(int16_t *p, __m256i c0, __m256i c1, __m256i c2, __m256i c3)
+{
+    const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    const __m128i a = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(c0, even)),
+                  b = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(c1, even)),
+                  c = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(c2, even)),
+                  d = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(c3, even));
+    _mm_store_si128((__m128i *)p, _mm_packs_epi32(a, b));
+    _mm_store_si128((__m128i *)(p + 8), _mm_packs_epi32(c, d));
+}
+
+/* A group's distinct thresholds passed by 16 values (x0 .. x3): compared
+ * with every one, t <= x for < (CMP _CMP_GE_OQ) or t < x for <= (GT); a
+ * NaN passes none (its count is replaced). */
+#define OM_COUNT16(CMP)                                                                        \
+    for (uint32_t k = 0; k < nu; k++) {                                                        \
+        const __m256d t = _mm256_broadcast_sd(u + k);                                          \
+        c0 = _mm256_sub_epi64(c0, _mm256_castpd_si256(_mm256_cmp_pd(x0, t, CMP)));             \
+        c1 = _mm256_sub_epi64(c1, _mm256_castpd_si256(_mm256_cmp_pd(x1, t, CMP)));             \
+        c2 = _mm256_sub_epi64(c2, _mm256_castpd_si256(_mm256_cmp_pd(x2, t, CMP)));             \
+        c3 = _mm256_sub_epi64(c3, _mm256_castpd_si256(_mm256_cmp_pd(x3, t, CMP)));             \
+    }
+
+/* QS-Ω by ranks (qs_vqs_plan, om_*), 64 documents, one class.  First each
+ * group's counts (16 bits a document, 128 bytes a group at the start of the
+ * scratch): the 64 values of its feature read once, its special-value rule
+ * applied as qs_group_special does, then the distinct thresholds each
+ * passes counted (compares with all of them, or bisection for many, four
+ * documents side by side).  Then
+ * tree by tree: each level's compare of the counts with its threshold's
+ * rank ORs its bits into 64 leaf indexes, and each document adds its exit
+ * leaf's contribution, in tree order, with the IEEE operation of
+ * qs_layout_add_leaf (four documents a vector operation; their leaves
+ * loaded one by one, which beats a gather on Zen 3). */
+T256 static void block256om(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
+                            const qs_block *B, uint8_t *v, const double *const *xs,
+                            unsigned nreal, double *acc, float *accf)
+{
+    const int lt = m->cmp == QS_CMP_LT;
+    const uint32_t ng = B->group_end - B->group_begin;
+    int16_t *R = (int16_t *)(void *)v;
+    double xr[BP_LANES] __attribute__((aligned(32)));
+    for (uint32_t r = 0; r < ng; r++) {
+        const uint32_t g = B->group_begin + r;
+        const qs_group *G = &L->groups[g];
+        const uint32_t f = G->feature, rule = G->rule & QS_RULE_MASK;
+        const double *u = P->om_u + P->om_uoff[g];
+        const uint32_t nu = P->om_uoff[g + 1] - P->om_uoff[g];
+        int16_t *row = R + (size_t)r * BP_LANES;
+        for (unsigned j = 0; j < BP_LANES; j++)
+            xr[j] = xs[j][f];
+        uint64_t sp = 0;
+        for (unsigned q = 0; q < 16; q++) {
+            __m256d x = _mm256_load_pd(xr + 4 * q);
+            const __m256d nan = _mm256_cmp_pd(x, x, _CMP_UNORD_Q);
+            if (rule == QS_RULE_NAN) {
+                sp |= (uint64_t)_mm256_movemask_pd(nan) << (4 * q);
+            } else {
+                x = _mm256_andnot_pd(nan, x);
+                if (rule == QS_RULE_ZERO)
+                    sp |= (uint64_t)_mm256_movemask_pd(_mm256_and_pd(
+                              _mm256_cmp_pd(x, _mm256_set1_pd(-QS_ZERO_BAND), _CMP_GE_OQ),
+                              _mm256_cmp_pd(x, _mm256_set1_pd(QS_ZERO_BAND), _CMP_LE_OQ)))
+                          << (4 * q);
+                _mm256_store_pd(xr + 4 * q, x);
+            }
+        }
+        if (nu <= OM_LINEAR_MAX) {
+            for (unsigned c = 0; c < BP_LANES; c += 16) {
+                const __m256d x0 = _mm256_load_pd(xr + c), x1 = _mm256_load_pd(xr + c + 4),
+                              x2 = _mm256_load_pd(xr + c + 8), x3 = _mm256_load_pd(xr + c + 12);
+                __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0;
+                if (lt)
+                    OM_COUNT16(_CMP_GE_OQ)
+                else
+                    OM_COUNT16(_CMP_GT_OQ)
+                om_store16(row + c, c0, c1, c2, c3);
+            }
+        } else if (lt) {
+            for (unsigned j = 0; j < BP_LANES; j += 4)
+                om_bisect4(u, nu, xr + j, row + j, 1);
+        } else {
+            for (unsigned j = 0; j < BP_LANES; j += 4)
+                om_bisect4(u, nu, xr + j, row + j, 0);
+        }
+        for (; sp; sp &= sp - 1)
+            row[__builtin_ctzll(sp)] = (int16_t)P->om_sp[g];
+    }
+    const int mode = m->float_accumulate;
+    double a[BP_LANES] __attribute__((aligned(32)));
+    float af[BP_LANES] __attribute__((aligned(32)));
+    for (unsigned j = 0; j < BP_LANES; j++) {
+        a[j] = acc[j < nreal ? j : 0];
+        af[j] = accf[j < nreal ? j : 0];
+    }
+    uint16_t ix[BP_LANES] __attribute__((aligned(32)));
+    for (uint64_t t = B->tree_begin; t < B->tree_end; t++) {
+        const uint32_t *lv = P->om_level + t * QS_OMEGA_MAX_DEPTH;
+        const uint16_t *bits = P->om_bits + t * QS_OMEGA_MAX_DEPTH;
+        __m256i i0 = _mm256_setzero_si256(), i1 = i0, i2 = i0, i3 = i0;
+        for (unsigned l = 0; l < P->om_depth[t]; l++) {
+            const __m256i *row = (const __m256i *)(R + (size_t)(lv[l] >> 16) * BP_LANES);
+            const __m256i rk = _mm256_set1_epi16((short)(lv[l] & 0xFFFF));
+            const __m256i bt = _mm256_set1_epi16((short)bits[l]);
+            i0 = _mm256_or_si256(i0, _mm256_and_si256(bt, _mm256_cmpgt_epi16(_mm256_load_si256(row), rk)));
+            i1 = _mm256_or_si256(i1, _mm256_and_si256(bt, _mm256_cmpgt_epi16(_mm256_load_si256(row + 1), rk)));
+            i2 = _mm256_or_si256(i2, _mm256_and_si256(bt, _mm256_cmpgt_epi16(_mm256_load_si256(row + 2), rk)));
+            i3 = _mm256_or_si256(i3, _mm256_and_si256(bt, _mm256_cmpgt_epi16(_mm256_load_si256(row + 3), rk)));
+        }
+        const __m256i lm = _mm256_set1_epi16((short)(L->nleaves[t] - 1));
+        _mm256_store_si256((__m256i *)ix, _mm256_and_si256(i0, lm));
+        _mm256_store_si256((__m256i *)(ix + 16), _mm256_and_si256(i1, lm));
+        _mm256_store_si256((__m256i *)(ix + 32), _mm256_and_si256(i2, lm));
+        _mm256_store_si256((__m256i *)(ix + 48), _mm256_and_si256(i3, lm));
+        const double *leaf = L->leaves + L->leaf_off[t];
+        if (mode == QS_ACC_DOUBLE)
+            for (unsigned j = 0; j < BP_LANES; j += 4) {
+                const __m256d c = _mm256_setr_pd(leaf[ix[j]], leaf[ix[j + 1]], leaf[ix[j + 2]],
+                                                 leaf[ix[j + 3]]);
+                _mm256_store_pd(a + j, _mm256_add_pd(_mm256_load_pd(a + j), c));
+            }
+        else if (mode == QS_ACC_FLOAT)
+            for (unsigned j = 0; j < BP_LANES; j += 4) {
+                const __m128 c = _mm256_cvtpd_ps(_mm256_setr_pd(leaf[ix[j]], leaf[ix[j + 1]],
+                                                                leaf[ix[j + 2]], leaf[ix[j + 3]]));
+                _mm_store_ps(af + j, _mm_add_ps(_mm_load_ps(af + j), c));
+            }
+        else
+            for (unsigned j = 0; j < BP_LANES; j += 4) {
+                const __m256d c = _mm256_setr_pd(leaf[ix[j]], leaf[ix[j + 1]], leaf[ix[j + 2]],
+                                                 leaf[ix[j + 3]]);
+                _mm_store_ps(af + j,
+                             _mm256_cvtpd_ps(_mm256_add_pd(_mm256_cvtps_pd(_mm_load_ps(af + j)), c)));
+            }
+    }
+    for (unsigned j = 0; j < nreal; j++) {
+        acc[j] = a[j];
+        accf[j] = af[j];
+    }
+}
+
 static void kernel_block(const qs_simd_kernel *k, unsigned lanes, const qs_model *m,
                          const qs_layout *L, const qs_block *B, uint64_t *v,
                          const double *const *xs, unsigned nreal, double *acc, float *accf)
 {
     const qs_vqs_plan *P = k->data;
-    if (k->level == QS_SIMD_AVX512 && lanes == BP_LANES && qs_vqs_planes(B) && P && P->off)
+    if (k->level == QS_SIMD_AVX2 && lanes == BP_LANES && P && P->om_ok && P->om_ok[B - L->blocks])
+        block256om(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
+    else if (k->level == QS_SIMD_AVX512 && lanes == BP_LANES && qs_vqs_planes(B) && P && P->off)
         block512bp(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
     else if (lanes == BP_LANES && qs_vqs_planes(B) && P && P->off)
         block256bp(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
@@ -1364,7 +1665,8 @@ static int vqs_prepare(const qs_backend_def *d, const qs_scorer *s, void **state
     if (!level_of(d))
         return 0;
     qs_vqs_plan *P = calloc(1, sizeof *P);
-    if (!P || qs_vqs_plan_build(s->L, P, s->build_threads) != 0 || vqs_leaves_float(s, P) != 0) {
+    if (!P || qs_vqs_plan_build(s->L, P, s->build_threads) != 0 || vqs_leaves_float(s, P) != 0 ||
+        qs_vqs_omega_ranks(s->m, s->L, P) != 0) {
         if (P)
             qs_vqs_plan_free(P);
         free(P);

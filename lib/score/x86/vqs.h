@@ -88,10 +88,32 @@ typedef struct qs_vqs_plan {
      * (float)c in float32: the same rounding, 8 lanes per gather), or
      * NULL. */
     float *leavesf;
+    /* QS-Ω by ranks (the AVX2 kernel, one class, no linear leaves): in a
+     * block's ascending group the entries that fire for a value are those
+     * of the distinct thresholds it passes, a prefix, so a document's value
+     * is read once per group as how many it passes (its count), and each
+     * level of a tree fires when the count passes the rank of its entry's
+     * threshold among them.  om_ok[b]: block b goes this way (else on byte
+     * planes); om_sp[g]: the count of a special value of group g (its
+     * special entries are those of the first om_sp[g] thresholds);
+     * om_level[t * QS_OMEGA_MAX_DEPTH + l]: tree t's level l, its group's
+     * row in the block (high 16 bits) and its threshold's rank (low 16),
+     * with its OR bits in om_bits and its level count in om_depth[t]. */
+    uint8_t *om_ok;
+    uint16_t *om_sp;
+    /* Each group's distinct thresholds, om_u[om_uoff[g] .. om_uoff[g + 1]). */
+    uint32_t *om_uoff;
+    double *om_u;
+    uint32_t *om_level;
+    uint16_t *om_bits;
+    uint8_t *om_depth;
 } qs_vqs_plan;
 
 /* 0, or -1 when out of memory. */
 int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P, unsigned threads);
+/* The QS-Ω-by-ranks tables of the blocks that can go that way for model m
+ * (none is not an error); 0, or -1 when out of memory. */
+int qs_vqs_omega_ranks(const qs_model *m, const qs_layout *L, qs_vqs_plan *P);
 void qs_vqs_plan_free(qs_vqs_plan *P);
 
 /* Bytes of scratch per tree of a block that the kernels need (AVX-512
