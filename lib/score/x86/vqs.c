@@ -1395,8 +1395,12 @@ T256 static void block256bp(const qs_model *m, const qs_layout *L, const qs_vqs_
                 leaf = _mm256_add_epi64(
                     _mm256_sllv_epi64(_mm256_cvtepu8_epi64(_mm_cvtsi32_si128(w1)), shift), leaf);
             }
-            const __m256d c = _mm256_i64gather_pd(
-                L->leaves, _mm256_add_epi64(o, _mm256_and_si256(leaf, lmask)), 8);
+            /* loaded one by one, not gathered: 2-30% faster on Zen 3
+             * (LightGBM's 1,000 x 64, double sums) */
+            uint64_t li[4] __attribute__((aligned(32)));
+            _mm256_store_si256((__m256i *)li, _mm256_add_epi64(o, _mm256_and_si256(leaf, lmask)));
+            const __m256d c = _mm256_setr_pd(L->leaves[li[0]], L->leaves[li[1]], L->leaves[li[2]],
+                                             L->leaves[li[3]]);
             double *pa = pa0 + 4 * q;
             float *pf = pf0 + 4 * q;
             switch (mode) {
