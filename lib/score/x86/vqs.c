@@ -1204,6 +1204,30 @@ T256 BP_INLINE void bp2_segments(const qs_vqs_plan *P, uint8_t *v, const uint16_
     }
 }
 
+/* A group's value rule on 64 documents' values x (qs_group_special): the
+ * values to compare into out (NaN read as 0.0 unless the rule is NaN's;
+ * out may be x), and the documents that take the special-value list. */
+T256 BP_INLINE uint64_t bp2_rule64(unsigned rule, const double *x, double *out)
+{
+    uint64_t sp = 0;
+    for (unsigned q = 0; q < 16; q++) {
+        __m256d v = _mm256_load_pd(x + 4 * q);
+        const __m256d nan = _mm256_cmp_pd(v, v, _CMP_UNORD_Q);
+        if (rule == QS_RULE_NAN) {
+            sp |= (uint64_t)_mm256_movemask_pd(nan) << (4 * q);
+        } else {
+            v = _mm256_andnot_pd(nan, v);
+            if (rule == QS_RULE_ZERO)
+                sp |= (uint64_t)_mm256_movemask_pd(_mm256_and_pd(
+                          _mm256_cmp_pd(v, _mm256_set1_pd(-QS_ZERO_BAND), _CMP_GE_OQ),
+                          _mm256_cmp_pd(v, _mm256_set1_pd(QS_ZERO_BAND), _CMP_LE_OQ)))
+                      << (4 * q);
+        }
+        _mm256_store_pd(out + 4 * q, v);
+    }
+    return sp;
+}
+
 T256 static void block256bp(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
                             const qs_block *B, uint8_t *v,
                             const double *const *xs, unsigned nreal, double *acc, float *accf)
@@ -1223,23 +1247,7 @@ T256 static void block256bp(const qs_model *m, const qs_layout *L, const qs_vqs_
         const qs_group *G = &L->groups[g];
         const double *xr = bp_row(feats, nfe, xT, &c0, P->grow[g], xs);
         double xc[BP_LANES] __attribute__((aligned(32)));
-        uint64_t sp = 0;
-        const unsigned rule = G->rule & QS_RULE_MASK;
-        for (unsigned q = 0; q < 16; q++) {
-            __m256d x = _mm256_load_pd(xr + 4 * q);
-            const __m256d nan = _mm256_cmp_pd(x, x, _CMP_UNORD_Q);
-            if (rule == QS_RULE_NAN) {
-                sp |= (uint64_t)_mm256_movemask_pd(nan) << (4 * q);
-            } else {
-                x = _mm256_andnot_pd(nan, x);
-                if (rule == QS_RULE_ZERO)
-                    sp |= (uint64_t)_mm256_movemask_pd(_mm256_and_pd(
-                              _mm256_cmp_pd(x, _mm256_set1_pd(-QS_ZERO_BAND), _CMP_GE_OQ),
-                              _mm256_cmp_pd(x, _mm256_set1_pd(QS_ZERO_BAND), _CMP_LE_OQ)))
-                          << (4 * q);
-            }
-            _mm256_store_pd(xc + 4 * q, x);
-        }
+        const uint64_t sp = bp2_rule64(G->rule & QS_RULE_MASK, xr, xc);
         if (sp) {
             const __m256i K0 = bp2_bytes((uint32_t)sp), K1 = bp2_bytes((uint32_t)(sp >> 32));
             BP2_APPLY(K0, K1, G->sp_begin, G->sp_end);
@@ -1502,22 +1510,7 @@ T256 static void block256om(const qs_model *m, const qs_layout *L, const qs_vqs_
         int16_t *row = R + (size_t)r * BP_LANES;
         for (unsigned j = 0; j < BP_LANES; j++)
             xr[j] = xs[j][f];
-        uint64_t sp = 0;
-        for (unsigned q = 0; q < 16; q++) {
-            __m256d x = _mm256_load_pd(xr + 4 * q);
-            const __m256d nan = _mm256_cmp_pd(x, x, _CMP_UNORD_Q);
-            if (rule == QS_RULE_NAN) {
-                sp |= (uint64_t)_mm256_movemask_pd(nan) << (4 * q);
-            } else {
-                x = _mm256_andnot_pd(nan, x);
-                if (rule == QS_RULE_ZERO)
-                    sp |= (uint64_t)_mm256_movemask_pd(_mm256_and_pd(
-                              _mm256_cmp_pd(x, _mm256_set1_pd(-QS_ZERO_BAND), _CMP_GE_OQ),
-                              _mm256_cmp_pd(x, _mm256_set1_pd(QS_ZERO_BAND), _CMP_LE_OQ)))
-                          << (4 * q);
-                _mm256_store_pd(xr + 4 * q, x);
-            }
-        }
+        uint64_t sp = bp2_rule64(rule, xr, xr);
         if (nu <= OM_LINEAR_MAX) {
             for (unsigned c = 0; c < BP_LANES; c += 16) {
                 const __m256d x0 = _mm256_load_pd(xr + c), x1 = _mm256_load_pd(xr + c + 4),
