@@ -2,9 +2,9 @@
 # Every block kind through every back end: synthetic models
 # (tests/tools/gen_block_models.py) whose layouts hold multi-word QS blocks
 # (trees of 65 to 2100 leaves, categorical nodes among them), QS-Ω blocks
-# (oblivious trees of depth 1 to 12, lone leaves; one class with one
-# missing rule and default side per feature, which the AVX2 kernel reads by
-# ranks) and narrow ones, linear
+# (oblivious trees of depth 1 to 12, lone leaves; with one missing rule and
+# default side per feature, which the AVX2 kernel reads by ranks) and narrow
+# ones, linear
 # leaves, one to three classes, every compare, precision and accumulation
 # mode, blocks of 700 features, and groups of over 32,767 entries.  Batches of 1, 7, 63, 64, 65 and 130 documents (so the 64-document
 # kernels see full, ragged and one-document groups), two layouts; every
@@ -67,8 +67,8 @@ same() {
 @test "oblivious trees, compare lt, accumulate float, 3 classes" { same obl-lt-float; }
 @test "oblivious trees, accumulate float-double, 2 classes" { same obl-le-fd; }
 @test "oblivious trees read by ranks (AVX2), compare le, accumulate double" { same oblr-le-double; }
-@test "oblivious trees read by ranks (AVX2), compare lt, float32, accumulate float" { same oblr-lt-float; }
-@test "oblivious trees read by ranks (AVX2), accumulate float-double, absent zero" { same oblr-le-fd; }
+@test "oblivious trees read by ranks (AVX2), compare lt, float32, accumulate float, 3 classes" { same oblr-lt-float; }
+@test "oblivious trees read by ranks (AVX2), accumulate float-double, absent zero, 2 classes" { same oblr-le-fd; }
 @test "oblivious trees read by ranks (AVX2), groups of hundreds of distinct thresholds" { same oblr-many-lt-double; }
 @test "linear leaves on multi-word, narrow and oblivious trees" { same lin-double; }
 @test "linear leaves on oblivious trees, 2 classes" { same lin-obl; }

@@ -8,9 +8,9 @@ documents for them (tests/24-simd-blocks.bats).
               precision and accumulation mode; one and three classes
   obl-*.txt   oblivious trees of depth 1 to 12 (QS-Omega blocks, leaf
               indexes past 8 bits) and lone leaves; NaN rules
-  oblr-*.txt  the same, one class, each feature's splits under one missing
-              rule and one default side (the AVX2 kernel's QS-Omega by
-              ranks); every compare and accumulation mode; groups of
+  oblr-*.txt  the same, each feature's splits under one missing rule and
+              one default side (the AVX2 kernel's QS-Omega by ranks); every
+              compare and accumulation mode, one to three classes; groups of
               hundreds of distinct thresholds
   lin-*.txt   linear leaves (format version 3) on wide and oblivious trees
   many-*.txt  700 features, most of them in one block (more than the SIMD
@@ -215,13 +215,13 @@ def main():
                 add(m, rng, oblivious_tree(m, rng, d) if d else lone_leaf(m, rng))
         models[name] = m
 
-    # oblivious blocks the AVX2 kernel reads by ranks: one class, a missing
-    # rule and default side per feature (their own generator: the documents
-    # below stay as they were)
+    # oblivious blocks the AVX2 kernel reads by ranks: a missing rule and
+    # default side per feature, one to three classes (their own generator:
+    # the documents below stay as they were)
     orng = random.Random(64)
     for name, kw in [("oblr-le-double", dict(cmp="le", acc="double")),
-                     ("oblr-lt-float", dict(cmp="lt", prec="float", acc="float")),
-                     ("oblr-le-fd", dict(cmp="le", acc="float-double", absent="zero"))]:
+                     ("oblr-lt-float", dict(cmp="lt", prec="float", acc="float", classes=3)),
+                     ("oblr-le-fd", dict(cmp="le", acc="float-double", absent="zero", classes=2))]:
         m = Model(**kw)
         rules = [(orng.choice(["none", "zero", "nan"]), orng.choice(["left", "right"]))
                  for _ in range(m.nf)]

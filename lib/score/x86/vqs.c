@@ -304,8 +304,9 @@ static int special_is_prefix(const qs_layout *L, const qs_group *G, uint64_t *tm
 
 int qs_vqs_omega_ranks(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
 {
-    if (m->num_classes != 1 || m->node_linear || L->nblocks == 0)
+    if (m->node_linear || L->nblocks == 0)
         return 0;
+    const uint64_t K = m->num_classes;
     int any = 0;
     for (uint32_t b = 0; b < L->nblocks; b++)
         any |= L->blocks[b].kind == QS_BLOCK_OMEGA;
@@ -343,10 +344,11 @@ int qs_vqs_omega_ranks(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
         const qs_block *B = &L->blocks[b];
         const uint64_t t0 = B->tree_begin, nt = B->tree_end - B->tree_begin;
         const uint32_t ng = B->group_end - B->group_begin;
-        /* The counts of a batch take 128 bytes a group, within the
-         * scratch's QS_VQS_TREE_BYTES a tree. */
+        /* The counts of a batch take 128 bytes a group and the sums 768
+         * bytes a class (64 doubles and 64 floats), within the scratch's
+         * QS_VQS_TREE_BYTES a tree. */
         int ok = B->kind == QS_BLOCK_OMEGA && B->cat_begin == B->cat_end && ng <= 0xFFFFu &&
-                 (uint64_t)ng * 128 <= nt * QS_VQS_TREE_BYTES;
+                 K <= nt && (uint64_t)ng * 128 + K * 768 <= nt * QS_VQS_TREE_BYTES;
         for (uint64_t i = 0; ok && i < nt; i++)
             ok = L->nleaves[t0 + i] >= 1 && L->nleaves[t0 + i] <= (1u << QS_OMEGA_MAX_DEPTH);
         for (uint32_t g = B->group_begin; ok && g < B->group_end; g++) {
@@ -1482,7 +1484,7 @@ T256 BP_INLINE void om_store16(int16_t *p, __m256i c0, __m256i c1, __m256i c2, _
         c3 = _mm256_sub_epi64(c3, _mm256_castpd_si256(_mm256_cmp_pd(x3, t, CMP)));             \
     }
 
-/* QS-Ω by ranks (qs_vqs_plan, om_*), 64 documents, one class.  First each
+/* QS-Ω by ranks (qs_vqs_plan, om_*), 64 documents.  First each
  * group's counts (16 bits a document, 128 bytes a group at the start of the
  * scratch): the 64 values of its feature read once, its special-value rule
  * applied as qs_group_special does, then the distinct thresholds each
@@ -1533,14 +1535,21 @@ T256 static void block256om(const qs_model *m, const qs_layout *L, const qs_vqs_
             row[__builtin_ctzll(sp)] = (int16_t)P->om_sp[g];
     }
     const int mode = m->float_accumulate;
-    double a[BP_LANES] __attribute__((aligned(32)));
-    float af[BP_LANES] __attribute__((aligned(32)));
-    for (unsigned j = 0; j < BP_LANES; j++) {
-        a[j] = acc[j < nreal ? j : 0];
-        af[j] = accf[j < nreal ? j : 0];
-    }
+    /* the sums, class-major, after the counts: 64 doubles, then 64 floats,
+     * a class (lanes past nreal sum a copy of lane 0's, never written back) */
+    const uint32_t K = m->num_classes;
+    double *A = (double *)(void *)(v + (size_t)ng * 128);
+    float *AF = (float *)(void *)(A + (size_t)K * BP_LANES);
+    for (uint32_t c = 0; c < K; c++)
+        for (unsigned j = 0; j < BP_LANES; j++) {
+            A[(size_t)c * BP_LANES + j] = acc[(size_t)(j < nreal ? j : 0) * K + c];
+            AF[(size_t)c * BP_LANES + j] = accf[(size_t)(j < nreal ? j : 0) * K + c];
+        }
     uint16_t ix[BP_LANES] __attribute__((aligned(32)));
     for (uint64_t t = B->tree_begin; t < B->tree_end; t++) {
+        const uint32_t cls = m->trees[t].class_id;
+        double *a = A + (size_t)cls * BP_LANES;
+        float *af = AF + (size_t)cls * BP_LANES;
         const uint32_t *lv = P->om_level + t * QS_OMEGA_MAX_DEPTH;
         const uint16_t *bits = P->om_bits + t * QS_OMEGA_MAX_DEPTH;
         __m256i i0 = _mm256_setzero_si256(), i1 = i0, i2 = i0, i3 = i0;
@@ -1579,10 +1588,11 @@ T256 static void block256om(const qs_model *m, const qs_layout *L, const qs_vqs_
                              _mm256_cvtpd_ps(_mm256_add_pd(_mm256_cvtps_pd(_mm_load_ps(af + j)), c)));
             }
     }
-    for (unsigned j = 0; j < nreal; j++) {
-        acc[j] = a[j];
-        accf[j] = af[j];
-    }
+    for (uint32_t c = 0; c < K; c++)
+        for (unsigned j = 0; j < nreal; j++) {
+            acc[(size_t)j * K + c] = A[(size_t)c * BP_LANES + j];
+            accf[(size_t)j * K + c] = AF[(size_t)c * BP_LANES + j];
+        }
 }
 
 static void kernel_block(const qs_simd_kernel *k, unsigned lanes, const qs_model *m,

@@ -88,7 +88,7 @@ typedef struct qs_vqs_plan {
      * (float)c in float32: the same rounding, 8 lanes per gather), or
      * NULL. */
     float *leavesf;
-    /* QS-Ω by ranks (the AVX2 kernel, one class, no linear leaves): in a
+    /* QS-Ω by ranks (the AVX2 kernel, no linear leaves): in a
      * block's ascending group the entries that fire for a value are those
      * of the distinct thresholds it passes, a prefix, so a document's value
      * is read once per group as how many it passes (its count), and each
