@@ -330,62 +330,53 @@ int qs_vqs_omega_ranks(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
         free(tmp);
         return -1;
     }
-    /* every group's distinct thresholds */
+    /* The blocks' groups are consecutive (qs_layout_check), so om_uoff
+     * runs up through them; only QS-Ω blocks' groups have thresholds. */
     uint32_t nu = 0;
-    for (uint32_t g = 0; g < L->ngroups; g++) {
-        const qs_group *G = &L->groups[g];
-        P->om_uoff[g] = nu;
-        for (uint32_t k = G->begin; k < G->end; k++)
-            if (k == G->begin || L->thr[k] != L->thr[k - 1])
-                P->om_u[nu++] = L->thr[k];
-    }
-    P->om_uoff[L->ngroups] = nu;
     for (uint32_t b = 0; b < L->nblocks; b++) {
         const qs_block *B = &L->blocks[b];
         const uint64_t t0 = B->tree_begin, nt = B->tree_end - B->tree_begin;
         const uint32_t ng = B->group_end - B->group_begin;
+        const int omega = B->kind == QS_BLOCK_OMEGA;
         /* The counts of a batch take 128 bytes a group and the sums 768
          * bytes a class (64 doubles and 64 floats), within the scratch's
          * QS_VQS_TREE_BYTES a tree. */
-        int ok = B->kind == QS_BLOCK_OMEGA && B->cat_begin == B->cat_end && ng <= 0xFFFFu &&
-                 K <= nt && (uint64_t)ng * 128 + K * 768 <= nt * QS_VQS_TREE_BYTES;
+        int ok = omega && B->cat_begin == B->cat_end && ng <= 0xFFFFu &&
+                 (uint64_t)ng * 128 + K * 768 <= nt * QS_VQS_TREE_BYTES;
         for (uint64_t i = 0; ok && i < nt; i++)
             ok = L->nleaves[t0 + i] >= 1 && L->nleaves[t0 + i] <= (1u << QS_OMEGA_MAX_DEPTH);
-        for (uint32_t g = B->group_begin; ok && g < B->group_end; g++) {
+        for (uint32_t g = B->group_begin; g < B->group_end; g++) {
             const qs_group *G = &L->groups[g];
-            ok = !(G->rule & QS_GROUP_DESC) && G->end - G->begin <= 0x7FFFu &&
-                 special_is_prefix(L, G, tmp);
-            /* Ranks among the group's distinct thresholds: the entries of
-             * one threshold fire together, and a special value must fire
-             * whole thresholds (om_sp: how many). */
-            const uint32_t ns = G->sp_end - G->sp_begin;
-            uint32_t urank = 0;
-            int sp_found = ns == 0;
+            const uint32_t n = G->end - G->begin, ns = G->sp_end - G->sp_begin;
+            P->om_uoff[g] = nu;
             P->om_sp[g] = 0;
-            for (uint32_t k = G->begin; ok && k < G->end; k++) {
-                if (k > G->begin && L->thr[k] != L->thr[k - 1])
-                    urank++;
-                if (k - G->begin == ns) {
-                    sp_found = k == G->begin || L->thr[k] != L->thr[k - 1];
-                    P->om_sp[g] = (uint16_t)urank;
-                }
+            if (!omega)
+                continue;
+            /* A special value must fire the entries of whole thresholds:
+             * the group's first ns, up to a change of threshold. */
+            ok = ok && !(G->rule & QS_GROUP_DESC) && n <= 0x7FFFu && special_is_prefix(L, G, tmp) &&
+                 (ns == 0 || ns == n || L->thr[G->begin + ns] != L->thr[G->begin + ns - 1]);
+            /* Each entry's rank is its threshold's among the distinct ones:
+             * the entries of one threshold fire together. */
+            for (uint32_t k = G->begin; k < G->end; k++) {
+                if (k == G->begin || L->thr[k] != L->thr[k - 1])
+                    P->om_u[nu++] = L->thr[k];
+                const uint32_t urank = nu - 1 - P->om_uoff[g];
+                if (k - G->begin + 1 == ns)
+                    P->om_sp[g] = (uint16_t)(urank + 1);
                 const uint64_t i = L->etree[k];
-                ok = i < nt && L->emask[k] <= 0xFFFFu &&
+                ok = ok && i < nt && L->emask[k] <= 0xFFFFu &&
                      P->om_depth[t0 + i] < QS_OMEGA_MAX_DEPTH;
-                if (!ok)
-                    break;
-                const uint64_t slot = (t0 + i) * QS_OMEGA_MAX_DEPTH + P->om_depth[t0 + i]++;
-                P->om_level[slot] = (g - B->group_begin) << 16 | urank;
-                P->om_bits[slot] = (uint16_t)L->emask[k];
+                if (ok) {
+                    const uint64_t slot = (t0 + i) * QS_OMEGA_MAX_DEPTH + P->om_depth[t0 + i]++;
+                    P->om_level[slot] = (g - B->group_begin) << 16 | urank;
+                    P->om_bits[slot] = (uint16_t)L->emask[k];
+                }
             }
-            if (ok && ns == G->end - G->begin) {
-                sp_found = 1;
-                P->om_sp[g] = (uint16_t)(urank + (G->end > G->begin));
-            }
-            ok = ok && sp_found;
         }
         P->om_ok[b] = (uint8_t)ok;
     }
+    P->om_uoff[L->ngroups] = nu;
     free(tmp);
     return 0;
 }

@@ -1,7 +1,8 @@
 /* vqs.h: vQS, QuickScorer over several documents per SIMD instruction
  * (64 documents on byte planes for QS blocks of up to 2048 leaves per tree
- * and QS-Ω blocks, AVX-512 or AVX2; small batches 8 or 4 with one 64-bit
- * leaf vector per lane), picked at run time from CPUID and XGETBV.
+ * and QS-Ω blocks, AVX-512 or AVX2; with AVX2 most QS-Ω blocks by ranks
+ * instead, see om_* below; small batches 8 or 4 with one 64-bit leaf
+ * vector per lane), picked at run time from CPUID and XGETBV.
  *
  * The kernels only change how the false nodes' masks reach the leaf
  * vectors: an AND (or the OR of QS-Ω) is order-free, so each document's
@@ -46,7 +47,8 @@ static inline int qs_vqs_block_ok(unsigned level, const qs_block *B)
 /* Lanes (documents per call) for a batch of n documents through block B:
  * 64 on byte planes (AVX-512, or AVX2 two halves at a time), narrow QS
  * blocks only when the batch fills at least half of them (else 8 at a
- * time with AVX-512, 4 with AVX2).  QS-Ω blocks go only on byte planes:
+ * time with AVX-512, 4 with AVX2).  QS-Ω blocks go only 64 at a time (on
+ * byte planes, or by ranks with AVX2):
  * 8 or 4 lanes of 64-bit vectors were slower than scalar QS-Ω (0.8x and
  * 0.64x on QuickRank's 1,000 oblivious trees).  (The driver scores a block
  * scalar when a batch fills under half of its lanes, unless the back end
