@@ -539,6 +539,39 @@ QS_API int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent,
                    const char *line, size_t len, qs_letor_line *out,
                    int *is_doc, qs_error *err);
 
+/* What reading a document needs from the model, and nothing else: its
+ * feature count, its precision and the value of an absent feature.  With
+ * it a program can read documents before the scorer is loaded (from the
+ * .qsm's small INFO section) and score them later (qs_score_rows). */
+typedef struct qs_row_format {
+    uint32_t num_features;
+    int float_precision;   /* 1: values rounded to float32 (qs_parse_value) */
+    double fill;           /* an absent feature: 0.0, or NaN where absent means missing */
+} qs_row_format;
+
+/* The row format of the model in a .qsm image, for `absent`, from its INFO
+ * section alone (the header, the section table and INFO are checked; the
+ * rest is not read, so a file this accepts may still fail to load).
+ * Returns 0, or -1 with err. */
+QS_API int qs_qsm_get_row_format(const unsigned char *buf, size_t len, qs_absent absent,
+                                 qs_row_format *f, qs_error *err);
+/* The row format of a loaded scorer's model (the same as the .qsm's). */
+QS_API void qs_scorer_get_row_format(const qs_scorer *s, qs_absent absent, qs_row_format *f);
+
+/* qs_letor_parse into a caller's row of f->num_features values: for a
+ * document line the whole row is first filled with f->fill, then every
+ * id:value pair set; blank and comment lines leave it alone.  The same
+ * values, checks and messages as qs_letor_parse. */
+QS_API int qs_letor_parse_row(const qs_row_format *f, double *row, const char *line, size_t len,
+                              qs_letor_line *out, int *is_doc, qs_error *err);
+
+/* Score n documents (n <= qs_workspace_slots) held in the caller's rows
+ * (rows[d]: num_features values, as qs_letor_parse_row fills them), with
+ * w's scratch: out[d * num_classes + c], the bits qs_score_batch gives for
+ * the same vectors.  Returns 0, or -1 with err as qs_score_batch. */
+QS_API int qs_score_rows(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n,
+                         const double *const *rows, double *out, qs_error *err);
+
 /* ------------------------------------------- delimited text (CSV, TSV)
  *
  * One document per row of cells separated by `sep` (',' or '\t').  A cell

@@ -6,6 +6,9 @@ bats_require_minimum_version 1.5.0
 
 load test_helper
 
+# The tests of the load with several threads set QS_PARSE_AHEAD=0: with it
+# on, LETOR text is read ahead while one thread loads the model alone.
+
 # compiled FIXTURE MODEL: the fixture's .qsm (cached per test)
 compiled() {
     local q="$BATS_TEST_TMPDIR/$1.qsm"
@@ -135,6 +138,17 @@ same_bytes() {
     done
 }
 
+@test "qs_letor_parse_row, qs_qsm_get_row_format, qs_score_rows: the vectors, messages and bits of the workspace path" {
+    local q
+    for f in "lgb-l8 model.txt.zst" "lgb-multiclass model.txt.zst" "xgb-agaricus model.json.zst" "qr-oblivious model.xml.zst"; do
+        set -- $f
+        q=$(compiled "$1" "$2")
+        run "$UNIT/test_rows" "$q" "$FIX/$1/docs.letor"
+        assert_success
+        assert_output --regexp "[1-9][0-9]* documents, [0-9]+ checks, 0 failures"
+    done
+}
+
 @test "bounded memory: a 1 GB stream (64 MB under sanitizers) through --threads 2, the same bytes as one thread" {
     local q size=$((1 << 30))
     [ -n "${SANITIZE:-}" ] && size=$((64 << 20))
@@ -148,12 +162,14 @@ same_bytes() {
     stream() { for i in $(seq "$n"); do cat "$blk"; done; }
     local one two rss
     one=$(stream | qs-score --threads 1 "$q" | md5sum)
-    two=$( { stream | /usr/bin/time -f '%M' -o "$BATS_TEST_TMPDIR/rss" qs-score --threads 2 "$q"; } | md5sum)
+    # the most memory: 12 chunks read and parsed ahead before the model loads
+    two=$( { stream | QS_PARSE_AHEAD=wait /usr/bin/time -f '%M' -o "$BATS_TEST_TMPDIR/rss" qs-score --threads 2 "$q"; } | md5sum)
     [ "$one" = "$two" ]
     rss=$(tail -n 1 "$BATS_TEST_TMPDIR/rss")
     echo "peak RSS ${rss} KB"
-    # README: 3 chunks of 1 MiB per thread in and out, plus the model and
-    # one workspace per thread; 64 MB is far above that and far below the input.
+    # README: 3 chunks of 1 MiB per thread in and out, 12 more read ahead
+    # (text and values, 2 MiB each at most), plus the model and one
+    # workspace per thread; 64 MB is above that and far below the input.
     [ -n "${SANITIZE:-}" ] || [ "$rss" -lt 65536 ]
 }
 
@@ -169,7 +185,7 @@ same_bytes() {
         assert_output --partial "blocks: 1;"
         for b in auto qs; do
             for t in 1 2 3 5; do
-                run qs-score --backend "$b" --threads $t "$BATS_TEST_TMPDIR/$name.qsm" "$FIX/$name/docs.letor"
+                QS_PARSE_AHEAD=0 run qs-score --backend "$b" --threads $t "$BATS_TEST_TMPDIR/$name.qsm" "$FIX/$name/docs.letor"
                 assert_success
                 cmp <(echo "$output") "$FIX/$name/expected.txt"
             done
@@ -189,7 +205,7 @@ same_bytes() {
     qs-compile --tree-block 100000 -o "$T/leaves.qsm" "$T/leaves.txt"
     printf '0 qid:1 1:0.5\n1 qid:1 3:-2\n' > "$T/d.letor"
     for t in 1 2 3; do
-        run qs-score --threads $t "$T/leaves.qsm" "$T/d.letor"
+        QS_PARSE_AHEAD=0 run qs-score --threads $t "$T/leaves.qsm" "$T/d.letor"
         assert_success
         assert_output "$(printf '780\n780')"
     done
@@ -212,7 +228,7 @@ PY
     zstd -q -f "$T/tree" -o "$T/bad.zst"
     python3 "$BATS_TEST_DIRNAME/tools/qsm_forge.py" "$T/m.qsm" TREE "$T/bad.zst" "$T/bad.qsm"
     for t in 1 2 3 8; do
-        run qs-score --threads $t "$T/bad.qsm" "$FIX/lgb-l8/docs.letor"
+        QS_PARSE_AHEAD=0 run qs-score --threads $t "$T/bad.qsm" "$FIX/lgb-l8/docs.letor"
         assert_failure 1
         assert_output --partial "tree 30: class 5 out of range"
         refute_output --partial "tree 80"
@@ -238,9 +254,98 @@ PY
     for tb in 1 3 7; do
         qs-compile --tree-block $tb --reverse-all -o "$BATS_TEST_TMPDIR/m$tb.qsm" "$BATS_TEST_TMPDIR/m.txt"
         for t in 1 2 3; do
-            run qs-score --threads $t "$BATS_TEST_TMPDIR/m$tb.qsm" "$FIX/lgb-l8/docs.letor"
+            QS_PARSE_AHEAD=0 run qs-score --threads $t "$BATS_TEST_TMPDIR/m$tb.qsm" "$FIX/lgb-l8/docs.letor"
             assert_success
             cmp <(echo "$output") "$FIX/lgb-l8/expected.txt"
         done
     done
+}
+
+# ahead_bytes QSM DOCS [qs-score options]: with the model loaded only once
+# the reading ahead has stopped (QS_PARSE_AHEAD=wait), --threads 2 and 3,
+# chunks of 300 bytes (one row parsed ahead per chunk, the rest after the
+# load), 4,000 bytes and the default, write what one thread writes.
+ahead_bytes() {
+    local qsm="$1" docs="$2" t cb; shift 2
+    qs-score --threads 1 "$@" "$qsm" < "$docs" > "$BATS_TEST_TMPDIR/a1"
+    [ -s "$BATS_TEST_TMPDIR/a1" ]
+    for t in 2 3; do
+        for cb in 300 4000 ""; do
+            QS_CHUNK_BYTES=$cb QS_PARSE_AHEAD=wait qs-score --threads $t "$@" "$qsm" < "$docs" \
+                > "$BATS_TEST_TMPDIR/a$t"
+            cmp "$BATS_TEST_TMPDIR/a1" "$BATS_TEST_TMPDIR/a$t" ||
+                { echo "--threads $t, chunks of ${cb:-default} bytes, $*: differs"; return 1; }
+        done
+    done
+    QS_PARSE_AHEAD=0 qs-score --threads 2 "$@" "$qsm" < "$docs" > "$BATS_TEST_TMPDIR/a0"
+    cmp "$BATS_TEST_TMPDIR/a1" "$BATS_TEST_TMPDIR/a0"
+}
+
+@test "documents read and parsed while the model loads: the same bytes as one thread" {
+    local q b
+    q=$(compiled lgb-l8 model.txt.zst)
+    for i in 1 2 3 4 5 6 7 8; do cat "$FIX/lgb-l8/docs.letor"; done > "$BATS_TEST_TMPDIR/docs8"
+    ahead_bytes "$q" "$BATS_TEST_TMPDIR/docs8" --annotate
+    q=$(compiled lgb-multiclass model.txt.zst)
+    ahead_bytes "$q" "$FIX/lgb-multiclass/docs.letor" --transform
+    q=$(compiled xgb-agaricus model.json.zst)
+    ahead_bytes "$q" "$FIX/xgb-agaricus/docs.letor" --transform
+    cmp "$BATS_TEST_TMPDIR/a1" "$FIX/xgb-agaricus/expected.prob.txt"
+    ahead_bytes "$q" "$FIX/xgb-agaricus/docs.letor" --absent zero
+    ahead_bytes "$q" "$FIX/xgb-agaricus/docs.letor" --absent missing
+    q=$(compiled qr-oblivious model.xml.zst)
+    for b in $(backends); do
+        ahead_bytes "$q" "$FIX/qr-oblivious/docs.letor" --backend "$b"
+    done
+}
+
+@test "read ahead: the first bad line, an extra id's warning and --strict-features as with one thread" {
+    local q t cb
+    q=$(compiled lgb-l8 model.txt.zst)
+    { head -n 120 "$FIX/lgb-l8/docs.letor"; echo "1 qid:9 abc:1"; tail -n +121 "$FIX/lgb-l8/docs.letor"; } \
+        > "$BATS_TEST_TMPDIR/bad.letor"
+    { head -n 30 "$FIX/lgb-l8/docs.letor"; echo "1 qid:9 1:1 900:2"; tail -n +31 "$FIX/lgb-l8/docs.letor"; } \
+        > "$BATS_TEST_TMPDIR/extra.letor"
+    for t in 2 3; do
+        for cb in 300 4000 ""; do
+            run --separate-stderr env QS_CHUNK_BYTES=$cb QS_PARSE_AHEAD=wait qs-score --threads $t "$q" "$BATS_TEST_TMPDIR/bad.letor"
+            [ "$status" = 1 ]
+            [ "$stderr" = "qs-score: $BATS_TEST_TMPDIR/bad.letor:121: bad feature token 'abc:1' (expected INDEX:VALUE)" ]
+            [ "$output" = "$(head -n 120 "$FIX/lgb-l8/expected.txt")" ]
+            run --separate-stderr env QS_CHUNK_BYTES=$cb QS_PARSE_AHEAD=wait qs-score --threads $t "$q" "$BATS_TEST_TMPDIR/extra.letor"
+            [ "$status" = 0 ]
+            [ "$stderr" = "qs-score: $BATS_TEST_TMPDIR/extra.letor:31: feature id 900 is beyond the model's 301 features (ids 0..300): ignored, here and on any later line (--strict-features refuses it)" ]
+            [ "$(printf '%s\n' "$output" | wc -l)" = 121 ]
+            run --separate-stderr env QS_CHUNK_BYTES=$cb QS_PARSE_AHEAD=wait qs-score --threads $t --strict-features "$q" "$BATS_TEST_TMPDIR/extra.letor"
+            [ "$status" = 1 ]
+            [ "$stderr" = "qs-score: $BATS_TEST_TMPDIR/extra.letor:31: feature id 900 is beyond the model's 301 features (ids 0..300; --strict-features)" ]
+            [ "$output" = "$(head -n 30 "$FIX/lgb-l8/expected.txt")" ]
+        done
+    done
+}
+
+@test "read ahead: a model that fails to load past its INFO section is reported at once, even on endless input" {
+    local q
+    q=$(compiled lgb-l8 model.txt.zst)
+    cp "$q" "$BATS_TEST_TMPDIR/bad.qsm"
+    # one byte of the last section changed: INFO reads, the load fails
+    local size
+    size=$(stat -c %s "$BATS_TEST_TMPDIR/bad.qsm")
+    printf '\x55' | dd of="$BATS_TEST_TMPDIR/bad.qsm" bs=1 seek=$((size - 2)) conv=notrunc 2>/dev/null
+    run --separate-stderr qs-score --threads 1 "$BATS_TEST_TMPDIR/bad.qsm" "$FIX/lgb-l8/docs.letor"
+    [ "$status" = 1 ]
+    local want="$stderr"
+    [[ "$want" == *"checksum mismatch"* ]]
+    # the reading thread waits on a pipe that stays open for 30 s
+    mkfifo "$BATS_TEST_TMPDIR/fifo"
+    ( cat "$FIX/lgb-l8/docs.letor"; exec sleep 30 ) > "$BATS_TEST_TMPDIR/fifo" 2>/dev/null 3>&- 4>&- &
+    local writer=$!
+    SECONDS=0
+    run --separate-stderr timeout 20 qs-score --threads 2 "$BATS_TEST_TMPDIR/bad.qsm" < "$BATS_TEST_TMPDIR/fifo"
+    kill "$writer" 2>/dev/null || true
+    echo "exit $status after $SECONDS s"
+    [ "$status" = 1 ]
+    [ "$SECONDS" -lt 15 ]
+    [ "$stderr" = "${want//$FIX\/lgb-l8\/docs.letor/(stdin)}" ]
+    [ -z "$output" ]
 }

@@ -218,11 +218,14 @@ conform() {
 
 # conform_threads QSM DOCS [qs-score options...]: --threads 2 and 3, with
 # chunks of 4 KiB (so chunk boundaries fall inside queries), write the bytes
-# of --threads 1.
+# of --threads 1: 2 threads with the model loaded first (by both threads),
+# 3 with the documents read ahead while it loads (for LETOR text; the
+# load waits until the reading ahead stops, so that it always happens).
 conform_threads() {
     local qsm="$1" docs="$2" t; shift 2
     qs-score --threads 1 "$@" "$qsm" < "$docs" > "$BATS_TEST_TMPDIR/thr.1" || { echo "--threads 1 failed"; return 1; }
     for t in 2 3; do
+        QS_PARSE_AHEAD=$([ $t = 2 ] && echo 0 || echo wait) \
         QS_CHUNK_BYTES=4096 qs-score --threads $t "$@" "$qsm" < "$docs" > "$BATS_TEST_TMPDIR/thr.$t" ||
             { echo "--threads $t failed"; return 1; }
         cmp "$BATS_TEST_TMPDIR/thr.1" "$BATS_TEST_TMPDIR/thr.$t" ||

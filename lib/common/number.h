@@ -37,8 +37,8 @@ extern const double qs_pow10_exact[23]; /* 1e0 .. 1e22, exact doubles */
  * never overflows nor is subnormal.  Only where float and double
  * operations round to their own precision (FLT_EVAL_METHOD 0: SSE,
  * AArch64): x87 extended precision would round twice. */
-static inline int qs_dec_fast(int float_precision, const char *p, const char *e, const char **stop,
-                              double *out)
+static inline __attribute__((always_inline)) int
+qs_dec_fast(int float_precision, const char *p, const char *e, const char **stop, double *out)
 {
 #if FLT_EVAL_METHOD == 0
     int neg = 0;

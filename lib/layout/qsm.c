@@ -1179,6 +1179,59 @@ fail:
     return -1;
 }
 
+/* ------------------------------------------------------------ INFO alone */
+
+int qsm_peek_info(const unsigned char *buf, size_t len, uint32_t *num_features,
+                  int *float_precision, int *absent_missing, qs_error *err)
+{
+    if (len < QSM_HEADER_SIZE || memcmp(buf, QSM_MAGIC, 8) != 0)
+        return qs_fail_at(err, QS_ERR_FORMAT, 0, "not a .qsm file (bad magic number)");
+    if ((buf[8] | buf[9] << 8) != QSM_VERSION_MAJOR)
+        return qs_fail_at(err, QS_ERR_UNSUPPORTED, 8, ".qsm version not supported");
+    if (get_u32_at(buf + 60) != qs_crc32c(0, buf, 60))
+        return qs_fail_at(err, QS_ERR_FORMAT, 60, "header checksum mismatch (corrupt file)");
+    uint32_t hsize = get_u32_at(buf + 16), nsec = get_u32_at(buf + 20);
+    if (hsize != QSM_HEADER_SIZE || get_u64_at(buf + 24) != len || nsec == 0 ||
+        nsec > QSM_MAX_SECTIONS || (uint64_t)nsec * QSM_ENTRY_SIZE > len - hsize)
+        return qs_fail_at(err, QS_ERR_FORMAT, 16, "bad header");
+    const unsigned char *tab = buf + hsize;
+    if (get_u32_at(buf + 32) != qs_crc32c(0, tab, (size_t)nsec * QSM_ENTRY_SIZE))
+        return qs_fail_at(err, QS_ERR_FORMAT, 32, "section table checksum mismatch (corrupt file)");
+    const uint64_t data0 = hsize + (uint64_t)nsec * QSM_ENTRY_SIZE;
+    for (uint32_t s = 0; s < nsec; s++) {
+        const unsigned char *e = tab + (size_t)s * QSM_ENTRY_SIZE;
+        if (get_u32_at(e) != SEC_INFO)
+            continue;
+        uint32_t flags = get_u32_at(e + 4);
+        uint64_t off = get_u64_at(e + 8), stored = get_u64_at(e + 16), rawsz = get_u64_at(e + 24);
+        const int zstd = (flags & SEC_ZSTD) != 0;
+        if ((flags & ~(SEC_REQUIRED | SEC_ZSTD)) || off < data0 || off > len ||
+            stored > len - off || get_u32_at(e + 32) != qs_crc32c(0, buf + off, (size_t)stored) ||
+            rawsz > 120 + 8 * (uint64_t)QS_MAX_CLASSES ||
+            (zstd ? ZSTD_getFrameContentSize(buf + off, (size_t)stored) != rawsz : stored != rawsz))
+            return qs_fail_at(err, QS_ERR_FORMAT, (long long)off, "bad INFO section");
+        unsigned char *raw = section_bytes(buf + off, stored, rawsz, zstd, NULL, s,
+                                           (long long)off, err);
+        if (!raw)
+            return -1;
+        qs_model *m = qs_model_new(QS_SRC_UNKNOWN, err);
+        int rc = -1;
+        if (m) {
+            rbuf r = { raw, (size_t)rawsz, 0, 0 };
+            rc = read_info(&r, m, err);
+            if (rc == 0) {
+                *num_features = m->num_features;
+                *float_precision = m->float_precision;
+                *absent_missing = m->absent_missing;
+            }
+            qs_model_free(m);
+        }
+        free(raw);
+        return rc;
+    }
+    return qs_fail_at(err, QS_ERR_FORMAT, hsize, "missing INFO section");
+}
+
 /* ------------------------------------------------------------ inspection */
 
 int qs_qsm_get_file_info(const unsigned char *buf, size_t len, qs_qsm_file_info *info,

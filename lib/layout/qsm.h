@@ -12,4 +12,12 @@ int qsm_write(const qs_model *m, const qs_layout *L, unsigned char **out, size_t
 int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **m, qs_layout **L,
              qs_error *err);
 
+/* The model's facts a document reader needs, from INFO alone (the header,
+ * the section table and INFO checked as qsm_read checks them): its
+ * feature count, precision (1: float32) and whether absent features are
+ * missing.  0, or -1 with err; a file this accepts may still fail
+ * qsm_read. */
+int qsm_peek_info(const unsigned char *buf, size_t len, uint32_t *num_features,
+                  int *float_precision, int *absent_missing, qs_error *err);
+
 #endif

@@ -7,6 +7,28 @@
 #include <omp.h>
 #endif
 
+/* Score slots 0 .. n-1, whose vectors w->xs[0 .. n) the caller pointed at
+ * its rows; the slots' own vectors are put back. */
+static int score_pointed(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n,
+                         double *out, qs_error *err)
+{
+    int rc = qs_score_batch(s, w, b, n, out, err);
+    for (uint32_t j = 0; j < n; j++)
+        w->xs[j] = w->slot[j].x;
+    return rc;
+}
+
+int qs_score_rows(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n,
+                  const double *const *rows, double *out, qs_error *err)
+{
+    if (n > w->nslots)
+        return qs_fail(err, QS_ERR_ARG, 0, "batch of %u documents for a workspace of %u", n,
+                       w->nslots);
+    for (uint32_t j = 0; j < n; j++)
+        w->xs[j] = rows[j];
+    return score_pointed(s, w, b, n, out, err);
+}
+
 /* Score rows [begin, end) with workspace w, a batch of its slots at a
  * time; the slots point straight at the rows. */
 static int score_rows(const qs_scorer *s, qs_workspace *w, qs_backend b, const double *x,
@@ -17,10 +39,7 @@ static int score_rows(const qs_scorer *s, qs_workspace *w, qs_backend b, const d
         uint32_t n = (uint32_t)(end - d < w->nslots ? end - d : w->nslots);
         for (uint32_t j = 0; j < n; j++)
             w->xs[j] = x + (d + j) * stride;
-        int rc = qs_score_batch(s, w, b, n, out + d * K, err);
-        for (uint32_t j = 0; j < n; j++)
-            w->xs[j] = w->slot[j].x;
-        if (rc != 0)
+        if (score_pointed(s, w, b, n, out + d * K, err) != 0)
             return -1;
         d += n;
     }

@@ -3,6 +3,7 @@
  * node outcome counts for tree reversal. */
 #include "score/score.h"
 #include "common/number.h"
+#include "layout/qsm.h"
 
 #include <string.h>
 
@@ -101,17 +102,17 @@ void qs_doc_reset(qs_workspace *w, qs_absent absent)
     sl->ntouched = 0;
 }
 
-void qs_doc_set(qs_workspace *w, uint32_t id, double value)
+/* qs_doc_set on a slot of a model of nf features. */
+static void slot_set(qs_slot *sl, uint32_t nf, uint32_t id, double value)
 {
-    qs_slot *sl = &w->slot[w->cur];
-    if (id >= w->s->m->num_features)
+    if (id >= nf)
         return;
     sl->x[id] = value;
     if (sl->all_dirty)
         return;
     if (sl->ntouched == sl->cap_touched) {
         /* Past this many ids a full refill is as cheap as the list. */
-        if (sl->cap_touched >= w->s->m->num_features) {
+        if (sl->cap_touched >= nf) {
             sl->all_dirty = 1;
             return;
         }
@@ -125,6 +126,11 @@ void qs_doc_set(qs_workspace *w, uint32_t id, double value)
         sl->cap_touched = nc;
     }
     sl->touched[sl->ntouched++] = id;
+}
+
+void qs_doc_set(qs_workspace *w, uint32_t id, double value)
+{
+    slot_set(&w->slot[w->cur], w->s->m->num_features, id, value);
 }
 
 void qs_count_node_outcomes(const qs_scorer *s, const qs_workspace *w, uint64_t *false_nodes,
@@ -157,8 +163,9 @@ static inline int is_blank(char c) { return c == ' ' || c == '\t'; }
 
 /* One token that the fast path of qs_letor_parse did not finish, t .. t+n:
  * a qid, or an id:value pair, with every check and message of the format
- * (format/letor.md, "Tokens"). */
-static int letor_token(const qs_scorer *s, qs_workspace *w, const char *t, size_t n,
+ * (format/letor.md, "Tokens"); its value, for a model of nf features and
+ * precision fp, goes into slot sl, or into row x when sl is NULL. */
+static int letor_token(int fp, uint32_t nf, qs_slot *sl, double *x, const char *t, size_t n,
                        qs_letor_line *out, qs_error *err)
 {
     char show[64];
@@ -187,12 +194,15 @@ static int letor_token(const qs_scorer *s, qs_workspace *w, const char *t, size_
         return qs_fail(err, QS_ERR_FORMAT, 0, "feature id in '%s' is out of range", show);
     }
     double v;
-    if (qs_parse_value(s, colon + 1, (size_t)(t + n - colon - 1), &v) != 0) {
+    if (qs_parse_number(fp, colon + 1, (size_t)(t + n - colon - 1), &v) != 0) {
         qs_quote(show, sizeof show, t, n);
         return qs_fail(err, QS_ERR_FORMAT, 0, "bad feature value in '%s' (expected a number)",
                        show);
     }
-    qs_doc_set(w, (uint32_t)id, v);
+    if (sl)
+        slot_set(sl, nf, (uint32_t)id, v);
+    else if (id < nf)
+        x[id] = v;
     if ((long long)id > out->max_id)
         out->max_id = (long long)id;
     return 0;
@@ -249,8 +259,8 @@ static inline unsigned digit_mask16(const char *p)
  * when the token is not of that form (then the scalar path reads it).  The
  * value is m / 10^f with f <= 8 and m <= 2^53 (else NULL): both operands
  * exact, one rounding (common/number.h). */
-static inline const char *letor_pair_simd(int fp, const char *t, const char *end, uint64_t *id_out,
-                                          double *v_out)
+static inline __attribute__((always_inline)) const char *
+letor_pair_simd(int fp, const char *t, const char *end, uint64_t *id_out, double *v_out)
 {
     /* Runs of digits end at `end` by themselves: the byte there is '#', or
      * a blank or CR trimmed off, or the window lies before it. */
@@ -309,9 +319,14 @@ static inline const char *letor_pair_simd(int fp, const char *t, const char *end
  * path (common/number.h), its store into the slot.  Anything else (a qid, a
  * long or unusual number, an error) is cut at its end and handed to
  * letor_token, which reads it as the format says; the fast path reads only
- * what letor_token would read the same way. */
-int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const char *line,
-                   size_t len, qs_letor_line *out, int *is_doc, qs_error *err)
+ * what letor_token would read the same way.  The values go into w's
+ * selected slot (reset with `absent`, its touched list kept), or, with w
+ * NULL, into row[0 .. nf) (filled with `fill` first); each caller passes a
+ * constant w or NULL, so each gets its own copy of this loop. */
+static inline __attribute__((always_inline)) int
+letor_parse_core(int fp, uint32_t nf, qs_workspace *w, qs_absent absent, double *row,
+                 double fill, const char *line, size_t len, qs_letor_line *out, int *is_doc,
+                 qs_error *err)
 {
     const char *p = line, *end = line + len;
     char show[64];
@@ -328,7 +343,12 @@ int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const 
         p++;
     if (p == end)
         return 0;
-    qs_doc_reset(w, absent);
+    if (w) {
+        qs_doc_reset(w, absent);
+    } else {
+        for (uint32_t f = 0; f < nf; f++)
+            row[f] = fill;
+    }
     const char *t = p;
     while (p < end && !is_blank(*p))
         p++;
@@ -340,14 +360,12 @@ int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const 
     out->label = t;
     out->label_len = (size_t)(p - t);
 
-    const int fp = s->m->float_precision;
-    const uint32_t nf = s->m->num_features;
-    qs_slot *sl = &w->slot[w->cur];
-    double *x = sl->x;
+    qs_slot *sl = w ? &w->slot[w->cur] : NULL;
+    double *x = w ? sl->x : row;
     /* qs_doc_set's common case, inline: the touched list in registers,
      * written back before anything else sees the slot. */
-    uint32_t *touched = sl->touched, nt = sl->ntouched;
-    uint32_t room = sl->all_dirty ? 0 : sl->cap_touched - nt;
+    uint32_t *touched = w ? sl->touched : NULL, nt = w ? sl->ntouched : 0;
+    uint32_t room = !w || sl->all_dirty ? 0 : sl->cap_touched - nt;
     long long max_id = -1;
 #ifdef QS_LETOR_SIMD
     /* Tokens that start before this have the window letor_pair_simd reads. */
@@ -376,14 +394,17 @@ int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const 
             /* anything else: the whole token to letor_token */
             while (p < end && !is_blank(*p))
                 p++;
-            sl->ntouched = nt;
+            if (w)
+                sl->ntouched = nt;
             out->max_id = max_id;
-            if (letor_token(s, w, t, (size_t)(p - t), out, err) != 0)
+            if (letor_token(fp, nf, sl, x, t, (size_t)(p - t), out, err) != 0)
                 return -1;
             max_id = out->max_id;
-            touched = sl->touched;
-            nt = sl->ntouched;
-            room = sl->all_dirty ? 0 : sl->cap_touched - nt;
+            if (w) {
+                touched = sl->touched;
+                nt = sl->ntouched;
+                room = sl->all_dirty ? 0 : sl->cap_touched - nt;
+            }
             continue;
         }
 #ifdef QS_LETOR_SIMD
@@ -395,9 +416,9 @@ int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const 
             if (room) {
                 touched[nt++] = (uint32_t)id;
                 room--;
-            } else {
+            } else if (w) {
                 sl->ntouched = nt;
-                qs_doc_set(w, (uint32_t)id, v);
+                slot_set(sl, nf, (uint32_t)id, v);
                 touched = sl->touched;
                 nt = sl->ntouched;
                 room = sl->all_dirty ? 0 : sl->cap_touched - nt;
@@ -405,8 +426,49 @@ int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const 
         }
         max_id = (long long)id > max_id ? (long long)id : max_id;
     }
-    sl->ntouched = nt;
+    if (w)
+        sl->ntouched = nt;
     out->max_id = max_id;
     *is_doc = 1;
+    return 0;
+}
+
+int qs_letor_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const char *line,
+                   size_t len, qs_letor_line *out, int *is_doc, qs_error *err)
+{
+    return letor_parse_core(s->m->float_precision, s->m->num_features, w, absent, NULL, 0.0, line,
+                            len, out, is_doc, err);
+}
+
+int qs_letor_parse_row(const qs_row_format *f, double *row, const char *line, size_t len,
+                       qs_letor_line *out, int *is_doc, qs_error *err)
+{
+    return letor_parse_core(f->float_precision, f->num_features, NULL, QS_ABSENT_DEFAULT, row,
+                            f->fill, line, len, out, is_doc, err);
+}
+
+static void row_format(uint32_t nf, int fp, int absent_missing, qs_absent absent,
+                       qs_row_format *f)
+{
+    f->num_features = nf;
+    f->float_precision = fp;
+    f->fill = absent == QS_ABSENT_MISSING || (absent == QS_ABSENT_DEFAULT && absent_missing)
+                  ? NAN
+                  : 0.0;
+}
+
+void qs_scorer_get_row_format(const qs_scorer *s, qs_absent absent, qs_row_format *f)
+{
+    row_format(s->m->num_features, s->m->float_precision, s->m->absent_missing, absent, f);
+}
+
+int qs_qsm_get_row_format(const unsigned char *buf, size_t len, qs_absent absent,
+                          qs_row_format *f, qs_error *err)
+{
+    uint32_t nf;
+    int fp, am;
+    if (qsm_peek_info(buf, len, &nf, &fp, &am, err) != 0)
+        return -1;
+    row_format(nf, fp, am, absent, f);
     return 0;
 }

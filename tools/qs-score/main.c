@@ -196,6 +196,91 @@ static uint32_t parse_u32(const char *s, const char *what, uint32_t lo, uint32_t
     return (uint32_t)v;
 }
 
+/* What loading the model needs, and what it gives (load_model). */
+typedef struct load_ctx {
+    char *mbuf;                 /* the .qsm image: freed by load_model */
+    size_t mlen;
+    const char *mpath, *dname;
+    uint32_t tree_block, doc_block, delta;
+    uint64_t iterations;
+    int order;
+    uint32_t order_s, order_d;
+    qs_backend backend;
+    int transform;
+    unsigned nrep;              /* scorers: one per NUMA node, or forced */
+    int by_node;
+    int input;
+    uint32_t f32_features;
+    int strict_features;
+    qs_model_info info;         /* out: the model's facts */
+    qs_scorer **rep;            /* out: nrep scorers */
+} load_ctx;
+
+/* Load, lay out and prepare the scorer (and its NUMA replicas) as the
+ * command line asks, building with `threads` threads; fill in job's model
+ * fields.  Dies on an error.  A pipe_loader: pipe_run may call it on one
+ * thread while the others read ahead. */
+static void load_model(void *ctx, unsigned threads, pipe_job *job)
+{
+    load_ctx *c = ctx;
+    qs_error err;
+    qs_error_clear(&err);
+    const char *mpath = c->mpath;
+    const uint32_t tree_block = c->tree_block, doc_block = c->doc_block, delta = c->delta;
+    /* τ and Δ from the command line or the tuning record: the layout is
+     * built once, at load. */
+    c->rep = calloc(c->nrep, sizeof *c->rep);
+    if (!c->rep)
+        tool_die(EXIT_SYSTEM, "out of memory");
+    for (unsigned r = 0; r < c->nrep; r++) {
+        if (r)
+            numa_enter(c->by_node ? (int)r : -1);
+        qs_scorer *s = qs_scorer_load_layout((const unsigned char *)c->mbuf, c->mlen, threads,
+                                             tree_block, delta, &err);
+        if (!s)
+            tool_die_err(mpath, &err);
+        if (c->iterations && qs_scorer_truncate(s, c->iterations, &err) != 0)
+            tool_die_err(mpath, &err);
+        if (doc_block != QS_KEEP && qs_scorer_relayout(s, QS_KEEP, doc_block, QS_KEEP, &err) != 0)
+            tool_die_err(NULL, &err);
+        if (c->order >= 0 &&
+            qs_scorer_set_order(s, (qs_order)c->order, c->order_s, c->order_d, &err) != 0)
+            tool_die_err(NULL, &err);
+        if (qs_scorer_prepare(s, c->backend, &err) != 0)
+            tool_die_err(mpath, &err);
+        c->rep[r] = s;
+        if (r) {
+            numa_enter(-1);
+            continue;
+        }
+        qs_model_get_info(qs_scorer_model(s), &c->info);
+        if (c->transform && strcmp(c->info.transform, "unsupported") == 0)
+            tool_die(EXIT_UNSUPPORTED, "%s: the model's output transform cannot be reproduced "
+                                       "exactly; score without --transform", mpath);
+    }
+    free(c->mbuf);
+    c->mbuf = NULL;
+
+    const qs_model_info *info = &c->info;
+    const char *dname = c->dname;
+    if (c->input == PIPE_F32 && c->f32_features > info->num_features &&
+        (info->source == QS_SRC_LIGHTGBM || info->source == QS_SRC_XGBOOST)) {
+        if (c->strict_features)
+            tool_die(EXIT_DATA, "%s: --features %u is beyond the model's %u features "
+                                "(--strict-features)", dname, c->f32_features, info->num_features);
+        tool_warn("%s: --features %u is beyond the model's %u features: values %u.. of each "
+                  "row are ignored (--strict-features refuses them)",
+                  dname, c->f32_features, info->num_features, info->num_features);
+    } else if (c->input == PIPE_F32 && c->f32_features > info->num_features && c->strict_features) {
+        tool_die(EXIT_DATA, "%s: --features %u is beyond the model's %u features "
+                            "(--strict-features)", dname, c->f32_features, info->num_features);
+    }
+    job->info = &c->info;
+    job->replicas = c->rep;
+    job->nreplicas = c->nrep;
+    job->replica_by_node = c->by_node;
+}
+
 int main(int argc, char **argv)
 {
     tool_init(argv[0]);
@@ -433,27 +518,6 @@ int main(int argc, char **argv)
             threads = tune.threads < pipe_cpus() ? tune.threads : pipe_cpus();
 #endif
     }
-    /* τ and Δ from the command line or the tuning record: the layout is
-     * built once, at load. */
-    qs_scorer *s = qs_scorer_load_layout((const unsigned char *)mbuf, mlen, threads, tree_block,
-                                         delta, &err);
-    char *mbuf_keep = mbuf; /* for NUMA replicas; freed once they are loaded */
-    if (!s)
-        tool_die_err(mpath, &err);
-    if (iterations && qs_scorer_truncate(s, iterations, &err) != 0)
-        tool_die_err(mpath, &err);
-    if (doc_block != QS_KEEP && qs_scorer_relayout(s, QS_KEEP, doc_block, QS_KEEP, &err) != 0)
-        tool_die_err(NULL, &err);
-    if (order >= 0 && qs_scorer_set_order(s, (qs_order)order, order_s, order_d, &err) != 0)
-        tool_die_err(NULL, &err);
-    if (qs_scorer_prepare(s, backend, &err) != 0)
-        tool_die_err(mpath, &err);
-    const qs_model *m = qs_scorer_model(s);
-    qs_model_info info;
-    qs_model_get_info(m, &info);
-    if (transform && strcmp(info.transform, "unsupported") == 0)
-        tool_die(EXIT_UNSUPPORTED, "%s: the model's output transform cannot be reproduced exactly; "
-                                   "score without --transform", mpath);
     /* NUMA: one replica of the scorer per node, loaded while running on
      * that node so its memory is the node's; QS_NUMA_REPLICAS=N forces N
      * replicas (thread i uses replica i % N) on any machine. */
@@ -472,51 +536,26 @@ int main(int argc, char **argv)
                                                                     : "this qs-score is built without libnuma");
         }
     }
-    qs_scorer **rep = calloc(nrep, sizeof *rep);
-    if (!rep)
-        tool_die(EXIT_SYSTEM, "out of memory");
-    rep[0] = s;
-    for (unsigned r = 1; r < nrep; r++) {
-        numa_enter(by_node ? (int)r : -1);
-        rep[r] = qs_scorer_load_layout((const unsigned char *)mbuf_keep, mlen, threads, tree_block,
-                                       delta, &err);
-        if (rep[r] && iterations && qs_scorer_truncate(rep[r], iterations, &err) != 0)
-            tool_die_err(mpath, &err);
-        if (rep[r] && doc_block != QS_KEEP &&
-            qs_scorer_relayout(rep[r], QS_KEEP, doc_block, QS_KEEP, &err) != 0)
-            tool_die_err(NULL, &err);
-        if (rep[r] && order >= 0 &&
-            qs_scorer_set_order(rep[r], (qs_order)order, order_s, order_d, &err) != 0)
-            tool_die_err(NULL, &err);
-        if (!rep[r] || qs_scorer_prepare(rep[r], backend, &err) != 0)
-            tool_die_err(mpath, &err);
-        numa_enter(-1);
-    }
-    free(mbuf_keep);
-
-    if (input == PIPE_F32 && f32_features > info.num_features &&
-        (info.source == QS_SRC_LIGHTGBM || info.source == QS_SRC_XGBOOST)) {
-        if (strict_features)
-            tool_die(EXIT_DATA, "%s: --features %u is beyond the model's %u features "
-                                "(--strict-features)", dname, f32_features, info.num_features);
-        tool_warn("%s: --features %u is beyond the model's %u features: values %u.. of each "
-                  "row are ignored (--strict-features refuses them)",
-                  dname, f32_features, info.num_features, info.num_features);
-    } else if (input == PIPE_F32 && f32_features > info.num_features && strict_features) {
-        tool_die(EXIT_DATA, "%s: --features %u is beyond the model's %u features "
-                            "(--strict-features)", dname, f32_features, info.num_features);
-    }
-
-    tool_out out;
-    tool_out_open(&out, outpath, 0);
-    /* Plain or zstd-compressed text, streamed. */
-    FILE *in = tool_open_input(dpath, &dname);
-    setvbuf(out.fp, NULL, _IOFBF, 1 << 20);
+    load_ctx lc = {
+        .mbuf = mbuf, .mlen = mlen, .mpath = mpath, .dname = dname,
+        .tree_block = tree_block, .doc_block = doc_block, .delta = delta,
+        .iterations = iterations, .order = order, .order_s = order_s, .order_d = order_d,
+        .backend = backend, .transform = transform, .nrep = nrep, .by_node = by_node,
+        .input = input, .f32_features = f32_features, .strict_features = strict_features,
+    };
+    /* With threads, LETOR text is read and parsed while the model loads
+     * (QS_PARSE_AHEAD=0 turns that off; =wait, for tests, loads only once
+     * the reading ahead has stopped): the documents need only the model's
+     * INFO section. */
+    qs_row_format rowf;
+    const char *pa = getenv("QS_PARSE_AHEAD");
+    int ahead = threads > 1 && threads <= PIPE_AHEAD_MAX_THREADS && input == PIPE_LETOR &&
+                !leaves && nrep == 1 &&
+                !(pa && strcmp(pa, "0") == 0) &&
+                qs_qsm_get_row_format((const unsigned char *)mbuf, mlen, absent, &rowf, &err) == 0;
+    qs_error_clear(&err);
     pipe_job job = {
-        .info = &info,
-        .replicas = rep,
-        .nreplicas = nrep,
-        .replica_by_node = by_node,
+        .info = &lc.info,
         .backend = backend,
         .absent = absent,
         .annotate = annotate,
@@ -531,15 +570,27 @@ int main(int argc, char **argv)
         .label_col = label_col,
         .qid_col = qid_col,
         .f32_features = f32_features,
-        .in = in,
         .dname = dname,
-        .out = &out,
+        .load = ahead ? load_model : NULL,
+        .load_ctx = &lc,
+        .ahead = ahead ? &rowf : NULL,
+        .ahead_wait = pa && strcmp(pa, "wait") == 0,
     };
+    if (!ahead)
+        load_model(&lc, threads, &job);
+
+    tool_out out;
+    tool_out_open(&out, outpath, 0);
+    /* Plain or zstd-compressed text, streamed. */
+    FILE *in = tool_open_input(dpath, &dname);
+    setvbuf(out.fp, NULL, _IOFBF, 1 << 20);
+    job.in = in;
+    job.out = &out;
     pipe_run(&job);
     fclose(in);
     tool_out_commit(&out);
-    for (unsigned r = 0; r < nrep; r++)
-        qs_scorer_free(rep[r]);
-    free(rep);
+    for (unsigned r = 0; r < lc.nrep; r++)
+        qs_scorer_free(lc.rep[r]);
+    free(lc.rep);
     return EXIT_OK;
 }

@@ -19,6 +19,7 @@
 #include "pipeline.h"
 
 #include <errno.h>
+#include <math.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,14 @@
 #include <numa.h>
 #endif
 
-enum { SLOT_FREE = 0, SLOT_BUSY = 1, SLOT_DONE = 2 };
+enum { SLOT_FREE = 0, SLOT_BUSY = 1, SLOT_DONE = 2, SLOT_PARSED = 3 };
+
+typedef struct doc_meta {
+    const char *label, *qid; /* point into the chunk's input */
+    size_t label_len, qid_len;
+    int has_qid;
+} doc_meta;
+
 
 typedef struct chunk {
     char *in;
@@ -50,6 +58,16 @@ typedef struct chunk {
     qs_error err;
     int state;         /* SLOT_*, atomic */
     uint64_t seq;
+    /* Read while the model loaded: its first nrows documents parsed ahead
+     * into rows (job->ahead's features each) and rmeta; the rest of its
+     * lines, from byte `resume` (line resume_line + 1), still to parse. */
+    int ahead;
+    double *rows;
+    doc_meta *rmeta;
+    size_t rows_cap;   /* documents rows and rmeta have room for */
+    size_t nrows;
+    size_t resume;
+    long resume_line;
 } chunk;
 
 typedef struct reader {
@@ -71,12 +89,6 @@ typedef struct reader {
     unsigned ramp_n;   /* chunks read at this ramp size */
 } reader;
 
-typedef struct doc_meta {
-    const char *label, *qid; /* point into the chunk's input */
-    size_t label_len, qid_len;
-    int has_qid;
-} doc_meta;
-
 typedef struct worker {
     const pipe_job *job;
     const qs_scorer *s;
@@ -85,6 +97,7 @@ typedef struct worker {
     int digits;
     double *batch;
     doc_meta *meta;
+    const double **rowp; /* a batch of rows parsed ahead */
     uint64_t ntrees;   /* --leaves: trees, and a batch of their exit leaves */
     uint32_t *leaves;
 } worker;
@@ -162,6 +175,8 @@ static int read_rows(reader *r, chunk *c)
  * newline at the end of the input).  Returns 0 when the input is done. */
 static int read_chunk(reader *r, chunk *c)
 {
+    c->ahead = 0;
+    c->nrows = 0;
     if (r->row_bytes)
         return read_rows(r, c);
     c->in_len = c->out_len = 0;
@@ -261,12 +276,13 @@ static int worker_init(worker *wk, const pipe_job *job, const qs_scorer *s, qs_e
     wk->digits = qs_score_digits(s);
     wk->batch = malloc(sizeof(double) * wk->K * wk->nslots);
     wk->meta = calloc(wk->nslots, sizeof *wk->meta);
+    wk->rowp = calloc(wk->nslots, sizeof *wk->rowp);
     wk->ntrees = job->info->num_trees;
     if (job->leaves)
         wk->leaves = wk->ntrees > SIZE_MAX / sizeof(uint32_t) / wk->nslots
                          ? NULL
                          : malloc(sizeof(uint32_t) * (size_t)(wk->ntrees ? wk->ntrees : 1) * wk->nslots);
-    if (!wk->batch || !wk->meta || (job->leaves && !wk->leaves)) {
+    if (!wk->batch || !wk->meta || !wk->rowp || (job->leaves && !wk->leaves)) {
         qs_error_clear(err);
         err->code = QS_ERR_NOMEM;
         snprintf(err->msg, sizeof err->msg, "out of memory (a batch of %u documents)",
@@ -281,6 +297,7 @@ static void worker_free(worker *wk)
     qs_workspace_free(wk->w);
     free(wk->batch);
     free(wk->meta);
+    free(wk->rowp);
     free(wk->leaves);
 }
 
@@ -312,19 +329,22 @@ static void put(chunk *c, const char *s, size_t n)
     c->out_len += n;
 }
 
-/* Score slots 0 .. n-1 and append their lines to c's output. */
-static int flush_batch(worker *wk, chunk *c, uint32_t n)
+/* Score slots 0 .. n-1, or with rows, rows[0 .. n), and append their lines
+ * (labels and qids from meta[0 .. n)) to c's output. */
+static int flush_batch(worker *wk, chunk *c, uint32_t n, const double *const *rows,
+                       const doc_meta *meta)
 {
     const pipe_job *job = wk->job;
     if (job->leaves)
         return flush_leaves(wk, c, n);
-    if (qs_score_batch(wk->s, wk->w, job->backend, n, wk->batch, &c->err) != 0) {
+    if ((rows ? qs_score_rows(wk->s, wk->w, job->backend, n, rows, wk->batch, &c->err)
+              : qs_score_batch(wk->s, wk->w, job->backend, n, wk->batch, &c->err)) != 0) {
         c->bad_line = -1;
         return -1;
     }
     for (uint32_t d = 0; d < n; d++) {
         double *sc = wk->batch + (size_t)d * wk->K;
-        const doc_meta *dm = &wk->meta[d];
+        const doc_meta *dm = &meta[d];
         size_t need = (size_t)wk->K * (QS_FORMAT_SCORE_MAX + 1) + 2 +
                       (job->annotate ? dm->label_len + dm->qid_len + 2 : 0);
         if (reserve(&c->out, &c->out_cap, c->out_len + need) != 0) {
@@ -375,18 +395,113 @@ static void process_rows(worker *wk, chunk *c)
         rows++;
         memset(&wk->meta[n], 0, sizeof wk->meta[n]);
         if (++n == wk->nslots) {
-            if (flush_batch(wk, c, n) != 0)
+            if (flush_batch(wk, c, n, NULL, wk->meta) != 0)
                 return;
             n = 0;
         }
     }
     c->lines = rows;
     if (n > 0)
-        flush_batch(wk, c, n);
+        flush_batch(wk, c, n, NULL, wk->meta);
 }
 
-/* Parse, score and format every line of c; stop at the first bad line,
- * after scoring the documents before it. */
+/* A document line's feature ids against the model's nf features: the
+ * first line with a larger id is remembered (a warning, when written), or
+ * with --strict-features is c's bad line.  -1: that error. */
+static int check_ids(const pipe_job *job, uint32_t nf, chunk *c, const qs_letor_line *lm,
+                     int is_doc, long line)
+{
+    if (!is_doc || lm->max_id < (long long)nf || c->extra_line)
+        return 0;
+    /* LightGBM and XGBoost refuse such a mismatch; sparse LETOR files
+     * often carry extra ids: a warning (emit), or an error. */
+    c->extra_line = line;
+    c->extra_id = lm->max_id;
+    if (!job->strict_features)
+        return 0;
+    qs_error_clear(&c->err);
+    c->err.code = QS_ERR_FORMAT;
+    snprintf(c->err.msg, sizeof c->err.msg,
+             "feature id %lld is beyond the model's %u features (ids 0..%lld; "
+             "--strict-features)",
+             lm->max_id, nf, (long long)nf - 1);
+    c->bad_line = line;
+    return -1;
+}
+
+static void meta_of(doc_meta *dm, const qs_letor_line *lm)
+{
+    dm->label = lm->label;
+    dm->label_len = lm->label_len;
+    dm->has_qid = lm->qid != NULL;
+    dm->qid = lm->qid;
+    dm->qid_len = lm->qid_len;
+}
+
+/* While the model loads: parse c's lines into its rows, as process would
+ * parse them, up to as many bytes of values as a chunk has of text (at
+ * least one row); the rest is left to process.  Stops at a bad line. */
+static void preparse(const pipe_job *job, chunk *c)
+{
+    const qs_row_format *f = job->ahead;
+    const size_t nf = f->num_features ? f->num_features : 1; /* the row stride */
+    size_t most = job->chunk_bytes / (sizeof(double) * nf);
+    if (most == 0)
+        most = 1;
+    const char *p = c->in, *end = c->in + c->in_len;
+    long line = 0;
+    c->ahead = 1;
+    c->nrows = 0;
+    while (p < end && c->nrows < most) {
+        if (c->nrows == c->rows_cap) {
+            size_t cap = c->rows_cap ? c->rows_cap * 2 : 256;
+            cap = cap < most ? cap : most;
+            double *r = realloc(c->rows, sizeof(double) * nf * cap);
+            if (r)
+                c->rows = r;
+            doc_meta *m = r ? realloc(c->rmeta, sizeof *m * cap) : NULL;
+            if (!m)
+                break; /* process reads the rest */
+            c->rmeta = m;
+            c->rows_cap = cap;
+        }
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        line++;
+        qs_letor_line lm;
+        int is_doc;
+        if (qs_letor_parse_row(f, c->rows + c->nrows * nf, p, len, &lm, &is_doc, &c->err) != 0) {
+            c->bad_line = line;
+            return;
+        }
+        if (check_ids(job, f->num_features, c, &lm, is_doc, line) != 0)
+            return;
+        p = nl ? nl + 1 : end;
+        if (is_doc)
+            meta_of(&c->rmeta[c->nrows++], &lm);
+    }
+    c->resume = (size_t)(p - c->in);
+    c->resume_line = line;
+}
+
+/* The rows c's documents were parsed into ahead, a batch at a time. */
+static int score_ahead(worker *wk, chunk *c)
+{
+    const size_t nf = wk->job->ahead->num_features ? wk->job->ahead->num_features : 1;
+    for (size_t i = 0; i < c->nrows;) {
+        uint32_t n = c->nrows - i < wk->nslots ? (uint32_t)(c->nrows - i) : wk->nslots;
+        for (uint32_t j = 0; j < n; j++)
+            wk->rowp[j] = c->rows + (i + j) * nf;
+        if (flush_batch(wk, c, n, wk->rowp, c->rmeta + i) != 0)
+            return -1;
+        i += n;
+    }
+    return 0;
+}
+
+/* Parse, score and format every line of c (after the documents parsed
+ * ahead, if any); stop at the first bad line, after scoring the documents
+ * before it. */
 static void process(worker *wk, chunk *c)
 {
     const pipe_job *job = wk->job;
@@ -397,6 +512,21 @@ static void process(worker *wk, chunk *c)
     const char *p = c->in, *end = c->in + c->in_len;
     uint32_t n = 0;
     long line = 0;
+    if (c->ahead) {
+        qs_error keep = c->err;
+        long bad = c->bad_line;
+        c->bad_line = 0;
+        if (score_ahead(wk, c) != 0)
+            return;
+        c->err = keep;
+        c->bad_line = bad;
+        if (bad) {
+            c->lines = bad - 1;
+            return;
+        }
+        p += c->resume;
+        line = c->resume_line;
+    }
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
@@ -412,33 +542,14 @@ static void process(worker *wk, chunk *c)
             c->bad_line = line;
             break;
         }
-        if (is_doc && lm.max_id >= (long long)wk->nfeatures && !c->extra_line) {
-            /* LightGBM and XGBoost refuse such a mismatch; sparse LETOR
-             * files often carry extra ids: a warning (emit), or an error. */
-            c->extra_line = line;
-            c->extra_id = lm.max_id;
-            if (job->strict_features) {
-                qs_error_clear(&c->err);
-                c->err.code = QS_ERR_FORMAT;
-                snprintf(c->err.msg, sizeof c->err.msg,
-                         "feature id %lld is beyond the model's %u features (ids 0..%lld; "
-                         "--strict-features)",
-                         lm.max_id, wk->nfeatures, (long long)wk->nfeatures - 1);
-                c->bad_line = line;
-                break;
-            }
-        }
+        if (check_ids(job, wk->nfeatures, c, &lm, is_doc, line) != 0)
+            break;
         p = nl ? nl + 1 : end;
         if (!is_doc)
             continue;
-        doc_meta *dm = &wk->meta[n];
-        dm->label = lm.label;
-        dm->label_len = lm.label_len;
-        dm->has_qid = lm.qid != NULL;
-        dm->qid = lm.qid;
-        dm->qid_len = lm.qid_len;
+        meta_of(&wk->meta[n], &lm);
         if (++n == wk->nslots) {
-            if (flush_batch(wk, c, n) != 0)
+            if (flush_batch(wk, c, n, NULL, wk->meta) != 0)
                 return;
             n = 0;
         }
@@ -448,7 +559,7 @@ static void process(worker *wk, chunk *c)
         qs_error keep = c->err;
         long bad = c->bad_line;
         c->bad_line = 0;
-        if (flush_batch(wk, c, n) != 0)
+        if (flush_batch(wk, c, n, NULL, wk->meta) != 0)
             return;
         c->err = keep;
         c->bad_line = bad;
@@ -575,14 +686,52 @@ static void pause_briefly(void)
     nanosleep(&ts, NULL);
 }
 
-static void run_threads(const pipe_job *job, reader *rd, writer *wr)
+/* A chunk parsed ahead, the first in input order, now this thread's. */
+static chunk *claim_parsed(chunk *ring, unsigned R)
 {
-    const unsigned T = job->threads, R = 3 * T;
+    for (;;) {
+        chunk *best = NULL;
+        for (unsigned i = 0; i < R; i++)
+            if (__atomic_load_n(&ring[i].state, __ATOMIC_ACQUIRE) == SLOT_PARSED &&
+                (!best || ring[i].seq < best->seq))
+                best = &ring[i];
+        if (!best)
+            return NULL;
+        int expect = SLOT_PARSED;
+        if (__atomic_compare_exchange_n(&best->state, &expect, SLOT_BUSY, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+            return best;
+    }
+}
+
+static void chunk_release(chunk *c)
+{
+    free(c->in);
+    free(c->out);
+    free(c->rows);
+    free(c->rmeta);
+    c->in = c->out = NULL;
+    c->rows = NULL;
+    c->rmeta = NULL;
+    c->in_cap = c->out_cap = c->rows_cap = 0;
+}
+
+/* The chunks live in R slots: 3 per thread, and with job->load
+ * PIPE_AHEAD_SLOTS more while the model loads (on thread 0; the others
+ * read and parse ahead meanwhile).  Once it is loaded at most 3 per thread
+ * are in flight again, always in the lowest free slots, and the extra
+ * slots' buffers are freed as they are written. */
+static void run_threads(pipe_job *job, reader *rd, writer *wr)
+{
+    const unsigned T = job->threads, live = 3 * T;
+    const unsigned R = live + (job->load ? PIPE_AHEAD_SLOTS : 0);
     chunk *ring = calloc(R, sizeof *ring);
-    if (!ring)
+    unsigned *at = calloc(R, sizeof *at); /* at[seq % R]: the slot of chunk seq */
+    if (!ring || !at)
         tool_die(EXIT_SYSTEM, "out of memory (%u chunks in flight)", R);
-    uint64_t next_read = 0, next_write = 0;
+    uint64_t next_read = 0, next_write = 0; /* atomic */
     int stop = 0;        /* no more reading: the input ended or a chunk failed */
+    int loaded = job->load == NULL;
     int setup_failed = 0;
     qs_error setup_err;
     qs_error_clear(&setup_err);
@@ -594,56 +743,105 @@ static void run_threads(const pipe_job *job, reader *rd, writer *wr)
         const unsigned tid = (unsigned)omp_get_thread_num();
         if (job->pin)
             pin_thread(tid);
-        worker wk;
-        qs_error e;
-        qs_error_clear(&e);
-        if (worker_init(&wk, job, replica_for(job, tid), &e) != 0) {
-#pragma omp critical(qs_pipe_setup)
-            {
-                setup_failed = 1;
-                setup_err = e;
+        if (tid == 0 && job->load) {
+            while (job->ahead_wait) {
+                int busy = 0;
+                for (unsigned i = 0; i < R; i++)
+                    busy |= __atomic_load_n(&ring[i].state, __ATOMIC_ACQUIRE) == SLOT_BUSY;
+                if (!busy && (__atomic_load_n(&stop, __ATOMIC_SEQ_CST) ||
+                              __atomic_load_n(&next_read, __ATOMIC_ACQUIRE) >= R))
+                    break;
+                pause_briefly();
             }
-            __atomic_store_n(&stop, 1, __ATOMIC_SEQ_CST);
+            job->load(job->load_ctx, 1, job);
+            qs_row_format f;
+            qs_scorer_get_row_format(job->replicas[0], job->absent, &f);
+            if (f.num_features != job->ahead->num_features ||
+                f.float_precision != job->ahead->float_precision ||
+                isnan(f.fill) != isnan(job->ahead->fill))
+                tool_die(EXIT_SYSTEM, "internal error: the loaded model reads documents "
+                                      "otherwise than its INFO section says");
+            __atomic_store_n(&loaded, 1, __ATOMIC_RELEASE);
         }
+        worker wk;
+        int have_wk = 0;
         for (;;) {
-            chunk *c = NULL;
-            int finished = 0;
-            omp_set_lock(&rlock);
-            if (__atomic_load_n(&stop, __ATOMIC_SEQ_CST)) {
-                finished = 1;
-            } else {
-                chunk *slot = &ring[next_read % R];
-                if (__atomic_load_n(&slot->state, __ATOMIC_ACQUIRE) == SLOT_FREE) {
-                    if (read_chunk(rd, slot)) {
-                        slot->seq = next_read++;
-                        __atomic_store_n(&slot->state, SLOT_BUSY, __ATOMIC_RELEASE);
-                        c = slot;
-                        if (chunk_failed(slot))
-                            __atomic_store_n(&stop, 1, __ATOMIC_SEQ_CST);
-                    } else {
-                        __atomic_store_n(&stop, 1, __ATOMIC_SEQ_CST);
-                        finished = 1;
+            const int ready = __atomic_load_n(&loaded, __ATOMIC_ACQUIRE);
+            if (ready && !have_wk) {
+                qs_error e;
+                qs_error_clear(&e);
+                have_wk = 1;
+                if (worker_init(&wk, job, replica_for(job, tid), &e) != 0) {
+#pragma omp critical(qs_pipe_setup)
+                    {
+                        setup_failed = 1;
+                        setup_err = e;
                     }
+                    __atomic_store_n(&stop, 1, __ATOMIC_SEQ_CST);
+                    break;
                 }
             }
-            omp_unset_lock(&rlock);
+            chunk *c = ready ? claim_parsed(ring, R) : NULL;
+            int finished = 0;
+            if (!c) {
+                omp_set_lock(&rlock);
+                const uint64_t nr = next_read;
+                if (__atomic_load_n(&stop, __ATOMIC_SEQ_CST)) {
+                    finished = ready;
+                } else if (nr - __atomic_load_n(&next_write, __ATOMIC_ACQUIRE) < (ready ? live : R)) {
+                    unsigned i = 0;
+                    while (i < R && __atomic_load_n(&ring[i].state, __ATOMIC_ACQUIRE) != SLOT_FREE)
+                        i++;
+                    if (i < R) {
+                        chunk *slot = &ring[i];
+                        if (read_chunk(rd, slot)) {
+                            slot->seq = nr;
+                            at[nr % R] = i;
+                            __atomic_store_n(&slot->state, SLOT_BUSY, __ATOMIC_RELEASE);
+                            __atomic_store_n(&next_read, nr + 1, __ATOMIC_RELEASE);
+                            c = slot;
+                            if (chunk_failed(slot))
+                                __atomic_store_n(&stop, 1, __ATOMIC_SEQ_CST);
+                        } else {
+                            __atomic_store_n(&stop, 1, __ATOMIC_SEQ_CST);
+                            finished = ready;
+                        }
+                    }
+                }
+                omp_unset_lock(&rlock);
+            }
             if (c) {
-                if (chunk_usable(c))
-                    process(&wk, c);
+                /* A chunk read before the model was loaded is parsed now and
+                 * scored later (by whichever thread claims it). */
+                const int now = ready || c->ahead;
+                /* (a chunk parsed ahead may have stopped at a bad line: its
+                 * documents before it are still to be scored) */
+                if (c->ahead || chunk_usable(c)) {
+                    if (now)
+                        process(&wk, c);
+                    else
+                        preparse(job, c);
+                }
                 if (chunk_failed(c))
                     __atomic_store_n(&stop, 1, __ATOMIC_SEQ_CST);
-                __atomic_store_n(&c->state, SLOT_DONE, __ATOMIC_RELEASE);
+                __atomic_store_n(&c->state, now ? SLOT_DONE : SLOT_PARSED, __ATOMIC_RELEASE);
             }
             /* Write what is next in input order; a failed chunk waits for
              * the end of the parallel region. */
             if (omp_test_lock(&wlock)) {
                 for (;;) {
-                    chunk *x = &ring[next_write % R];
+                    const uint64_t w = next_write;
+                    if (w >= __atomic_load_n(&next_read, __ATOMIC_ACQUIRE))
+                        break;
+                    const unsigned i = at[w % R];
+                    chunk *x = &ring[i];
                     if (__atomic_load_n(&x->state, __ATOMIC_ACQUIRE) != SLOT_DONE ||
-                        chunk_failed(x))
+                        x->seq != w || chunk_failed(x))
                         break;
                     emit(wr, x);
-                    next_write++;
+                    if (i >= live)
+                        chunk_release(x);
+                    __atomic_store_n(&next_write, w + 1, __ATOMIC_RELEASE);
                     __atomic_store_n(&x->state, SLOT_FREE, __ATOMIC_RELEASE);
                 }
                 omp_unset_lock(&wlock);
@@ -653,21 +851,21 @@ static void run_threads(const pipe_job *job, reader *rd, writer *wr)
             if (!c)
                 pause_briefly();
         }
-        worker_free(&wk);
+        if (have_wk)
+            worker_free(&wk);
     }
     omp_destroy_lock(&rlock);
     omp_destroy_lock(&wlock);
     /* Every chunk read is processed: write the rest in order (a failed one
      * ends the process after its output). */
     for (; next_write < next_read; next_write++)
-        emit(wr, &ring[next_write % R]);
+        emit(wr, &ring[at[next_write % R]]);
     if (setup_failed)
         tool_die_err(NULL, &setup_err);
-    for (unsigned i = 0; i < R; i++) {
-        free(ring[i].in);
-        free(ring[i].out);
-    }
+    for (unsigned i = 0; i < R; i++)
+        chunk_release(&ring[i]);
     free(ring);
+    free(at);
 }
 #endif
 
@@ -830,6 +1028,14 @@ void pipe_run(const pipe_job *job_in)
 {
     pipe_job local = *job_in;
     const pipe_job *job = &local;
+    int ahead = 0;
+#ifdef _OPENMP
+    ahead = job->load && job->ahead && job->threads > 1 && job->input == PIPE_LETOR && !job->leaves;
+#endif
+    if (job->load && !ahead) {
+        job->load(job->load_ctx, job->threads, &local);
+        local.load = NULL;
+    }
     reader rd = { job->in, job->chunk_bytes, NULL, 0, 0, 0, 0, 0, -1, job->threads, 0, 0 };
     writer wr = { job, 0, 0, 0 };
     if (job->input == PIPE_CSV || job->input == PIPE_TSV) {
@@ -843,9 +1049,10 @@ void pipe_run(const pipe_job *job_in)
     if (job->threads > 1) {
         if (job->input != PIPE_F32) {
             rd.left = tool_input_size(job->in);
-            rd.ramp = PIPE_FIRST_CHUNK;
+            /* Parsed ahead, the first chunks are ready when the model is. */
+            rd.ramp = ahead ? 0 : PIPE_FIRST_CHUNK;
         }
-        run_threads(job, &rd, &wr);
+        run_threads(&local, &rd, &wr);
         free(rd.carry);
         return;
     }

@@ -18,10 +18,27 @@
  * chunk size, so that the threads start scoring soon. */
 #define PIPE_FIRST_CHUNK ((size_t)128 << 10)
 
+/* With threads, while the model loads, up to this many chunks more than
+ * the 3 per thread are read and parsed ahead (LETOR text), each with at
+ * most as many bytes of values as the chunk size. */
+#define PIPE_AHEAD_SLOTS 12
+/* ... with at most this many threads: with more, the load itself is
+ * shared by every thread (measured only on 2 cores: there reading ahead
+ * while one thread loads gains; with many threads the parallel load
+ * gains more than what a few slots of text can hold). */
+#define PIPE_AHEAD_MAX_THREADS 4
+
 /* Input formats. */
 enum { PIPE_LETOR = 0, PIPE_CSV, PIPE_TSV, PIPE_F32 };
 
-typedef struct pipe_job {
+typedef struct pipe_job pipe_job;
+
+/* Loads the model into job->info, replicas, nreplicas and replica_by_node
+ * (ctx: the caller's), building it with build_threads threads; dies on an
+ * error. */
+typedef void (*pipe_loader)(void *ctx, unsigned build_threads, pipe_job *job);
+
+struct pipe_job {
     const qs_model_info *info; /* the model's facts (qs_model_get_info scans every tree) */
     qs_scorer **replicas;    /* one scorer per NUMA node (or forced replica) */
     unsigned nreplicas;
@@ -45,7 +62,17 @@ typedef struct pipe_job {
     FILE *in;
     const char *dname;       /* the documents' name for messages */
     tool_out *out;
-} pipe_job;
+    /* NULL: the model is loaded (info, replicas set).  Else pipe_run loads
+     * it with load(load_ctx, ...) on one thread while the others read and
+     * parse LETOR text ahead with the row format `ahead` (which must be
+     * the loaded model's: qs_qsm_get_row_format). */
+    pipe_loader load;
+    void *load_ctx;
+    const qs_row_format *ahead;
+    int ahead_wait;          /* tests: load only once the reading ahead has
+                                stopped (the slots full, the input ended or
+                                a chunk failed), so that it always happens */
+};
 
 /* Score every document of job->in into job->out.  Returns only on success:
  * errors are reported (the first bad line in input order, after everything
