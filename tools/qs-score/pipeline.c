@@ -856,10 +856,15 @@ static void run_threads(pipe_job *job, reader *rd, writer *wr)
     }
     omp_destroy_lock(&rlock);
     omp_destroy_lock(&wlock);
-    /* Every chunk read is processed: write the rest in order (a failed one
-     * ends the process after its output). */
-    for (; next_write < next_read; next_write++)
-        emit(wr, &ring[at[next_write % R]]);
+    /* Every chunk read is processed (unless a worker could not start):
+     * write the rest in order (a failed one ends the process after its
+     * output). */
+    for (; next_write < next_read; next_write++) {
+        const chunk *x = &ring[at[next_write % R]];
+        if (x->state != SLOT_DONE)
+            break;
+        emit(wr, x);
+    }
     if (setup_failed)
         tool_die_err(NULL, &setup_err);
     for (unsigned i = 0; i < R; i++)
