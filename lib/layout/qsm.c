@@ -968,11 +968,11 @@ static void *qsly_job_run(void *arg)
     return NULL;
 }
 
-int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **mp,
-             qs_layout **lp, qs_error *err)
+/* The header and the section table, checked (magic, version, checksums,
+ * sizes): the header's and the table's size out. */
+static int check_header(const unsigned char *buf, size_t len, uint32_t *hsize_out,
+                        uint32_t *nsec_out, qs_error *err)
 {
-    *mp = NULL;
-    *lp = NULL;
     if (len < QSM_HEADER_SIZE || memcmp(buf, QSM_MAGIC, 8) != 0)
         return qs_fail_at(err, QS_ERR_FORMAT, 0, "not a .qsm file (bad magic number)");
     /* The version comes before the checksum: a later major version may lay
@@ -995,9 +995,22 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
                           len, (unsigned long long)fsize);
     if (nsec == 0 || nsec > QSM_MAX_SECTIONS || (uint64_t)nsec * QSM_ENTRY_SIZE > len - hsize)
         return qs_fail_at(err, QS_ERR_FORMAT, 20, "bad section count %u", nsec);
-    const unsigned char *tab = buf + hsize;
-    if (get_u32_at(buf + 32) != qs_crc32c(0, tab, (size_t)nsec * QSM_ENTRY_SIZE))
+    if (get_u32_at(buf + 32) != qs_crc32c(0, buf + hsize, (size_t)nsec * QSM_ENTRY_SIZE))
         return qs_fail_at(err, QS_ERR_FORMAT, 32, "section table checksum mismatch (corrupt file)");
+    *hsize_out = hsize;
+    *nsec_out = nsec;
+    return 0;
+}
+
+int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **mp,
+             qs_layout **lp, qs_error *err)
+{
+    *mp = NULL;
+    *lp = NULL;
+    uint32_t hsize, nsec;
+    if (check_header(buf, len, &hsize, &nsec, err) != 0)
+        return -1;
+    const unsigned char *tab = buf + hsize;
     uint64_t data0 = hsize + (uint64_t)nsec * QSM_ENTRY_SIZE;
 
     qs_model *m = qs_model_new(QS_SRC_UNKNOWN, err);
@@ -1184,19 +1197,10 @@ fail:
 int qsm_peek_info(const unsigned char *buf, size_t len, uint32_t *num_features,
                   int *float_precision, int *absent_missing, qs_error *err)
 {
-    if (len < QSM_HEADER_SIZE || memcmp(buf, QSM_MAGIC, 8) != 0)
-        return qs_fail_at(err, QS_ERR_FORMAT, 0, "not a .qsm file (bad magic number)");
-    if ((buf[8] | buf[9] << 8) != QSM_VERSION_MAJOR)
-        return qs_fail_at(err, QS_ERR_UNSUPPORTED, 8, ".qsm version not supported");
-    if (get_u32_at(buf + 60) != qs_crc32c(0, buf, 60))
-        return qs_fail_at(err, QS_ERR_FORMAT, 60, "header checksum mismatch (corrupt file)");
-    uint32_t hsize = get_u32_at(buf + 16), nsec = get_u32_at(buf + 20);
-    if (hsize != QSM_HEADER_SIZE || get_u64_at(buf + 24) != len || nsec == 0 ||
-        nsec > QSM_MAX_SECTIONS || (uint64_t)nsec * QSM_ENTRY_SIZE > len - hsize)
-        return qs_fail_at(err, QS_ERR_FORMAT, 16, "bad header");
+    uint32_t hsize, nsec;
+    if (check_header(buf, len, &hsize, &nsec, err) != 0)
+        return -1;
     const unsigned char *tab = buf + hsize;
-    if (get_u32_at(buf + 32) != qs_crc32c(0, tab, (size_t)nsec * QSM_ENTRY_SIZE))
-        return qs_fail_at(err, QS_ERR_FORMAT, 32, "section table checksum mismatch (corrupt file)");
     const uint64_t data0 = hsize + (uint64_t)nsec * QSM_ENTRY_SIZE;
     for (uint32_t s = 0; s < nsec; s++) {
         const unsigned char *e = tab + (size_t)s * QSM_ENTRY_SIZE;
