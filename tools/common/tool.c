@@ -62,6 +62,10 @@ void tool_warn(const char *fmt, ...)
     va_end(ap);
 }
 
+static int threads_running;
+
+void tool_threads_running(int on) { __atomic_store_n(&threads_running, on, __ATOMIC_SEQ_CST); }
+
 _Noreturn void tool_die(int code, const char *fmt, ...)
 {
     va_list ap;
@@ -70,6 +74,8 @@ _Noreturn void tool_die(int code, const char *fmt, ...)
     va_end(ap);
     if (pending_out)
         tool_out_abort(pending_out);
+    if (__atomic_load_n(&threads_running, __ATOMIC_SEQ_CST))
+        _exit(code);
     exit(code);
 }
 

@@ -23,8 +23,14 @@ const char *tool_name(void);
 
 /* "prog: message\n" on stderr. */
 void tool_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* tool_warn, then exit(code). */
+/* tool_warn, then exit(code) (or, while threads run, _exit(code): see
+ * tool_threads_running). */
 _Noreturn void tool_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* on = 1 while other threads may be inside stdio (reading the input):
+ * a dying exit then skips exit()'s stdio teardown, which would pull the
+ * streams from under them (a crash), with _exit; nothing unwritten is
+ * lost, since no scores are written before the threads have scored. */
+void tool_threads_running(int on);
 /* "prog: WHERE:LINE: msg" (or "WHERE:LINE:COLUMN: msg" when err->column is set, or "WHERE: byte N: msg", or "WHERE: msg") from a
  * library error, then exit with the code that matches err->code. */
 _Noreturn void tool_die_err(const char *where, const qs_error *err);

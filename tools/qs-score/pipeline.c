@@ -738,6 +738,9 @@ static void run_threads(pipe_job *job, reader *rd, writer *wr)
     omp_lock_t rlock, wlock;
     omp_init_lock(&rlock);
     omp_init_lock(&wlock);
+    /* A death inside the threads (the model's load failing while others
+     * read, a write error) must not tear stdio down under them. */
+    tool_threads_running(1);
 #pragma omp parallel num_threads(T)
     {
         const unsigned tid = (unsigned)omp_get_thread_num();
@@ -854,6 +857,7 @@ static void run_threads(pipe_job *job, reader *rd, writer *wr)
         if (have_wk)
             worker_free(&wk);
     }
+    tool_threads_running(0);
     omp_destroy_lock(&rlock);
     omp_destroy_lock(&wlock);
     /* Every chunk read is processed (unless a worker could not start):
