@@ -1002,6 +1002,47 @@ static int check_header(const unsigned char *buf, size_t len, uint32_t *hsize_ou
     return 0;
 }
 
+/* INFO's largest raw size (its fields, and a base score per class). */
+#define QSM_INFO_MOST (120 + 8 * (uint64_t)QS_MAX_CLASSES)
+
+/* Section table entry s: known flags (unknown ones, or an unknown section
+ * marked required, are unsupported), inside the file, its checksum. */
+static int entry_check(const unsigned char *buf, size_t len, uint32_t hsize, uint32_t nsec,
+                       uint32_t s, int known, qs_error *err)
+{
+    const unsigned char *e = buf + hsize + (size_t)s * QSM_ENTRY_SIZE;
+    const uint32_t flags = get_u32_at(e + 4);
+    const uint64_t off = get_u64_at(e + 8), stored = get_u64_at(e + 16), rawsz = get_u64_at(e + 24);
+    const long long eoff = (long long)(hsize + (uint64_t)s * QSM_ENTRY_SIZE);
+    const uint64_t data0 = hsize + (uint64_t)nsec * QSM_ENTRY_SIZE;
+    if (flags & ~(SEC_REQUIRED | SEC_ZSTD))
+        return qs_fail_at(err, QS_ERR_UNSUPPORTED, eoff, "section %u uses unknown flags", s);
+    if (!known && (flags & SEC_REQUIRED))
+        return qs_fail_at(err, QS_ERR_UNSUPPORTED, eoff,
+                          "section %u is required but unknown to this build", s);
+    if (off < data0 || off > len || stored > len - off || rawsz > QSM_MAX_RAW)
+        return qs_fail_at(err, QS_ERR_FORMAT, eoff, "section %u lies outside the file", s);
+    if (get_u32_at(e + 32) != qs_crc32c(0, buf + off, (size_t)stored))
+        return qs_fail_at(err, QS_ERR_FORMAT, (long long)off,
+                          "section %u checksum mismatch (corrupt file)", s);
+    return 0;
+}
+
+/* Entry s (checked): its recorded raw size is believed only once the
+ * stored bytes agree with it, so a small crafted file cannot demand a huge
+ * buffer. */
+static int entry_sized(const unsigned char *buf, uint32_t hsize, uint32_t s, qs_error *err)
+{
+    const unsigned char *e = buf + hsize + (size_t)s * QSM_ENTRY_SIZE;
+    const uint64_t off = get_u64_at(e + 8), stored = get_u64_at(e + 16), rawsz = get_u64_at(e + 24);
+    if ((get_u32_at(e + 4) & SEC_ZSTD)
+            ? ZSTD_getFrameContentSize(buf + off, (size_t)stored) != rawsz
+            : stored != rawsz)
+        return qs_fail_at(err, QS_ERR_FORMAT, (long long)off,
+                          "section %u does not match its recorded size", s);
+    return 0;
+}
+
 int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **mp,
              qs_layout **lp, qs_error *err)
 {
@@ -1011,7 +1052,6 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
     if (check_header(buf, len, &hsize, &nsec, err) != 0)
         return -1;
     const unsigned char *tab = buf + hsize;
-    uint64_t data0 = hsize + (uint64_t)nsec * QSM_ENTRY_SIZE;
 
     qs_model *m = qs_model_new(QS_SRC_UNKNOWN, err);
     qs_layout *L = calloc(1, sizeof *L);
@@ -1038,27 +1078,9 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
             long long eoff = (long long)(hsize + (uint64_t)s * QSM_ENTRY_SIZE);
             int known = id == SEC_INFO || id == SEC_TREE || id == SEC_QSLY || id == SEC_AFFN ||
                         id == SEC_LINR || id == SEC_TUNE;
-            if (want == 0) {
-                /* First pass: check every entry. */
-                if (flags & ~(SEC_REQUIRED | SEC_ZSTD)) {
-                    qs_fail_at(err, QS_ERR_UNSUPPORTED, eoff, "section %u uses unknown flags", s);
-                    goto fail;
-                }
-                if (!known && (flags & SEC_REQUIRED)) {
-                    qs_fail_at(err, QS_ERR_UNSUPPORTED, eoff,
-                               "section %u is required but unknown to this build", s);
-                    goto fail;
-                }
-                if (off < data0 || off > len || stored > len - off || rawsz > QSM_MAX_RAW) {
-                    qs_fail_at(err, QS_ERR_FORMAT, eoff, "section %u lies outside the file", s);
-                    goto fail;
-                }
-                if (get_u32_at(e + 32) != qs_crc32c(0, buf + off, (size_t)stored)) {
-                    qs_fail_at(err, QS_ERR_FORMAT, (long long)off,
-                               "section %u checksum mismatch (corrupt file)", s);
-                    goto fail;
-                }
-            }
+            /* First pass: check every entry. */
+            if (want == 0 && entry_check(buf, len, hsize, nsec, s, known, err) != 0)
+                goto fail;
             if (id != wid)
                 continue;
             if (have[want]) {
@@ -1067,19 +1089,13 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
             }
             have[want] = 1;
             size_t rn = (size_t)rawsz;
-            /* Believe the recorded size only once the stored bytes agree
-             * with it, so a small crafted file cannot demand a huge buffer. */
-            if ((flags & SEC_ZSTD) ? ZSTD_getFrameContentSize(buf + off, (size_t)stored) != rawsz
-                                   : stored != rawsz) {
-                qs_fail_at(err, QS_ERR_FORMAT, (long long)off,
-                           "section %u does not match its recorded size", s);
+            if (entry_sized(buf, hsize, s, err) != 0)
                 goto fail;
-            }
             /* Then only as large as the counts read so far allow. */
             tree_check tc;
             uint64_t most;
             if (want == 0) {
-                most = 120 + 8 * (uint64_t)QS_MAX_CLASSES;
+                most = QSM_INFO_MOST;
             } else if (want == 1) {
                 if (tree_counts(buf + off, stored, (flags & SEC_ZSTD) != 0, &tc) != 0) {
                     qs_fail(err, QS_ERR_FORMAT, 0, "TREE section is truncated");
@@ -1201,19 +1217,17 @@ int qsm_peek_info(const unsigned char *buf, size_t len, uint32_t *num_features,
     if (check_header(buf, len, &hsize, &nsec, err) != 0)
         return -1;
     const unsigned char *tab = buf + hsize;
-    const uint64_t data0 = hsize + (uint64_t)nsec * QSM_ENTRY_SIZE;
     for (uint32_t s = 0; s < nsec; s++) {
         const unsigned char *e = tab + (size_t)s * QSM_ENTRY_SIZE;
         if (get_u32_at(e) != SEC_INFO)
             continue;
-        uint32_t flags = get_u32_at(e + 4);
-        uint64_t off = get_u64_at(e + 8), stored = get_u64_at(e + 16), rawsz = get_u64_at(e + 24);
-        const int zstd = (flags & SEC_ZSTD) != 0;
-        if ((flags & ~(SEC_REQUIRED | SEC_ZSTD)) || off < data0 || off > len ||
-            stored > len - off || get_u32_at(e + 32) != qs_crc32c(0, buf + off, (size_t)stored) ||
-            rawsz > 120 + 8 * (uint64_t)QS_MAX_CLASSES ||
-            (zstd ? ZSTD_getFrameContentSize(buf + off, (size_t)stored) != rawsz : stored != rawsz))
-            return qs_fail_at(err, QS_ERR_FORMAT, (long long)off, "bad INFO section");
+        if (entry_check(buf, len, hsize, nsec, s, 1, err) != 0 ||
+            entry_sized(buf, hsize, s, err) != 0)
+            return -1;
+        const int zstd = (get_u32_at(e + 4) & SEC_ZSTD) != 0;
+        const uint64_t off = get_u64_at(e + 8), stored = get_u64_at(e + 16), rawsz = get_u64_at(e + 24);
+        if (rawsz > QSM_INFO_MOST)
+            return qs_fail_at(err, QS_ERR_FORMAT, (long long)off, "INFO section is too large");
         unsigned char *raw = section_bytes(buf + off, stored, rawsz, zstd, NULL, s,
                                            (long long)off, err);
         if (!raw)
@@ -1242,29 +1256,15 @@ int qs_qsm_get_file_info(const unsigned char *buf, size_t len, qs_qsm_file_info 
                          qs_error *err)
 {
     memset(info, 0, sizeof *info);
-    if (len < QSM_HEADER_SIZE || memcmp(buf, QSM_MAGIC, 8) != 0)
-        return qs_fail_at(err, QS_ERR_FORMAT, 0, "not a .qsm file (bad magic number)");
-    info->major = buf[8] | buf[9] << 8;
-    info->minor = buf[10] | buf[11] << 8;
-    if (info->major != QSM_VERSION_MAJOR)
-        return qs_fail_at(err, QS_ERR_UNSUPPORTED, 8,
-                          ".qsm version %u is not supported (this build reads %u.x)", info->major,
-                          QSM_VERSION_MAJOR);
-    if (get_u32_at(buf + 60) != qs_crc32c(0, buf, 60))
-        return qs_fail_at(err, QS_ERR_FORMAT, 60, "header checksum mismatch (corrupt file)");
-    uint32_t hsize = get_u32_at(buf + 16), nsec = get_u32_at(buf + 20);
-    info->file_size = get_u64_at(buf + 24);
-    if (hsize != QSM_HEADER_SIZE)
-        return qs_fail_at(err, QS_ERR_FORMAT, 16, "bad header size %u", hsize);
-    if (info->file_size != len)
-        return qs_fail_at(err, QS_ERR_FORMAT, 24,
-                          "file size %zu differs from the recorded %llu (truncated or padded)",
-                          len, (unsigned long long)info->file_size);
-    if (nsec == 0 || nsec > QSM_MAX_SECTIONS || (uint64_t)nsec * QSM_ENTRY_SIZE > len - hsize)
-        return qs_fail_at(err, QS_ERR_FORMAT, 20, "bad section count %u", nsec);
+    if (len >= QSM_HEADER_SIZE && memcmp(buf, QSM_MAGIC, 8) == 0) {
+        info->major = buf[8] | buf[9] << 8;
+        info->minor = buf[10] | buf[11] << 8;
+        info->file_size = get_u64_at(buf + 24);
+    }
+    uint32_t hsize, nsec;
+    if (check_header(buf, len, &hsize, &nsec, err) != 0)
+        return -1;
     const unsigned char *tab = buf + hsize;
-    if (get_u32_at(buf + 32) != qs_crc32c(0, tab, (size_t)nsec * QSM_ENTRY_SIZE))
-        return qs_fail_at(err, QS_ERR_FORMAT, 32, "section table checksum mismatch (corrupt file)");
     for (uint32_t s = 0; s < nsec; s++) {
         const unsigned char *e = tab + (size_t)s * QSM_ENTRY_SIZE;
         qs_qsm_section *q = &info->sections[s];

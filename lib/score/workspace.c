@@ -82,12 +82,19 @@ void qs_workspace_select(qs_workspace *w, uint32_t slot)
     w->cur = slot < w->nslots ? slot : w->nslots - 1;
 }
 
+/* The value of an absent feature: NaN where absent means missing (asked,
+ * or by default for a model whose library reads it so), else 0. */
+static double absent_fill(qs_absent absent, int absent_missing)
+{
+    return absent == QS_ABSENT_MISSING || (absent == QS_ABSENT_DEFAULT && absent_missing) ? NAN
+                                                                                          : 0.0;
+}
+
 void qs_doc_reset(qs_workspace *w, qs_absent absent)
 {
     const qs_model *m = w->s->m;
     qs_slot *sl = &w->slot[w->cur];
-    int missing = absent == QS_ABSENT_MISSING || (absent == QS_ABSENT_DEFAULT && m->absent_missing);
-    double fill = missing ? NAN : 0.0;
+    double fill = absent_fill(absent, m->absent_missing);
     /* Refill only what the last document touched, unless the fill changed. */
     if (sl->all_dirty || !sl->filled || (isnan(fill) != isnan(sl->fill))) {
         for (uint32_t f = 0; f < m->num_features; f++)
@@ -452,9 +459,7 @@ static void row_format(uint32_t nf, int fp, int absent_missing, qs_absent absent
 {
     f->num_features = nf;
     f->float_precision = fp;
-    f->fill = absent == QS_ABSENT_MISSING || (absent == QS_ABSENT_DEFAULT && absent_missing)
-                  ? NAN
-                  : 0.0;
+    f->fill = absent_fill(absent, absent_missing);
 }
 
 void qs_scorer_get_row_format(const qs_scorer *s, qs_absent absent, qs_row_format *f)

@@ -28,8 +28,10 @@ void tool_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void tool_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* on = 1 while other threads may be inside stdio (reading the input):
  * a dying exit then skips exit()'s stdio teardown, which would pull the
- * streams from under them (a crash), with _exit; nothing unwritten is
- * lost, since no scores are written before the threads have scored. */
+ * streams from under them (a crash), with _exit.  qs-score dies there only
+ * when its model fails to load (before any score is written) or when
+ * writing fails (the output is lost then anyway); a bad line ends the
+ * process after the threads. */
 void tool_threads_running(int on);
 /* "prog: WHERE:LINE: msg" (or "WHERE:LINE:COLUMN: msg" when err->column is set, or "WHERE: byte N: msg", or "WHERE: msg") from a
  * library error, then exit with the code that matches err->code. */

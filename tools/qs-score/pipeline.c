@@ -438,13 +438,16 @@ static void meta_of(doc_meta *dm, const qs_letor_line *lm)
     dm->qid_len = lm->qid_len;
 }
 
+/* The values between one row parsed ahead and the next. */
+static size_t row_stride(const qs_row_format *f) { return f->num_features ? f->num_features : 1; }
+
 /* While the model loads: parse c's lines into its rows, as process would
  * parse them, up to as many bytes of values as a chunk has of text (at
  * least one row); the rest is left to process.  Stops at a bad line. */
 static void preparse(const pipe_job *job, chunk *c)
 {
     const qs_row_format *f = job->ahead;
-    const size_t nf = f->num_features ? f->num_features : 1; /* the row stride */
+    const size_t nf = row_stride(f);
     size_t most = job->chunk_bytes / (sizeof(double) * nf);
     if (most == 0)
         most = 1;
@@ -487,7 +490,7 @@ static void preparse(const pipe_job *job, chunk *c)
 /* The rows c's documents were parsed into ahead, a batch at a time. */
 static int score_ahead(worker *wk, chunk *c)
 {
-    const size_t nf = wk->job->ahead->num_features ? wk->job->ahead->num_features : 1;
+    const size_t nf = row_stride(wk->job->ahead);
     for (size_t i = 0; i < c->nrows;) {
         uint32_t n = c->nrows - i < wk->nslots ? (uint32_t)(c->nrows - i) : wk->nslots;
         for (uint32_t j = 0; j < n; j++)
