@@ -12,6 +12,8 @@
 const double qs_pow10_exact[23] = { 1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+const float qs_pow10f_exact[11] = { 1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f,
+                                     1e6f, 1e7f, 1e8f, 1e9f, 1e10f };
 
 /* The fast path for tokens of QS_NUMBER_SHORT bytes or more, which
  * strtod/strtof are not asked about (format/letor.md, "Numbers"): it

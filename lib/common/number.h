@@ -16,6 +16,7 @@
 #define QS_NUMBER_SHORT 128
 
 extern const double qs_pow10_exact[23]; /* 1e0 .. 1e22, exact doubles */
+extern const float qs_pow10f_exact[11]; /* 1e0 .. 1e10, exact floats */
 
 /* Clinger's fast path, correctly rounded.  Reads from p (not past e) the
  * longest prefix of the form [+-] digits [. digits] [(e|E) [+-] digits]

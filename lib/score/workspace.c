@@ -256,25 +256,26 @@ static inline unsigned digit_mask16(const char *p)
 /* How many bytes at t letor_pair_simd may read. */
 #define LETOR_SIMD_WINDOW 32
 
-/* The commonest token, `ID:[+-]DIGITS[.DIGITS]` then a blank or `end`, ID 1
- * to 8 digits, at most 8 digits before and 8 after the dot, read from the
- * LETOR_SIMD_WINDOW bytes at t (which must be readable) without a branch
- * per byte: where the digits are in the 32 bytes at t is one bit mask
- * (SSE2, baseline x86-64), the runs of digits and the bytes between them
- * are found with count-trailing-zeros, each run converted at once
- * (digits8).  Returns the byte after the token (past its blank), or NULL
- * when the token is not of that form (then the scalar path reads it).  The
- * value is m / 10^f with f <= 8 and m <= 2^53 (else NULL): both operands
- * exact, one rounding (common/number.h). */
-static inline __attribute__((always_inline)) const char *
-letor_pair_simd(int fp, const char *t, const char *end, uint64_t *id_out, double *v_out)
+/* The commonest token, `ID:[+-]DIGITS[.DIGITS]` then a blank, ID 1 to 8
+ * digits, at most 8 digits before and 8 after the dot, read from the
+ * LETOR_SIMD_WINDOW bytes at t (which must be readable; the token's blank
+ * is among them) without a branch per byte: where the digits are in the 32
+ * bytes at t is one bit mask (SSE2, baseline x86-64), the runs of digits
+ * and the bytes between them are found with count-trailing-zeros, each run
+ * converted at once (digits8).  Returns the token's length (1 .. 27: its
+ * blank is at t + length) with the id and the value, or 0 when the token is
+ * not of that form (then the scalar path reads it).  The value is m / 10^f
+ * with f <= 8 and m <= 2^53 (else 0): both operands exact, one rounding
+ * (common/number.h); for float32 with m < 2^24, both are exact floats and
+ * one float division is strtof's result, else the double quotient is
+ * rounded to float (unless it lies halfway between two floats: then 0). */
+static inline __attribute__((always_inline)) unsigned
+letor_pair_simd(int fp, const char *t, uint64_t *id_out, double *v_out)
 {
-    /* Runs of digits end at `end` by themselves: the byte there is '#', or
-     * a blank or CR trimmed off, or the window lies before it. */
     uint64_t stops = ~(uint64_t)(digit_mask16(t) | digit_mask16(t + 16) << 16);
     unsigned i = (unsigned)__builtin_ctzll(stops); /* the id's digits */
     if (i - 1 >= 8 || t[i] != ':')
-        return NULL;
+        return 0;
     unsigned v = i + 1;
     int neg = 0;
     if (t[v] == '-' || t[v] == '+') { /* v <= 9: inside the window */
@@ -284,7 +285,7 @@ letor_pair_simd(int fp, const char *t, const char *end, uint64_t *id_out, double
     unsigned j = v + (unsigned)__builtin_ctzll(stops >> v); /* after the integer digits */
     unsigned a = j - v;
     if (a > 8)
-        return NULL;
+        return 0;
     /* The fraction, if t[j] is a dot (without a branch: "0" and "0.25"
      * alternate unpredictably); j <= 18. */
     unsigned has_dot = t[j] == '.';
@@ -292,9 +293,8 @@ letor_pair_simd(int fp, const char *t, const char *end, uint64_t *id_out, double
     unsigned k = j + has_dot + f;
     /* k <= 27 when f <= 8: inside the window, and so are the loads below
      * (up to t + 26). */
-    const char *after = t + k;
-    if (a + f == 0 || f > 8 || (after != end && *after != ' ' && *after != '\t'))
-        return NULL;
+    if (a + f == 0 || f > 8 || (t[k] != ' ' && t[k] != '\t'))
+        return 0;
     uint64_t m;
     if (a + f <= 8) {
         /* both runs in one word: a bytes of the first, then the second */
@@ -304,32 +304,67 @@ letor_pair_simd(int fp, const char *t, const char *end, uint64_t *id_out, double
     } else {
         m = digits8(load8(t + v), a) * pow10_u64[f] + digits8(load8(t + j + 1), f);
         if (m > (1ull << 53)) /* 16 digits: not exact as a double */
-            return NULL;
+            return 0;
     }
-    double val = (double)(int64_t)m / qs_pow10_exact[f];
-    if (fp) {
-        uint64_t bits;
-        memcpy(&bits, &val, sizeof bits);
-        if ((bits & 0x1FFFFFFFu) == 0x10000000u) /* a float midpoint: rare */
-            return NULL;
-        val = (double)(float)val;
+    double val;
+    if (fp && m < (1u << 24)) {
+        val = (double)((float)(int32_t)m / qs_pow10f_exact[f]);
+    } else {
+        val = (double)(int64_t)m / qs_pow10_exact[f];
+        if (fp) {
+            uint64_t bits;
+            memcpy(&bits, &val, sizeof bits);
+            if ((bits & 0x1FFFFFFFu) == 0x10000000u) /* a float midpoint: rare */
+                return 0;
+            val = (double)(float)val;
+        }
     }
     unsigned d0 = (unsigned char)t[0] - '0', d1 = (unsigned char)t[1] - '0';
     *id_out = i == 1 ? d0 : i == 2 ? d0 * 10 + d1 : digits8(load8(t), i);
     *v_out = neg ? -val : val;
-    return after + (after != end);
+    return k;
 }
 #endif
 
+/* x[id] = v for a model of nf features, in the line's slot sl (with its
+ * touched list kept in the caller's registers: *touched, *nt, *room) or,
+ * with sl NULL, in a row. */
+static inline __attribute__((always_inline)) void
+letor_store(uint32_t nf, qs_slot *sl, double *x, uint32_t **touched, uint32_t *nt,
+            uint32_t *room, uint64_t id, double v)
+{
+    if (id >= nf)
+        return;
+    x[id] = v;
+    if (*room) {
+        (*touched)[(*nt)++] = (uint32_t)id;
+        (*room)--;
+    } else if (sl) {
+        sl->ntouched = *nt;
+        slot_set(sl, nf, (uint32_t)id, v);
+        *touched = sl->touched;
+        *nt = sl->ntouched;
+        *room = sl->all_dirty ? 0 : sl->cap_touched - *nt;
+    }
+}
+
 /* The common token, `digits:decimal` followed by a blank or the end, is read
  * in one pass over its bytes: the id, the ':', the value by the exact fast
- * path (common/number.h), its store into the slot.  Anything else (a qid, a
- * long or unusual number, an error) is cut at its end and handed to
- * letor_token, which reads it as the format says; the fast path reads only
- * what letor_token would read the same way.  The values go into w's
- * selected slot (reset with `absent`, its touched list kept), or, with w
- * NULL, into row[0 .. nf) (filled with `fill` first); each caller passes a
- * constant w or NULL, so each gets its own copy of this loop. */
+ * path (letor_pair_simd, else common/number.h), its store into the slot.
+ * Anything else (a qid, a long or unusual number, an error) is cut at its
+ * end and handed to letor_token, which reads it as the format says; the
+ * fast path reads only what letor_token would read the same way.  The
+ * values go into w's selected slot (reset with `absent`, its touched list
+ * kept), or, with w NULL, into row[0 .. nf) (filled with `fill` first);
+ * each caller passes a constant w or NULL, so each gets its own copy of
+ * this loop.
+ *
+ * letor_pair_simd reads LETOR_SIMD_WINDOW bytes at a token's start.  The
+ * tokens that start in the line's last LETOR_SIMD_WINDOW - 1 bytes are
+ * read from a copy of that tail padded with blanks (on the stack), so
+ * every token gets the fast path without reading past the caller's line;
+ * a token the fast path declines there goes to letor_token at its place in
+ * the line. */
 static inline __attribute__((always_inline)) int
 letor_parse_core(int fp, uint32_t nf, qs_workspace *w, qs_absent absent, double *row,
                  double fill, const char *line, size_t len, qs_letor_line *out, int *is_doc,
@@ -375,63 +410,80 @@ letor_parse_core(int fp, uint32_t nf, qs_workspace *w, qs_absent absent, double 
     uint32_t room = !w || sl->all_dirty ? 0 : sl->cap_touched - nt;
     long long max_id = -1;
 #ifdef QS_LETOR_SIMD
-    /* Tokens that start before this have the window letor_pair_simd reads. */
-    const char *simd_end = line + (len >= LETOR_SIMD_WINDOW ? len - LETOR_SIMD_WINDOW + 1 : 0);
+    /* Tokens that start before simd_end are read in place, the rest of
+     * the line from the padded copy (tail_from: where it came from, NULL
+     * before the copy; past the copy's end, blanks). */
+    const char *simd_end = end - (end - p >= LETOR_SIMD_WINDOW ? LETOR_SIMD_WINDOW - 1 : end - p);
+    char tail[2 * LETOR_SIMD_WINDOW];
+    const char *tail_from = NULL;
 #endif
     for (;;) {
-        while (p < end && is_blank(*p))
-            p++;
-        if (p == end)
-            break;
-        t = p;
-        uint64_t id = 0;
-        const char *stop;
+        uint64_t id;
         double v;
 #ifdef QS_LETOR_SIMD
-        if (t < simd_end && (stop = letor_pair_simd(fp, t, end, &id, &v)) != NULL)
-            goto store;
-#endif
-        /* The id: at most 10 digits here (up to 9,999,999,999: the range
-         * check below), longer ids go to letor_token. */
-        while (p < end && (unsigned char)(*p - '0') < 10 && p - t < 10)
-            id = id * 10 + (uint64_t)(*p++ - '0');
-        if (!(p > t && p < end && *p == ':' && id <= UINT32_MAX &&
-              qs_dec_fast(fp, p + 1, end, &stop, &v) && (stop == end || is_blank(*stop)) &&
-              stop - (p + 1) < QS_NUMBER_SHORT)) {
-            /* anything else: the whole token to letor_token */
-            while (p < end && !is_blank(*p))
-                p++;
-            if (w)
-                sl->ntouched = nt;
-            out->max_id = max_id;
-            if (letor_token(fp, nf, sl, x, t, (size_t)(p - t), out, err) != 0)
-                return -1;
-            max_id = out->max_id;
-            if (w) {
-                touched = sl->touched;
-                nt = sl->ntouched;
-                room = sl->all_dirty ? 0 : sl->cap_touched - nt;
+        if (p < simd_end) {
+            uint64_t pid;
+            unsigned k = letor_pair_simd(fp, p, &pid, &v);
+            if (k) {
+                letor_store(nf, sl, x, &touched, &nt, &room, pid, v);
+                max_id = (long long)pid > max_id ? (long long)pid : max_id;
+                p += k + 1; /* and its blank */
+                continue;
             }
+        } else if (!tail_from && p < end) {
+            size_t n = (size_t)(end - p); /* < LETOR_SIMD_WINDOW */
+            memset(tail, ' ', sizeof tail);
+            memcpy(tail, p, n);
+            tail_from = p;
+            p = tail;
+            end = tail + n;
+            simd_end = end;
             continue;
         }
-#ifdef QS_LETOR_SIMD
-    store:
 #endif
-        p = stop;
-        if (id < nf) {
-            x[id] = v;
-            if (room) {
-                touched[nt++] = (uint32_t)id;
-                room--;
-            } else if (w) {
-                sl->ntouched = nt;
-                slot_set(sl, nf, (uint32_t)id, v);
-                touched = sl->touched;
-                nt = sl->ntouched;
-                room = sl->all_dirty ? 0 : sl->cap_touched - nt;
-            }
+        if (p >= end) /* (in the copy, the blank after a token may be past end) */
+            break;
+        if (is_blank(*p)) {
+            p++;
+            continue;
         }
-        max_id = (long long)id > max_id ? (long long)id : max_id;
+        /* The scalar path: the id, at most 10 digits here (up to
+         * 9,999,999,999: the range check below), and the value by
+         * qs_dec_fast; anything else to letor_token. */
+        const char *q = p, *stop;
+        t = p;
+        id = 0;
+        while (q < end && (unsigned char)(*q - '0') < 10 && q - t < 10)
+            id = id * 10 + (uint64_t)(*q++ - '0');
+        if (q > t && q < end && *q == ':' && id <= UINT32_MAX &&
+            qs_dec_fast(fp, q + 1, end, &stop, &v) && (stop == end || is_blank(*stop)) &&
+            stop - (q + 1) < QS_NUMBER_SHORT) {
+            letor_store(nf, sl, x, &touched, &nt, &room, id, v);
+            max_id = (long long)id > max_id ? (long long)id : max_id;
+            p = stop;
+            continue;
+        }
+        /* anything else: the whole token to letor_token, at its place in
+         * the line */
+        while (q < end && !is_blank(*q))
+            q++;
+        const char *at = t;
+#ifdef QS_LETOR_SIMD
+        if (tail_from)
+            at = tail_from + (t - tail);
+#endif
+        if (w)
+            sl->ntouched = nt;
+        out->max_id = max_id;
+        if (letor_token(fp, nf, sl, x, at, (size_t)(q - t), out, err) != 0)
+            return -1;
+        max_id = out->max_id;
+        if (w) {
+            touched = sl->touched;
+            nt = sl->ntouched;
+            room = sl->all_dirty ? 0 : sl->cap_touched - nt;
+        }
+        p = q;
     }
     if (w)
         sl->ntouched = nt;

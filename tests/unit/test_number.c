@@ -17,9 +17,12 @@
  *     a prefix, its value is strtod/strtof of that prefix, and the prefix
  *     is the longest decimal the grammar allows;
  *  3. qs_letor_parse (one token in 8), as `0 1:TOKEN ...` with the token
- *     first (the SIMD window), then last on the line (the scalar path), for
- *     a float32 and a double model: feature 1 holds the reference value, or
- *     the line fails with the format's message for a bad value.
+ *     first (the SIMD window read in place), then last on the line (read
+ *     from the padded copy of the line's end), for a float32 and a double
+ *     model: feature 1 holds the reference value, or the line fails with
+ *     the format's message for a bad value.  Tokens the SIMD reader
+ *     declines (long, with an exponent, a float midpoint) take the scalar
+ *     path in both places.
  *
  * Tokens: LETOR-like short decimals, 15-25 digit mantissas, exact
  * halfway points between floats and between doubles (printed in full, and
