@@ -245,12 +245,19 @@ static inline uint64_t load8(const char *p)
 static const uint64_t pow10_u64[9] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
                                        100000000 };
 
-/* Bit i set where byte i of the 16 at p is an ASCII digit: c - '0' <= 9,
- * unsigned, as min(c - '0', 9) == c - '0'. */
-static inline unsigned digit_mask16(const char *p)
+/* Bit i set where byte i of c is an ASCII digit: c - '0' <= 9, unsigned,
+ * as min(c - '0', 9) == c - '0'. */
+static inline unsigned digit_mask16(__m128i c)
 {
-    __m128i d = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)p), _mm_set1_epi8('0'));
+    __m128i d = _mm_sub_epi8(c, _mm_set1_epi8('0'));
     return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d));
+}
+
+/* Bit i set where byte i of c is a blank. */
+static inline unsigned blank_mask16(__m128i c)
+{
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8(' ')),
+                                                    _mm_cmpeq_epi8(c, _mm_set1_epi8('\t'))));
 }
 
 /* How many bytes at t letor_pair_simd may read. */
@@ -272,7 +279,15 @@ static inline unsigned digit_mask16(const char *p)
 static inline __attribute__((always_inline)) unsigned
 letor_pair_simd(int fp, const char *t, uint64_t *id_out, double *v_out)
 {
-    uint64_t stops = ~(uint64_t)(digit_mask16(t) | digit_mask16(t + 16) << 16);
+    __m128i c0 = _mm_loadu_si128((const __m128i *)t);
+    __m128i c1 = _mm_loadu_si128((const __m128i *)(t + 16));
+    uint64_t stops = ~(uint64_t)(digit_mask16(c0) | digit_mask16(c1) << 16);
+    /* The token's length from the blanks alone (checked against the
+     * digits' below), so that where the next token starts does not wait
+     * for this one's digits: that wait, not the instruction count, bounds
+     * this loop. */
+    unsigned len = (unsigned)__builtin_ctzll(
+        (uint64_t)(blank_mask16(c0) | blank_mask16(c1) << 16) | 1ull << 32);
     unsigned i = (unsigned)__builtin_ctzll(stops); /* the id's digits */
     if (i - 1 >= 8 || t[i] != ':')
         return 0;
@@ -293,8 +308,10 @@ letor_pair_simd(int fp, const char *t, uint64_t *id_out, double *v_out)
     unsigned k = j + has_dot + f;
     /* k <= 27 when f <= 8: inside the window, and so are the loads below
      * (up to t + 26). */
-    if (a + f == 0 || f > 8 || (t[k] != ' ' && t[k] != '\t'))
+    if (a + f == 0 || f > 8 || k != len)
         return 0;
+    /* len, not k: the compiler may not take one for the other. */
+    __asm__("" : "+r"(len));
     uint64_t m;
     if (a + f <= 8) {
         /* both runs in one word: a bytes of the first, then the second */
@@ -322,7 +339,7 @@ letor_pair_simd(int fp, const char *t, uint64_t *id_out, double *v_out)
     unsigned d0 = (unsigned char)t[0] - '0', d1 = (unsigned char)t[1] - '0';
     *id_out = i == 1 ? d0 : i == 2 ? d0 * 10 + d1 : digits8(load8(t), i);
     *v_out = neg ? -val : val;
-    return k;
+    return len;
 }
 #endif
 
