@@ -114,11 +114,21 @@ setup() {
 
 @test "LETOR numbers: the reader's fast paths equal strtod and strtof bit for bit (tests/unit/test_number.c)" {
     # 2,000,000 generated tokens and the adversarial list, four ways each:
-    # qs_parse_number, the inline fast path, and qs_letor_parse with the token
-    # first on a line (SIMD window) and last (scalar path), float32 and double.
+    # qs_parse_number, the inline fast path (Clinger, then Eisel-Lemire), and
+    # qs_letor_parse with the token first on a line (SIMD window in place) and
+    # last (the padded copy of the line's end), float32 and double.
     run "$UNIT/test_number"
     assert_success
     assert_output --regexp "^[0-9]+ tokens, [0-9]+ checks, 0 failures$"
+}
+
+@test "LETOR numbers: the Eisel-Lemire table is the one its generator writes (scripts/gen_pow10_128.py)" {
+    command -v python3 > /dev/null || skip "python3 not found"
+    python3 "$BATS_TEST_DIRNAME/../scripts/gen_pow10_128.py" > "$T/pow10.inc"
+    cmp "$T/pow10.inc" "$BATS_TEST_DIRNAME/../lib/common/pow10_128.inc"
+    # 10^0 and 10^-1 by hand: 1 is 2^127 / 2^127; 0.1 is 0xCCCC... rounded down.
+    grep -qx '{ 0x0000000000000000ULL, 0x8000000000000000ULL }, /\* 1e0 \*/' "$T/pow10.inc"
+    grep -qx '{ 0xCCCCCCCCCCCCCCCCULL, 0xCCCCCCCCCCCCCCCCULL }, /\* 1e-1 \*/' "$T/pow10.inc"
 }
 
 @test "a model of the wrong kind: qs-score, qs-convert and qs-compile say what it is and what to run" {

@@ -15,6 +15,93 @@ const double qs_pow10_exact[23] = { 1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e
 const float qs_pow10f_exact[11] = { 1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f,
                                      1e6f, 1e7f, 1e8f, 1e9f, 1e10f };
 
+/* 10^q, q = QS_EL_QMIN .. 347: the top 128 bits of the significand,
+ * rounded down, {low, high}. */
+#define QS_EL_QMIN (-348)
+#define QS_EL_QMAX 347
+#ifdef __SIZEOF_INT128__
+static const uint64_t pow10_128[QS_EL_QMAX - QS_EL_QMIN + 1][2] = {
+#include "common/pow10_128.inc"
+};
+#endif
+
+#ifdef __SIZEOF_INT128__
+/* The high and low 64 bits of a * b. */
+static inline void mul128(uint64_t a, uint64_t b, uint64_t *hi, uint64_t *lo)
+{
+    unsigned __int128 r = (unsigned __int128)a * b;
+    *hi = (uint64_t)(r >> 64);
+    *lo = (uint64_t)r;
+}
+#endif
+
+/* The Eisel-Lemire conversion (Daniel Lemire, "Number parsing at a
+ * gigabyte per second", 2021; in the form Nigel Tao wrote for Wuffs and
+ * Go): the float or double nearest to m x 10^e10, m != 0, from m times
+ * the rounded-down 128-bit significand of 10^e10.  The product is exact
+ * enough to round unless its bits below the result's lie where the
+ * truncations could carry into them, or exactly halfway: then, and for a
+ * result that is subnormal, infinite or out of the table, it returns 0
+ * (not decided: the caller asks strtod/strtof).  Written here: no C
+ * library of it is packaged in Debian. */
+int qs_eisel_lemire(int float_precision, uint64_t m, int e10, int neg, double *out)
+{
+#ifndef __SIZEOF_INT128__
+    (void)float_precision, (void)m, (void)e10, (void)neg, (void)out;
+    return 0; /* no 64 x 64 -> 128-bit multiply: strtod decides */
+#else
+    if (m == 0 || e10 < QS_EL_QMIN || e10 > QS_EL_QMAX)
+        return 0;
+    const uint64_t *t = pow10_128[e10 - QS_EL_QMIN];
+    int clz = __builtin_clzll(m);
+    m <<= clz;
+    /* bits below the result: 64 - 54 + 1 = 9 (or 38 for float) */
+    const uint64_t low = float_precision ? 0x3FFFFFFFFFull : 0x1FFull;
+    const int bias = float_precision ? 127 : 1023;
+    uint64_t exp2 = (uint64_t)(((217706 * e10) >> 16) + 64 + bias) - (uint64_t)clz;
+    uint64_t xh, xl;
+    mul128(m, t[1], &xh, &xl);
+    if ((xh & low) == low && xl + m < m) {
+        /* the low word of 10^e10 could carry into those bits */
+        uint64_t yh, yl;
+        mul128(m, t[0], &yh, &yl);
+        uint64_t mh = xh, ml = xl + yh;
+        if (ml < xl)
+            mh++;
+        if ((mh & low) == low && ml + 1 == 0 && yl + m < m)
+            return 0;
+        xh = mh;
+        xl = ml;
+    }
+    uint64_t msb = xh >> 63;
+    int keep = float_precision ? 25 : 54; /* the result's bits and one more */
+    uint64_t r = xh >> (msb + 64 - keep - 1);
+    exp2 -= 1 ^ msb;
+    if (xl == 0 && (xh & low) == 0 && (r & 3) == 1)
+        return 0; /* exactly halfway, maybe: strtod decides */
+    r += r & 1;
+    r >>= 1;
+    if (r >> (keep - 1)) {
+        r >>= 1;
+        exp2++;
+    }
+    if (float_precision) {
+        if (exp2 - 1 >= 0xFF - 1) /* subnormal, or inf */
+            return 0;
+        uint32_t bits = (uint32_t)(exp2 << 23 | (r & 0x7FFFFF)) | (uint32_t)neg << 31;
+        float f;
+        memcpy(&f, &bits, sizeof f);
+        *out = f;
+        return 1;
+    }
+    if (exp2 - 1 >= 0x7FF - 1)
+        return 0;
+    uint64_t bits = exp2 << 52 | (r & 0xFFFFFFFFFFFFFull) | (uint64_t)neg << 63;
+    memcpy(out, &bits, sizeof bits);
+    return 1;
+#endif
+}
+
 /* The fast path for tokens of QS_NUMBER_SHORT bytes or more, which
  * strtod/strtof are not asked about (format/letor.md, "Numbers"): it
  * decides which of them are accepted, so it stays as it was when that rule

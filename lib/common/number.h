@@ -18,24 +18,33 @@
 extern const double qs_pow10_exact[23]; /* 1e0 .. 1e22, exact doubles */
 extern const float qs_pow10f_exact[11]; /* 1e0 .. 1e10, exact floats */
 
+/* m x 10^e10 (m > 0, with the sign neg) correctly rounded to float32 (or
+ * double), by the Eisel-Lemire algorithm: 1 with *out, or 0 when it does
+ * not decide (rare: the caller asks strtod/strtof).  number.c. */
+int qs_eisel_lemire(int float_precision, uint64_t m, int e10, int neg, double *out);
+
 /* Clinger's fast path, correctly rounded.  Reads from p (not past e) the
  * longest prefix of the form [+-] digits [. digits] [(e|E) [+-] digits]
  * (at least one significand digit, an exponent at least one digit), and
- * when its value is exactly m x 10^k with m < 10^19 significand digits (19
- * at most, leading zeros counted) and one IEEE operation on exact
- * operands gives it, correctly rounded, in the precision asked:
+ * when its value is exactly m x 10^k with m < 10^19 (19 significant digits
+ * at most, leading zeros not counted), correctly rounded, in the precision
+ * asked:
  *
  *   m = 0:                         +-0 (the sign kept);
  *   m <= 2^53 and |k| <= 22:       (double)m * 10^k or (double)m / 10^-k,
- *                                  one rounding; for float32, that double
- *                                  rounded to float, unless it lies exactly
- *                                  halfway between two floats (then the
- *                                  double rounding could differ: refused).
+ *                                  one rounding (Clinger); for float32, that
+ *                                  double rounded to float, unless it lies
+ *                                  exactly halfway between two floats (then
+ *                                  the double rounding could differ);
+ *   otherwise, and at such a
+ *   halfway point:                 qs_eisel_lemire, which decides all but
+ *                                  rare cases (and subnormal or infinite
+ *                                  results).
  *
  * Returns 1 with *out and *stop (the first byte not read), or 0 (not
  * decided here: the caller asks strtod/strtof).  A value m <= 2^53 x 10^22
- * is below FLT_MAX, and >= 10^-22 is a normal float, so the float32 result
- * never overflows nor is subnormal.  Only where float and double
+ * is below FLT_MAX, and >= 10^-22 is a normal float, so Clinger's float32
+ * result never overflows nor is subnormal.  Only where float and double
  * operations round to their own precision (FLT_EVAL_METHOD 0: SSE,
  * AArch64): x87 extended precision would round twice. */
 static inline __attribute__((always_inline)) int
@@ -47,18 +56,23 @@ qs_dec_fast(int float_precision, const char *p, const char *e, const char **stop
         neg = *p++ == '-';
     uint64_t m = 0;
     const char *d0 = p;
-    while (p < e && (unsigned char)(*p - '0') < 10)
+    size_t sig = 0; /* digits from the first nonzero one */
+    while (p < e && (unsigned char)(*p - '0') < 10) {
         m = m * 10 + (uint64_t)(*p++ - '0');
+        sig += m != 0;
+    }
     size_t digits = (size_t)(p - d0);
     int frac = 0;
     if (p < e && *p == '.') {
         const char *f0 = ++p;
-        while (p < e && (unsigned char)(*p - '0') < 10)
+        while (p < e && (unsigned char)(*p - '0') < 10) {
             m = m * 10 + (uint64_t)(*p++ - '0');
+            sig += m != 0;
+        }
         frac = (int)(p - f0);
         digits += (size_t)frac;
     }
-    if (digits == 0 || digits > 19) /* no digit, or m may have wrapped */
+    if (digits == 0 || sig > 19) /* no digit, or m may have wrapped */
         return 0;
     int ex = 0;
     if (p < e && (*p | 0x20) == 'e') {
@@ -82,7 +96,7 @@ qs_dec_fast(int float_precision, const char *p, const char *e, const char **stop
     }
     int k = ex - frac;
     if (m > ((uint64_t)1 << 53) || k < -22 || k > 22)
-        return 0;
+        return qs_eisel_lemire(float_precision, m, k, neg, out);
     double v = (double)(int64_t)m;
     v = k >= 0 ? v * qs_pow10_exact[k] : v / qs_pow10_exact[-k];
     if (float_precision) {
@@ -91,7 +105,7 @@ qs_dec_fast(int float_precision, const char *p, const char *e, const char **stop
         /* 29 bits below float's 24-bit significand: 1 then 28 zeros is a
          * float midpoint. */
         if ((bits & 0x1FFFFFFFu) == 0x10000000u)
-            return 0;
+            return qs_eisel_lemire(1, m, k, neg, out);
         v = (double)(float)v;
     }
     *out = neg ? -v : v;
