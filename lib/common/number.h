@@ -56,18 +56,25 @@ qs_dec_fast(int float_precision, const char *p, const char *e, const char **stop
         neg = *p++ == '-';
     uint64_t m = 0;
     const char *d0 = p;
-    size_t sig = 0; /* digits from the first nonzero one */
+    /* sig: the digits from the first nonzero one (not "m != 0": m may
+     * wrap to 0 past 19 digits) */
+    size_t sig = 0;
+    unsigned nz = 0;
     while (p < e && (unsigned char)(*p - '0') < 10) {
-        m = m * 10 + (uint64_t)(*p++ - '0');
-        sig += m != 0;
+        unsigned d = (unsigned char)(*p++ - '0');
+        m = m * 10 + d;
+        nz |= d;
+        sig += nz != 0;
     }
     size_t digits = (size_t)(p - d0);
     int frac = 0;
     if (p < e && *p == '.') {
         const char *f0 = ++p;
         while (p < e && (unsigned char)(*p - '0') < 10) {
-            m = m * 10 + (uint64_t)(*p++ - '0');
-            sig += m != 0;
+            unsigned d = (unsigned char)(*p++ - '0');
+            m = m * 10 + d;
+            nz |= d;
+            sig += nz != 0;
         }
         frac = (int)(p - f0);
         digits += (size_t)frac;
