@@ -183,6 +183,10 @@ refuse() {
     refuse 1 "u.csv:2:2: unterminated quoted cell" --input csv "$q" "$T/u.csv"
     printf '1,"2"x\n' > "$T/x.csv"
     refuse 1 "x.csv:1:2: text after the closing quote" --input csv "$q" "$T/x.csv"
+    # a quote inside an unquoted cell is text: the column still counts cells
+    # as the reader splits them (found by fuzz_dsv)
+    printf '1,2"x,3,"4"y\n' > "$T/x2.csv"
+    refuse 1 "x2.csv:1:4: text after the closing quote" --input csv "$q" "$T/x2.csv"
     printf 'a\t1\n' > "$T/l.tsv"
     refuse 1 "l.tsv:1:1: bad label 'a'" --input tsv --label-col 1 "$q" "$T/l.tsv"
     printf '1\tNA\t1\n' > "$T/l2.tsv"
