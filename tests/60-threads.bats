@@ -127,26 +127,25 @@ same_bytes() {
     QS_CHUNK_BYTES=300 qs-score --threads 4 --numa on "$q" < "$FIX/lgb-l8/docs.letor" | cmp - "$FIX/lgb-l8/expected.txt"
 }
 
-@test "qs_score_matrix: 1, 2, 3 and the default threads equal qs_score_doc bit for bit" {
-    local q
+# A unit test program (MODEL.qsm DOCS) on four fixtures; its output must
+# match the regular expression $2.
+unit_on_fixtures() {
+    local q f
     for f in "lgb-l8 model.txt.zst" "lgb-multiclass model.txt.zst" "xgb-agaricus model.json.zst" "qr-oblivious model.xml.zst"; do
-        set -- $f
-        q=$(compiled "$1" "$2")
-        run "$UNIT/test_matrix" "$q" "$FIX/$1/docs.letor"
+        set -- "$1" "$2" $f
+        q=$(compiled "$3" "$4")
+        run "$UNIT/$1" "$q" "$FIX/$3/docs.letor"
         assert_success
-        assert_output --regexp "[1-9][0-9]* documents, 10 checks, 0 failures"
+        assert_output --regexp "$2"
     done
 }
 
+@test "qs_score_matrix: 1, 2, 3 and the default threads equal qs_score_doc bit for bit" {
+    unit_on_fixtures test_matrix "[1-9][0-9]* documents, 10 checks, 0 failures"
+}
+
 @test "qs_letor_parse_row, qs_qsm_get_row_format, qs_score_rows: the vectors, messages and bits of the workspace path" {
-    local q
-    for f in "lgb-l8 model.txt.zst" "lgb-multiclass model.txt.zst" "xgb-agaricus model.json.zst" "qr-oblivious model.xml.zst"; do
-        set -- $f
-        q=$(compiled "$1" "$2")
-        run "$UNIT/test_rows" "$q" "$FIX/$1/docs.letor"
-        assert_success
-        assert_output --regexp "[1-9][0-9]* documents, [0-9]+ checks, 0 failures"
-    done
+    unit_on_fixtures test_rows "[1-9][0-9]* documents, [0-9]+ checks, 0 failures"
 }
 
 @test "bounded memory: a 1 GB stream (64 MB under sanitizers) through --threads 2, the same bytes as one thread" {

@@ -110,11 +110,6 @@ int qs_eisel_lemire(int float_precision, uint64_t m, int e10, int neg, double *o
  * multiply or divide; anything else returns 0 (refused). */
 static int parse_fast_long(int float_precision, const char *p, size_t n, double *out)
 {
-    static const double p10[] = { 1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
-    static const float p10f[] = { 1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f,
-                                  1e6f, 1e7f, 1e8f, 1e9f, 1e10f };
     const char *e = p + n;
     int neg = 0;
     if (p < e && (*p == '-' || *p == '+'))
@@ -161,14 +156,14 @@ static int parse_fast_long(int float_precision, const char *p, size_t n, double 
         if (m > (1u << 24) || e10 < -10 || e10 > 10)
             return 0;
         float f = (float)m;
-        f = e10 >= 0 ? f * p10f[e10] : f / p10f[-e10];
+        f = e10 >= 0 ? f * qs_pow10f_exact[e10] : f / qs_pow10f_exact[-e10];
         *out = neg ? -(double)f : (double)f;
         return 1;
     }
     if (m > ((uint64_t)1 << 53) || e10 < -22 || e10 > 22)
         return 0;
     double d = (double)m;
-    d = e10 >= 0 ? d * p10[e10] : d / p10[-e10];
+    d = e10 >= 0 ? d * qs_pow10_exact[e10] : d / qs_pow10_exact[-e10];
     *out = neg ? -d : d;
     return 1;
 }

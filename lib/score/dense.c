@@ -8,34 +8,16 @@
 static int is_space(char sep, char c) { return c == ' ' || (c == '\t' && sep != '\t'); }
 
 /* The 1-based number of the cell that holds byte `at` (for messages): the
- * cells before it read as qs_dsv_next_cell reads them (a quote opens a
- * quoted cell only at the cell's start; inside one, "" is a quote). */
+ * cells before it as qs_dsv_next_cell splits them (a quote inside an
+ * unquoted cell is text), counting the one that starts at `at`. */
 static long cell_number(char sep, const char *line, size_t at)
 {
-    long col = 1;
-    size_t j = 0;
-    for (;;) {
-        while (j < at && is_space(sep, line[j]))
-            j++;
-        if (j < at && line[j] == '"') {
-            for (j++; j < at; j++) {
-                if (line[j] != '"')
-                    continue;
-                if (j + 1 < at && line[j + 1] == '"') {
-                    j++;
-                    continue;
-                }
-                j++;
-                break;
-            }
-        }
-        while (j < at && line[j] != sep)
-            j++;
-        if (j >= at)
-            return col;
-        j++;
+    long col = 0;
+    size_t pos = 0;
+    qs_dsv_cell c;
+    while (qs_dsv_next_cell(sep, line, at, &pos, &c, NULL) == 1)
         col++;
-    }
+    return col;
 }
 
 static int scan_fail(qs_error *err, char sep, const char *line, size_t at, const char *msg)

@@ -275,7 +275,9 @@ static inline unsigned blank_mask16(__m128i c)
  * with f <= 8 and m <= 2^53 (else 0): both operands exact, one rounding
  * (common/number.h); for float32 with m < 2^24, both are exact floats and
  * one float division is strtof's result, else the double quotient is
- * rounded to float (unless it lies halfway between two floats: then 0). */
+ * rounded to float (unless it lies halfway between two floats: then 0).
+ * That is qs_dec_value's rule for k = -f, written out here: calling it
+ * made this loop about 8% slower on the machine it was measured on. */
 static inline __attribute__((always_inline)) unsigned
 letor_pair_simd(int fp, const char *t, uint64_t *id_out, double *v_out)
 {

@@ -10,22 +10,10 @@
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: test_matrix MODEL.qsm DOCS.letor\n");
-        return 2;
-    }
     size_t mlen, dlen;
-    unsigned char *img = slurp(argv[1], &mlen), *docs = slurp(argv[2], &dlen);
-    if (!img || !docs) {
-        fprintf(stderr, "cannot read the inputs\n");
-        return 2;
-    }
+    unsigned char *img, *docs;
+    qs_scorer *s = load_model_docs(argc, argv, "test_matrix", &img, &mlen, &docs, &dlen);
     qs_error err;
-    qs_scorer *s = qs_scorer_load(img, mlen, &err);
-    if (!s) {
-        fprintf(stderr, "load: %s\n", err.msg);
-        return 2;
-    }
     const uint32_t F = s->m->num_features ? s->m->num_features : 1, K = s->m->num_classes;
     qs_workspace *w = qs_workspace_new(s, &err);
     size_t cap = 1024, n = 0;

@@ -79,22 +79,10 @@ static void compare_line_at(const qs_scorer *s, qs_workspace *w, const qs_row_fo
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: test_rows MODEL.qsm DOCS.letor\n");
-        return 2;
-    }
     size_t mlen, dlen;
-    unsigned char *img = slurp(argv[1], &mlen), *docs = slurp(argv[2], &dlen);
-    if (!img || !docs) {
-        fprintf(stderr, "cannot read the inputs\n");
-        return 2;
-    }
+    unsigned char *img, *docs;
+    qs_scorer *s = load_model_docs(argc, argv, "test_rows", &img, &mlen, &docs, &dlen);
     qs_error err;
-    qs_scorer *s = qs_scorer_load(img, mlen, &err);
-    if (!s) {
-        fprintf(stderr, "load: %s\n", err.msg);
-        return 2;
-    }
     qs_workspace *w = qs_workspace_new(s, &err);
     const qs_absent absents[] = { QS_ABSENT_DEFAULT, QS_ABSENT_ZERO, QS_ABSENT_MISSING };
     qs_row_format f[3];
