@@ -214,6 +214,9 @@ typedef int qs_backend;
 #define QS_BACKEND_F_DEVICE         0x10u /* runs on an accelerator */
 #define QS_BACKEND_F_THREADS        0x20u /* uses several threads */
 #define QS_BACKEND_F_ALIAS          0x40u /* runs as the best of a family on this machine */
+#define QS_BACKEND_F_BATCH          0x80u /* takes whole batches of any size: qs_score_matrix
+                                             hands it every row in one call (qs-score
+                                             --gpu-batch sizes the batches) */
 
 typedef struct qs_backend_info {
     const char *name;      /* "qs", "vqs-avx512", ... */

@@ -15,6 +15,20 @@
 
 typedef struct qs_backend_def qs_backend_def;
 
+/* A batch of dense rows handed to a back end's whole-batch entry: row i is
+ * ptr[i] when ptr is set (a workspace's slots), else x + i * stride. */
+typedef struct qs_rows {
+    const double *x;
+    size_t stride;
+    const double *const *ptr;
+    size_t n;
+} qs_rows;
+
+static inline const double *qs_rows_at(const qs_rows *r, size_t i)
+{
+    return r->ptr ? r->ptr[i] : r->x + i * r->stride;
+}
+
 struct qs_backend_def {
     const char *name;
     const char *summary;      /* one line */
@@ -40,6 +54,17 @@ struct qs_backend_def {
     int (*score)(const qs_backend_def *d, const qs_scorer *s, const void *state,
                  qs_workspace *w, void *scratch, uint32_t n, double *out, unsigned how,
                  qs_error *err);
+    /* Optional whole-batch entry (QS_BACKEND_F_BATCH): score every row of
+     * r (any n >= 1) into out[i * K + c], the back end owning its
+     * parallelism and buffers (a device back end: its streams, pinned
+     * and device memory).  threads: how many CPU threads the caller
+     * allows for host-side work (0: all).  May be called from several
+     * threads at once with the same state (the back end serialises what
+     * it must).  The sums only: the caller applies the output affine.
+     * A back end with this entry needs no `score` (qs_score_batch hands
+     * it the workspace's slots as rows). */
+    int (*score_rows)(const qs_backend_def *d, const qs_scorer *s, void *state, const qs_rows *r,
+                      double *out, unsigned threads, unsigned how, qs_error *err);
 };
 
 #define QS_HOW_NAMED 1u
