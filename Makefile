@@ -47,12 +47,17 @@ endif
 ifeq ($(HAVE_NUMA),auto)
 HAVE_NUMA := $(call probe,'$(HASH)include <numa.h>' 'int main(void){return numa_available();}',-lnuma)
 endif
+# CUDA: nvcc found and a one-line kernel compiles for every target
+# (scripts/probe-cuda.sh, its answer cached per nvcc and targets), so an
+# nvcc too old for them gives "no CUDA", not a broken build.
+CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+             -gencode arch=compute_90,code=compute_90
 ifeq ($(HAVE_CUDA),auto)
-HAVE_CUDA := $(if $(NVCC),1,0)
+HAVE_CUDA := $(if $(NVCC),$(shell scripts/probe-cuda.sh '$(NVCC)' '$(BUILD)' $(CUDA_ARCH)),0)
 endif
 HAVE_ZSTD := $(call probe,'$(HASH)include <zstd.h>' 'int main(void){return (int)ZSTD_versionNumber()<0;}',-lzstd)
 
-FEATURE_DEFS := -DQS_HAVE_OPENMP=$(HAVE_OPENMP) -DQS_HAVE_NUMA=$(HAVE_NUMA) -DQS_HAVE_CUDA=0
+FEATURE_DEFS := -DQS_HAVE_OPENMP=$(HAVE_OPENMP) -DQS_HAVE_NUMA=$(HAVE_NUMA) -DQS_HAVE_CUDA=$(HAVE_CUDA)
 # protobuf-c (the ONNX reader): its library and protoc-c, which generates the
 # parser from lib/convert/onnx.proto into $(BUILD)/gen at build time.
 PROTOC_C ?= protoc-c
@@ -62,6 +67,19 @@ LIBS := -lzstd -lexpat $(PROTOBUF_C_LIBS) -lm
 # OpenMP: the threaded paths (qs-score --threads, qs_score_matrix).
 ifeq ($(HAVE_OPENMP),1)
 FEATURE_DEFS += -fopenmp
+endif
+# CUDA: the kernels (lib/score/cuda/kernels.cu) with nvcc; the runtime
+# linked statically, so a binary needs only the driver.  Exact arithmetic:
+# no contraction into FMA, no flush to zero, IEEE division and square root.
+# ptxas reports registers, spills and local memory per target into
+# $(BUILD)/cuda/ptxas.log, and a spill or local memory fails the build.
+CUDA_HOME := $(patsubst %/bin/nvcc,%,$(NVCC))
+NVCC_FLAGS := -std=c++17 -O3 --fmad=false -ftz=false -prec-div=true -prec-sqrt=true \
+              -Xcompiler -fPIC,-fvisibility=hidden -Xptxas -v,-warn-spills,-warn-lmem-usage \
+              -Werror all-warnings -Iinclude -Ilib -DQS_HAVE_CUDA=1 $(CUDA_ARCH)
+ifeq ($(HAVE_CUDA),1)
+LIB_CU := lib/score/cuda/kernels.cu
+LIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -lstdc++ -ldl -lrt -lpthread
 endif
 # libnuma: one model replica per NUMA node in qs-score.
 ifeq ($(HAVE_NUMA),1)
@@ -74,7 +92,7 @@ ALL_LDFLAGS = $(LDSAN) $(LDFLAGS)
 # ------------------------------------------------------------ sources
 LIB_SRC  :=
 include lib/lib.mk
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(LIB_GEN:%=$(BUILD)/gen/%.o)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(LIB_GEN:%=$(BUILD)/gen/%.o) $(LIB_CU:%.cu=$(BUILD)/%.o)
 # The shared library exports the public API (QS_API in qs.h) and nothing else.
 SOVERSION := 0
 LIB_VERSION := $(shell sed -n 's/^\#define QS_VERSION_STRING "\(.*\)"/\1/p' include/qs.h)
@@ -86,6 +104,13 @@ TOOL_BIN := $(TOOLS:%=$(BUILD)/bin/%)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 STATIC_LIB := $(BUILD)/libqs.a
+# The GPU-QS emulator test built three more times, each with one mutation
+# of the kernel's logic or tables (lib/score/cuda/phases.h,
+# QS_CU_MUTATION), to show that the test fails for each
+# (tests/27-cuda.bats).
+CUDA_C_SRC := lib/score/cuda/driver.c lib/score/cuda/tables.c lib/score/cuda/emu.c
+MUTANTS := 1 2 3
+UNIT_BIN += $(MUTANTS:%=$(BUILD)/tests/test_cuda_emu_mut%)
 # bench/parse: the LETOR reader alone, in MB/s; bench/qs-matrix: the dense-matrix
 # view of bench/peers.py (bench/README.md).  Built with everything else so
 # that they keep compiling, but not installed.
@@ -97,7 +122,7 @@ include fuzz/fuzz.mk
 all: features $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN) $(BENCH_BIN) $(SHARED_LIB) bin-links
 
 features:
-	@echo "qs build: CC=$(CC) zstd=$(HAVE_ZSTD) openmp=$(HAVE_OPENMP) numa=$(HAVE_NUMA) cuda=$(HAVE_CUDA)$(if $(filter 1,$(HAVE_CUDA)), (nvcc found; no CUDA back end yet))$(if $(SANITIZE), sanitize=$(SANITIZE))"
+	@echo "qs build: CC=$(CC) zstd=$(HAVE_ZSTD) openmp=$(HAVE_OPENMP) numa=$(HAVE_NUMA) cuda=$(HAVE_CUDA)$(if $(filter 1,$(HAVE_CUDA)), (nvcc $(NVCC): sm_80 sm_90 + PTX),$(if $(NVCC), (nvcc cannot build for the targets),))$(if $(SANITIZE), sanitize=$(SANITIZE))"
 ifneq ($(HAVE_ZSTD),1)
 	@echo "qs build: libzstd (zstd.h, -lzstd) is required: apt-get install libzstd-dev" >&2; exit 1
 endif
@@ -130,6 +155,12 @@ $(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c $(BUILD)/.flags
 # Sources that include a generated header wait for it.
 $(LIB_GEN_USERS:%.c=$(BUILD)/%.o): $(LIB_GEN:%=$(BUILD)/gen/%.h)
 
+# The CUDA kernels: nvcc, hidden symbols, ptxas's report kept.
+$(BUILD)/lib/%.o: lib/%.cu lib/score/cuda/phases.h lib/score/cuda/device.h $(BUILD)/.flags
+	@mkdir -p $(dir $@) $(BUILD)/cuda
+	$(if $(Q),@echo "  NVCC    $<")
+	$(Q)$(NVCC) $(NVCC_FLAGS) -c $< -o $@ 2> $(BUILD)/cuda/ptxas.log || { cat $(BUILD)/cuda/ptxas.log >&2; exit 1; }
+
 # Library objects: only what qs.h marks QS_API is visible outside libqs.
 $(BUILD)/lib/%.o: lib/%.c $(BUILD)/.flags
 	@mkdir -p $(dir $@)
@@ -143,6 +174,7 @@ $(STATIC_LIB): $(LIB_OBJ)
 $(SHARED_LIB): $(LIB_OBJ)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libqs.so.$(SOVERSION) -Wl,--no-undefined \
+	    -Wl,--exclude-libs,ALL \
 	    -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
 	$(Q)ln -sf libqs.so.$(LIB_VERSION) $(BUILD)/libqs.so.$(SOVERSION)
 	$(Q)ln -sf libqs.so.$(SOVERSION) $(BUILD)/libqs.so
@@ -165,6 +197,18 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
+
+define MUTANT_RULES
+$(BUILD)/mutant$(1)/%.o: %.c $(BUILD)/.flags
+	@mkdir -p $$(dir $$@)
+	$$(if $$(Q),@echo "  CC      $$< (mutation $(1))")
+	$$(Q)$$(CC) $$(ALL_CFLAGS) -fvisibility=hidden -DQS_CU_MUTATION=$(1) -MMD -MP -c $$< -o $$@
+$(BUILD)/tests/test_cuda_emu_mut$(1): $(BUILD)/mutant$(1)/tests/unit/test_cuda_emu.o $(CUDA_C_SRC:%.c=$(BUILD)/mutant$(1)/%.o) $(STATIC_LIB)
+	@mkdir -p $$(dir $$@)
+	$$(if $$(Q),@echo "  LD      $$@")
+	$$(Q)$$(CC) $$(ALL_CFLAGS) -o $$@ $$^ $$(ALL_LDFLAGS) $$(LIBS)
+endef
+$(foreach n,$(MUTANTS),$(eval $(call MUTANT_RULES,$(n))))
 
 $(BUILD)/bench/qs-matrix: $(BUILD)/bench/qs_matrix.o $(STATIC_LIB)
 	@mkdir -p $(dir $@)

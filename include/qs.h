@@ -40,7 +40,9 @@ typedef enum qs_status {
     QS_ERR_LIMIT = 3,       /* beyond a documented limit */
     QS_ERR_NOMEM = 4,       /* allocation failed */
     QS_ERR_IO = 5,          /* read or write failed */
-    QS_ERR_ARG = 6          /* invalid argument from the caller */
+    QS_ERR_ARG = 6,         /* invalid argument from the caller */
+    QS_ERR_DEVICE = 7       /* the accelerator: no device or driver, out of device memory, a
+                               failed launch or copy (the message names the device's error) */
 } qs_status;
 
 typedef struct qs_error {

@@ -31,5 +31,9 @@ LIB_SRC += lib/score/scorer.c lib/score/workspace.c lib/score/transform.c \
 # score/x86: vQS (AVX2, AVX-512), picked at run time
 LIB_SRC += lib/score/x86/vqs.c
 
+# score/cuda: GPU-QS (the driver, the device tables, the emulator; the
+# kernels in kernels.cu are built by nvcc when found: Makefile, LIB_CU)
+LIB_SRC += lib/score/cuda/driver.c lib/score/cuda/tables.c lib/score/cuda/emu.c
+
 # eval: ranking metrics
 LIB_SRC += lib/eval/eval.c

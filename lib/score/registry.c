@@ -11,7 +11,9 @@
     X(vqs_avx512)                                                                            \
     X(struct)                                                                                \
     X(vpred)                                                                                 \
-    X(oblivious)
+    X(oblivious)                                                                             \
+    X(cuda)                                                                                  \
+    X(cuda_emu)
 
 #define DECLARE(n) extern const qs_backend_def qs_backend_##n;
 QS_BACKEND_LIST(DECLARE)

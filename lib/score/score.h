@@ -85,6 +85,7 @@ struct qs_scorer {
     uint32_t stored_tree_block; /* τ as the .qsm stores it (qs_scorer_get_layout_info) */
     uint32_t order;           /* qs_order within a batch (QS_ORDER_SD: plain BWQS) */
     uint32_t order_s, order_d; /* scorers, documents per inner block (0: default) */
+    int device;               /* the accelerator device back ends use (qs_scorer_set_device) */
     uint8_t prepared[QS_MAX_BACKENDS];
     void *state[QS_MAX_BACKENDS];
 };

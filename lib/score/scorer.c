@@ -139,8 +139,8 @@ static int prepare_one(qs_scorer *s, unsigned i, qs_error *err)
     const qs_backend_def *d = qs_backend_table[i];
     char why[160];
     if (!probe(d, why, sizeof why))
-        return qs_fail(err, QS_ERR_UNSUPPORTED, 0, "back end '%s' is not available: %s",
-                       d->name, why);
+        return qs_fail(err, (d->flags & QS_BACKEND_F_DEVICE) ? QS_ERR_DEVICE : QS_ERR_UNSUPPORTED,
+                       0, "back end '%s' is not available: %s", d->name, why);
     if (s->state[i] && d->release)
         d->release(s->state[i]);
     s->state[i] = NULL;
@@ -361,7 +361,13 @@ int qs_score_batch(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n
                        "the workspace was made before back end '%s' was prepared", d->name);
     /* The back ends compute the sum; the output affine (CatBoost's scale
      * and bias) is applied here, once, for all of them. */
-    int rc = d->score(d, s, s->state[b], w, w->scratch[b], n, out, how, err);
+    int rc;
+    if (d->score) {
+        rc = d->score(d, s, s->state[b], w, w->scratch[b], n, out, how, err);
+    } else {
+        qs_rows r = { .ptr = w->xs, .n = n };
+        rc = d->score_rows(d, s, s->state[b], &r, out, 1, how, err);
+    }
     if (rc == 0)
         qs_model_finish_scores(s->m, out, n);
     return rc;

@@ -87,6 +87,7 @@ int tool_exit_code(qs_status st)
     case QS_ERR_NOMEM:
     case QS_ERR_IO: return EXIT_SYSTEM;
     case QS_ERR_ARG: return EXIT_USAGE;
+    case QS_ERR_DEVICE: return EXIT_DEVICE;
     default: return EXIT_DATA;
     }
 }

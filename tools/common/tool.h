@@ -14,7 +14,9 @@ enum {
     EXIT_DATA = 1,        /* malformed or out-of-limit input (model, documents, scores) */
     EXIT_USAGE = 2,       /* bad command line */
     EXIT_UNSUPPORTED = 3, /* a model that cannot be scored exactly: refused */
-    EXIT_SYSTEM = 4       /* cannot open/read/write a file, out of memory */
+    EXIT_SYSTEM = 4,      /* cannot open/read/write a file, out of memory */
+    EXIT_DEVICE = 5       /* the accelerator: no device or driver, out of device memory,
+                             a failed launch or copy */
 };
 
 /* Set the program name used as the message prefix (call first in main). */
