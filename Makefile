@@ -114,7 +114,7 @@ UNIT_BIN += $(MUTANTS:%=$(BUILD)/tests/test_cuda_emu_mut%)
 # bench/parse: the LETOR reader alone, in MB/s; bench/qs-matrix: the dense-matrix
 # view of bench/peers.py (bench/README.md).  Built with everything else so
 # that they keep compiling, but not installed.
-BENCH_BIN := $(BUILD)/bench/parse $(BUILD)/bench/qs-matrix
+BENCH_BIN := $(BUILD)/bench/parse $(BUILD)/bench/qs-matrix $(BUILD)/bench/cuda-kernel
 
 include fuzz/fuzz.mk
 
@@ -198,6 +198,12 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(STATIC_LIB)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
 
+# bench/cuda-kernel: the GPU-QS kernel alone (or, with --emu, the emulator).
+$(BUILD)/bench/cuda-kernel: $(BUILD)/bench/cuda_kernel.o $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
+
 define MUTANT_RULES
 $(BUILD)/mutant$(1)/%.o: %.c $(BUILD)/.flags
 	@mkdir -p $$(dir $$@)
@@ -223,7 +229,7 @@ bin-links: $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN)
 	@ln -sfn ../$(BUILD)/tests bin/unit
 	@ln -sfn ../$(BUILD)/fuzz bin/fuzz
 
--include $(LIB_OBJ:.o=.d) $(TOOL_COMMON_OBJ:.o=.d) $(TOOLS:%=$(BUILD)/tools/%/main.d) $(BUILD)/tools/qs-score/pipeline.d $(BUILD)/tools/qs-compile/info.d $(BUILD)/bench/parse.d $(BUILD)/bench/qs_matrix.d $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_COMMON_OBJ:.o=.d) $(TOOLS:%=$(BUILD)/tools/%/main.d) $(BUILD)/tools/qs-score/pipeline.d $(BUILD)/tools/qs-compile/info.d $(BUILD)/bench/parse.d $(BUILD)/bench/qs_matrix.d $(BUILD)/bench/cuda_kernel.d $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
 
 # ------------------------------------------------------------ targets
 # The whole suite, then (plain build) the conformance tests once more per

@@ -133,7 +133,7 @@ int main(int argc, char **argv)
     if (b != QS_BACKEND_AUTO && qs_scorer_prepare(s, b, &err) != 0) {
         fprintf(stderr, "qs-matrix: back end %s: %s\n", backend_name, err.msg);
         qs_scorer_free(s);
-        return err.code == QS_ERR_UNSUPPORTED ? 3 : 1;
+        return err.code == QS_ERR_UNSUPPORTED ? 3 : err.code == QS_ERR_DEVICE ? 5 : 1;
     }
     double load_s = now_s() - t0;
     qs_model_info info;

@@ -246,7 +246,9 @@ QS_API qs_backend qs_backend_auto(void);
  * before sharing the scorer between threads and before creating the
  * workspaces that will use b (not thread-safe).  Returns 0, or -1 with err:
  * QS_ERR_UNSUPPORTED when this machine cannot run b or b cannot score this
- * model exactly (the message says which), QS_ERR_NOMEM, QS_ERR_ARG. */
+ * model exactly (the message says which), QS_ERR_DEVICE when b runs on an
+ * accelerator that is absent or failed (no driver, no device, out of device
+ * memory: the message names the device's error), QS_ERR_NOMEM, QS_ERR_ARG. */
 QS_API int qs_scorer_prepare(qs_scorer *s, qs_backend b, qs_error *err);
 /* Whether b is prepared for s. */
 QS_API int qs_scorer_prepared(const qs_scorer *s, qs_backend b);

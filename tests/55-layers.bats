@@ -13,6 +13,7 @@ allowed() {
         layout) echo "layout model common" ;;
         score) echo "score layout model common" ;;
         score/x86) echo "score/x86 score layout model common" ;;
+        score/cuda) echo "score/cuda score layout model common" ;;
         eval) echo "eval common" ;;
         *) return 1 ;;
     esac
@@ -32,12 +33,12 @@ allowed() {
             for a in $(allowed "$dir"); do [ "$target" = "$a" ] && ok=1; done
             [ $ok = 1 ] || { echo "$f: $dir includes $inc (an upward or sideways edge)"; bad=1; }
         done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f")
-    done < <(find "$QS_ROOT/lib" -name '*.[ch]')
+    done < <(find "$QS_ROOT/lib" -name '*.[ch]' -o -name '*.cu')
     [ $bad = 0 ]
 }
 
 @test "the library neither prints nor exits" {
-    run grep -rnE '\b(printf|fprintf|puts|fputs|perror|exit|abort|_exit)\s*\(' "$QS_ROOT/lib" --include='*.c' --include='*.h'
+    run grep -rnE '\b(printf|fprintf|puts|fputs|perror|exit|abort|_exit)\s*\(' "$QS_ROOT/lib" --include='*.c' --include='*.h' --include='*.cu'
     # snprintf/vsnprintf into buffers are fine; the pattern's \b keeps them out
     [ -z "$output" ] || { echo "$output"; return 1; }
 }

@@ -78,7 +78,8 @@ static qs_scorer *compile_load(const qs_model *m)
     }
     /* Every back end this machine runs that takes the model. */
     for (qs_backend b = 0; b < qs_backend_count(); b++)
-        if (qs_scorer_prepare(s, b, &err) != 0 && err.code != QS_ERR_UNSUPPORTED) {
+        if (qs_scorer_prepare(s, b, &err) != 0 && err.code != QS_ERR_UNSUPPORTED &&
+            err.code != QS_ERR_DEVICE) {
             fprintf(stderr, "prepare %s: %s\n", qs_backend_name(b), err.msg);
             exit(2);
         }
