@@ -52,9 +52,11 @@ endif
 # nvcc too old for them gives "no CUDA", not a broken build.
 CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_90,code=compute_90
+CUDA_ASKED := $(HAVE_CUDA)
 ifeq ($(HAVE_CUDA),auto)
 HAVE_CUDA := $(if $(NVCC),$(shell scripts/probe-cuda.sh '$(NVCC)' '$(BUILD)' $(CUDA_ARCH)),0)
 endif
+CUDA_WHY := $(if $(filter 1,$(HAVE_CUDA)), (nvcc $(NVCC); targets: $(filter arch=%,$(CUDA_ARCH))),$(if $(filter 0,$(CUDA_ASKED)), (HAVE_CUDA=0),$(if $(NVCC), (nvcc cannot build for the targets), (no nvcc))))
 HAVE_ZSTD := $(call probe,'$(HASH)include <zstd.h>' 'int main(void){return (int)ZSTD_versionNumber()<0;}',-lzstd)
 
 FEATURE_DEFS := -DQS_HAVE_OPENMP=$(HAVE_OPENMP) -DQS_HAVE_NUMA=$(HAVE_NUMA) -DQS_HAVE_CUDA=$(HAVE_CUDA)
@@ -122,7 +124,7 @@ include fuzz/fuzz.mk
 all: features $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN) $(BENCH_BIN) $(SHARED_LIB) bin-links
 
 features:
-	@echo "qs build: CC=$(CC) zstd=$(HAVE_ZSTD) openmp=$(HAVE_OPENMP) numa=$(HAVE_NUMA) cuda=$(HAVE_CUDA)$(if $(filter 1,$(HAVE_CUDA)), (nvcc $(NVCC): sm_80 sm_90 + PTX),$(if $(NVCC), (nvcc cannot build for the targets),))$(if $(SANITIZE), sanitize=$(SANITIZE))"
+	@echo "qs build: CC=$(CC) zstd=$(HAVE_ZSTD) openmp=$(HAVE_OPENMP) numa=$(HAVE_NUMA) cuda=$(HAVE_CUDA)$(CUDA_WHY)$(if $(SANITIZE), sanitize=$(SANITIZE))"
 ifneq ($(HAVE_ZSTD),1)
 	@echo "qs build: libzstd (zstd.h, -lzstd) is required: apt-get install libzstd-dev" >&2; exit 1
 endif

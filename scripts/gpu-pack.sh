@@ -74,17 +74,22 @@ while IFS= read -r line; do
     opts="$*"
     [ -f "$model" ] && [ -f "$docs" ] || { echo "gpu-pack.sh: missing $model or $docs" >&2; exit 1; }
     n=$((n + 1))
-    key=$(printf 'm%03d' "$n")
-    bin/qs-convert "$model" > "$tmp/m.txt"
-    bin/qs-compile -o "$tmp/m.qsm" "$tmp/m.txt"
-    zstd -q -19 -T0 -o "$out/conform/$key.txt.zst" "$tmp/m.txt"
+    key=$(printf 'r%03d' "$n")
+    mk=m$(printf '%s' "$model" | cksum | cut -d' ' -f1)
+    dk=d$(printf '%s' "$docs" | cksum | cut -d' ' -f1)
+    if [ ! -f "$out/conform/$mk.txt.zst" ]; then
+        bin/qs-convert "$model" | zstd -q -19 -T0 -o "$out/conform/$mk.txt.zst"
+    fi
+    zstdcat "$out/conform/$mk.txt.zst" | bin/qs-compile -o "$tmp/m.qsm" -
     # documents: the first 2,000 (the scores are compared whole)
-    if [ "${docs%.zst}" != "$docs" ]; then zstdcat "$docs"; else cat "$docs"; fi | awk 'NR <= 2000' |
-        zstd -q -19 -o "$out/conform/$key.docs.zst"
+    if [ ! -f "$out/conform/$dk.docs.zst" ]; then
+        if [ "${docs%.zst}" != "$docs" ]; then zstdcat "$docs"; else cat "$docs"; fi |
+            awk 'NR <= 2000' | zstd -q -19 -o "$out/conform/$dk.docs.zst"
+    fi
     # shellcheck disable=SC2086
-    zstdcat "$out/conform/$key.docs.zst" | bin/qs-score --backend qs $opts "$tmp/m.qsm" |
+    zstdcat "$out/conform/$dk.docs.zst" | bin/qs-score --backend qs $opts "$tmp/m.qsm" |
         zstd -q -19 -o "$out/conform/$key.cpu.zst"
-    printf '%s\t%s\t%s\n' "$key" "$opts" "$model" >> "$list"
+    printf '%s\t%s\t%s\t%s\t%s\n' "$key" "$mk" "$dk" "${opts:--}" "$model" >> "$list"
 done < <(pairs | sort -u)
 
 # bench
@@ -95,5 +100,5 @@ python3 bench/gen_forest.py 20000 64 "$mqdocs" 7 | zstd -q -19 -T0 -o "$out/benc
 zstd -q -19 -o "$out/bench/mq2008.letor.zst" "$mqdocs"
 
 size=$(du -sm "$out" | cut -f1)
-echo "gpu-pack.sh: $out: $n conformance models, 2 bench models, ${size} MiB" >&2
+echo "gpu-pack.sh: $out: $n conformance runs over $(ls "$out"/conform/m*.txt.zst | wc -l) models, 2 bench models, ${size} MiB" >&2
 [ "$size" -le 64 ] || { echo "gpu-pack.sh: over 64 MiB" >&2; exit 1; }

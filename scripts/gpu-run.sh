@@ -76,25 +76,27 @@ for f in "$pack"/bench/*.txt.zst; do
         { say "gpu-run.sh: cannot compile $f"; exit 1; }
 done
 if [[ $steps == *,conform,* || $steps == *,sanitize,* ]]; then
-    while IFS=$'\t' read -r key opts model; do
-        zstdcat "$pack/conform/$key.txt.zst" > "$work/m/$key.txt"
+    for f in "$pack"/conform/m*.txt.zst; do
+        key=$(basename "$f" .txt.zst)
+        zstdcat "$f" > "$work/m/$key.txt"
         qs-compile -o "$work/m/$key.qsm" "$work/m/$key.txt" &&
             qs-compile --reverse-all --tree-block 37 -o "$work/m/$key.alt.qsm" "$work/m/$key.txt" ||
-            { say "gpu-run.sh: cannot compile $key ($model)"; exit 1; }
+            { say "gpu-run.sh: cannot compile $f"; exit 1; }
         rm "$work/m/$key.txt"
-    done < "$pack/conform/list.tsv"
+    done
 fi
 
 # ------------------------------------------------------------ conform
 if [[ $steps == *,conform,* ]]; then
     n=0 bad=0
     : > "$out/conform.txt"
-    while IFS=$'\t' read -r key opts model; do
-        zstdcat "$pack/conform/$key.docs.zst" > "$work/docs"
+    while IFS=$'\t' read -r key mk dk opts model; do
+        [ "$opts" != - ] || opts=
+        zstdcat "$pack/conform/$dk.docs.zst" > "$work/docs"
         zstdcat "$pack/conform/$key.cpu.zst" > "$work/cpu"
-        for q in "$key.qsm" "$key.alt.qsm"; do
+        for q in "$mk.qsm" "$mk.alt.qsm"; do
             for run in plain threads batch; do
-                [ "$q" = "$key.qsm" ] || [ $run = plain ] || continue
+                [ "$q" = "$mk.qsm" ] || [ $run = plain ] || continue
                 case $run in
                 plain) extra=() ;;
                 threads) extra=(--threads 4) ;;
@@ -151,8 +153,10 @@ if [[ $steps == *,bench,* ]]; then
                 "$work/k" >> "$out/bench.tsv"
             awk -F'\t' -v m="$model" -v n="$n" '{ printf "%s\t%s\tcopy in (%.0f MB)\t%s\t\t\t\n", m, n, n * 46 * 8 / 1e6, $11 }' \
                 "$work/k" >> "$out/bench.tsv"
-            # end to end: text in, scores out; outputs compared with vqs
-            for meth in "$be:--backend $be" "vqs-$cpus:--backend vqs --threads $cpus" "qs-1:--backend qs --threads 1"; do
+            # end to end: text in, scores out; then every output compared with vqs's
+            rm -f "$work"/s.*
+            rows=()
+            for meth in "vqs-$cpus:--backend vqs --threads $cpus" "$be:--backend $be" "qs-1:--backend qs --threads 1"; do
                 name=${meth%%:*} args=${meth#*:}
                 dd=$d nn=$n
                 if [ "$name" = qs-1 ]; then
@@ -164,14 +168,17 @@ if [[ $steps == *,bench,* ]]; then
                 for r in 1 2 3; do
                     # shellcheck disable=SC2086
                     ms=$( { t_ms qs-score $args "$q" "$dd" > "$work/s.$name" 2>> "$out/bench.log"; } 3>&1) ||
-                        { fail bench "$name $model $nn"; break; }
+                        { fail bench "$name $model $nn"; best=; break; }
                     [ -z "$best" ] || [ "$ms" -lt "$best" ] && best=$ms
                 done
-                check=same
-                if [ "$name" != "vqs-$cpus" ] && [ -f "$work/s.vqs-$cpus" ]; then
-                    cmp -s <(head -n "$nn" "$work/s.vqs-$cpus") "$work/s.$name" || { check=DIFFERS; fail bench "$name $model $nn differs from vqs"; }
+                [ -n "$best" ] || continue
+                check=reference
+                if [ "$name" != "vqs-$cpus" ]; then
+                    check=same
+                    cmp -s <(head -n "$nn" "$work/s.vqs-$cpus") "$work/s.$name" ||
+                        { check=DIFFERS; fail bench "$name $model $nn differs from vqs"; }
                 fi
-                [ -n "$best" ] && awk -v m="$model" -v n="$nn" -v nm="$name end to end (best of 3, $((bytes / 1000000)) MB text)" -v ms="$best" -v t="$trees" -v c="$check" \
+                awk -v m="$model" -v n="$nn" -v nm="$name end to end (best of 3, $((bytes / 1000000)) MB text)" -v ms="$best" -v t="$trees" -v c="$check" \
                     'BEGIN { printf "%s\t%s\t%s\t%s\t%.0f\t%.3f\t%s\n", m, n, nm, ms, n / (ms / 1e3), ms * 1e6 / (n * t), c }' >> "$out/bench.tsv"
             done
         done
@@ -215,8 +222,8 @@ if [[ $steps == *,sanitize,* ]]; then
     if [ -z "$cs" ]; then
         say "sanitize: compute-sanitizer is not on this machine: not run"
     else
-        key=$(head -n 1 "$pack/conform/list.tsv" | cut -f1)
-        zstdcat "$pack/conform/$key.docs.zst" | head -n 200 > "$work/sdocs"
+        IFS=$'\t' read -r _ key dk _ < "$pack/conform/list.tsv"
+        zstdcat "$pack/conform/$dk.docs.zst" | head -n 200 > "$work/sdocs"
         for tool in racecheck memcheck; do
             "$cs" --tool $tool --error-exitcode 9 qs-score --backend cuda "$work/m/$key.qsm" "$work/sdocs" \
                 > "$out/sanitize.$tool.txt" 2>&1 && say "sanitize: $tool clean" ||

@@ -100,16 +100,31 @@ static int cu_open(int device, void **ctx, qs_cu_devinfo *info, char *msg, size_
 
 static void cu_close(void *ctx) { free(ctx); }
 
+// The runtime's current device is per host thread, and the scorer may be
+// used from any thread: every call first makes the scorer's device current.
+#define BIND(ctx)                                                                                 \
+    do {                                                                                          \
+        cudaError_t be_ = cudaSetDevice(((cuda_ctx *)(ctx))->device);                             \
+        if (be_ != cudaSuccess)                                                                   \
+            return fail(be_, msg, cap);                                                           \
+    } while (0)
+
 static int cu_dev_alloc(void *ctx, void **p, size_t n, char *msg, size_t cap)
 {
+    BIND(ctx);
     cudaError_t e = cudaMalloc(p, n ? n : 1);
     return e == cudaSuccess ? 0 : fail(e, msg, cap);
 }
 
-static void cu_dev_free(void *ctx, void *p) { cudaFree(p); }
+static void cu_dev_free(void *ctx, void *p)
+{
+    cudaSetDevice(((cuda_ctx *)ctx)->device);
+    cudaFree(p);
+}
 
 static int cu_host_alloc(void *ctx, void **p, size_t n, char *msg, size_t cap)
 {
+    BIND(ctx);
     cudaError_t e = cudaMallocHost(p, n ? n : 1);
     return e == cudaSuccess ? 0 : fail(e, msg, cap);
 }
@@ -118,6 +133,7 @@ static void cu_host_free(void *ctx, void *p) { cudaFreeHost(p); }
 
 static int cu_stream_new(void *ctx, void **st, char *msg, size_t cap)
 {
+    BIND(ctx);
     cudaStream_t s;
     cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     if (e != cudaSuccess)
@@ -126,11 +142,16 @@ static int cu_stream_new(void *ctx, void **st, char *msg, size_t cap)
     return 0;
 }
 
-static void cu_stream_free(void *ctx, void *st) { cudaStreamDestroy((cudaStream_t)st); }
+static void cu_stream_free(void *ctx, void *st)
+{
+    cudaSetDevice(((cuda_ctx *)ctx)->device);
+    cudaStreamDestroy((cudaStream_t)st);
+}
 
 static int cu_put(void *ctx, void *dev, const void *host, size_t n, void *st, char *msg,
                   size_t cap)
 {
+    BIND(ctx);
     cudaError_t e = cudaMemcpyAsync(dev, host, n, cudaMemcpyHostToDevice, (cudaStream_t)st);
     return e == cudaSuccess ? 0 : fail(e, msg, cap);
 }
@@ -138,6 +159,7 @@ static int cu_put(void *ctx, void *dev, const void *host, size_t n, void *st, ch
 static int cu_get(void *ctx, void *host, const void *dev, size_t n, void *st, char *msg,
                   size_t cap)
 {
+    BIND(ctx);
     cudaError_t e = cudaMemcpyAsync(host, dev, n, cudaMemcpyDeviceToHost, (cudaStream_t)st);
     return e == cudaSuccess ? 0 : fail(e, msg, cap);
 }
@@ -145,6 +167,7 @@ static int cu_get(void *ctx, void *host, const void *dev, size_t n, void *st, ch
 static int cu_launch(void *ctx, const qs_cu_model *M, const qs_cu_batch *X, uint32_t grid,
                      uint32_t threads, uint32_t shared, void *st, char *msg, size_t cap)
 {
+    BIND(ctx);
     cuda_ctx *c = (cuda_ctx *)ctx;
     cudaError_t e;
     if (shared > (48u << 10) && shared > c->shared_set) {
@@ -161,6 +184,7 @@ static int cu_launch(void *ctx, const qs_cu_model *M, const qs_cu_batch *X, uint
 
 static int cu_wait(void *ctx, void *st, char *msg, size_t cap)
 {
+    BIND(ctx);
     cudaError_t e = cudaStreamSynchronize((cudaStream_t)st);
     return e == cudaSuccess ? 0 : fail(e, msg, cap);
 }
