@@ -11,7 +11,8 @@
     X(vqs_avx512)                                                                            \
     X(struct)                                                                                \
     X(vpred)                                                                                 \
-    X(oblivious)
+    X(oblivious)                                                                             \
+    X(walk_batch)
 
 #define DECLARE(n) extern const qs_backend_def qs_backend_##n;
 QS_BACKEND_LIST(DECLARE)
