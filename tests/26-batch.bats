@@ -236,6 +236,9 @@ oracles() {
     cmp "$T/got" "$FIX/lgb-l8/expected.txt"
     qs-score --device 1 --backend walk-batch "$q" "$FIX/lgb-l8/docs.letor" > "$T/got"
     cmp "$T/got" "$FIX/lgb-l8/expected.txt"
+    # the largest batch is accepted (and held within 256 MiB)
+    qs-score --gpu-batch 16777216 --backend walk-batch "$q" "$FIX/lgb-l8/docs.letor" > "$T/got"
+    cmp "$T/got" "$FIX/lgb-l8/expected.txt"
     run qs-score --help
     assert_output --partial "--gpu-batch N"
     assert_output --partial "--device N"
