@@ -493,8 +493,10 @@ QS_API int qs_score_leaves(const qs_scorer *s, qs_workspace *w, qs_backend b, ui
  * rounded to the model's precision; out[d * num_classes + c] receives the
  * raw scores.  threads: 1 scores on the calling thread, 0 uses OpenMP's
  * default (every CPU), N uses N; each thread scores a contiguous share of
- * the rows with its own workspace.  The scores are the same bits for every
- * thread count.  Back end b must be prepared (QS_BACKEND_AUTO always is).
+ * the rows with its own workspace.  A back end that takes whole batches
+ * (QS_BACKEND_F_BATCH) gets every row in one call instead, and uses at
+ * most `threads` CPU threads its own way; it may be called from several
+ * threads at once.  The scores are the same bits for every thread count.  Back end b must be prepared (QS_BACKEND_AUTO always is).
  * Returns 0, or -1 with err (QS_ERR_UNSUPPORTED for threads > 1 in a build
  * without OpenMP). */
 QS_API int qs_score_matrix(const qs_scorer *s, qs_backend b, const double *x, size_t ndocs,
