@@ -253,6 +253,15 @@ QS_API int qs_scorer_prepare(qs_scorer *s, qs_backend b, qs_error *err);
 /* Whether b is prepared for s. */
 QS_API int qs_scorer_prepared(const qs_scorer *s, qs_backend b);
 
+/* The accelerator that device back ends (QS_BACKEND_F_DEVICE) of s use:
+ * its ordinal, 0 (the default) or more, as the device's own runtime
+ * numbers them.  Call before qs_scorer_prepare of a device back end; the
+ * device back ends already prepared for s are prepared again on the new
+ * device.  The other back ends ignore it.  Not thread-safe: call before
+ * creating workspaces.  Returns 0, or -1 with err: QS_ERR_ARG for a
+ * negative device, or the failure of preparing a device back end again. */
+QS_API int qs_scorer_set_device(qs_scorer *s, int device, qs_error *err);
+
 /* Facts about this build of the library. */
 typedef struct qs_build_info {
     const char *version;    /* QS_VERSION_STRING of the library */
@@ -488,8 +497,10 @@ QS_API int qs_score_leaves(const qs_scorer *s, qs_workspace *w, qs_backend b, ui
  * rounded to the model's precision; out[d * num_classes + c] receives the
  * raw scores.  threads: 1 scores on the calling thread, 0 uses OpenMP's
  * default (every CPU), N uses N; each thread scores a contiguous share of
- * the rows with its own workspace.  The scores are the same bits for every
- * thread count.  Back end b must be prepared (QS_BACKEND_AUTO always is).
+ * the rows with its own workspace.  A back end that takes whole batches
+ * (QS_BACKEND_F_BATCH) gets every row in one call instead, and uses at
+ * most `threads` CPU threads its own way; it may be called from several
+ * threads at once.  The scores are the same bits for every thread count.  Back end b must be prepared (QS_BACKEND_AUTO always is).
  * Returns 0, or -1 with err (QS_ERR_UNSUPPORTED for threads > 1 in a build
  * without OpenMP). */
 QS_API int qs_score_matrix(const qs_scorer *s, qs_backend b, const double *x, size_t ndocs,
@@ -629,6 +640,14 @@ QS_API long long qs_dsv_feature_id(const qs_dsv_format *f, uint32_t col);
 QS_API int qs_dsv_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent,
                         const qs_dsv_format *f, const char *line, size_t len,
                         qs_letor_line *out, int *is_doc, qs_error *err);
+
+/* qs_dsv_parse into a caller's row of rf->num_features values (as
+ * qs_letor_parse_row): for a document row the whole row is first filled
+ * with rf->fill, then every feature cell set; blank lines leave it alone.
+ * The same values, checks and messages as qs_dsv_parse. */
+QS_API int qs_dsv_parse_row(const qs_row_format *rf, double *row, const qs_dsv_format *f,
+                            const char *line, size_t len, qs_letor_line *out, int *is_doc,
+                            qs_error *err);
 
 /* ------------------------------------------------------- ranking metrics
  * (qs-eval): NDCG@k under every reference convention, ERR@k, MAP, P@k. */

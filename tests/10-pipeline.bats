@@ -308,7 +308,7 @@ cpu_lacks() {
     run qs-score --list-backends
     assert_success
     local b
-    for b in walk qs vqs vqs-avx2 vqs-avx512 struct vpred oblivious; do
+    for b in walk qs vqs vqs-avx2 vqs-avx512 struct vpred oblivious walk-batch cuda cuda-emu; do
         echo "$output" | grep -q "^$b	" || { echo "back end $b missing"; return 1; }
     done
     # four fields, the second yes or "no: reason", the third flags or -
@@ -316,4 +316,5 @@ cpu_lacks() {
     echo "$output" | grep -q '^walk	yes	reference[,	]'
     echo "$output" | grep -q '^struct	yes	baseline[,	]'
     echo "$output" | grep -q '^oblivious	yes	baseline,oblivious-only[,	]'
+    echo "$output" | grep -q '^walk-batch	yes	threads,batch	'
 }

@@ -108,12 +108,13 @@ unset QS_BACKEND
 
 # Every back end this build knows (the suite checks that --list-backends
 # names each one).
-QS_KNOWN_BACKENDS="walk qs vqs vqs-avx2 vqs-avx512 struct vpred oblivious"
+QS_KNOWN_BACKENDS="walk qs vqs vqs-avx2 vqs-avx512 struct vpred oblivious walk-batch cuda cuda-emu"
 
 # Back ends every conformance test runs: `auto` and every back end that
 # `qs-score --list-backends` says this machine runs (QS_BACKEND, set by a
 # test, forces one).  With QS_TEST_LAYOUT_ONLY=1 (the per-SIMD-level passes
-# of `make check`), auto and the back ends that read the QuickScorer layout.
+# of `make check`), auto and the back ends that read the QuickScorer layout
+# (not walk-batch, the reference walk behind the whole-batch entry).
 backends() {
     if [ -n "${QS_BACKEND:-}" ]; then echo "$QS_BACKEND"; return; fi
     local list
@@ -121,7 +122,7 @@ backends() {
     [ -n "$list" ] || { echo "qs-score --list-backends is empty" >&2; return 1; }
     echo auto
     if [ "${QS_TEST_LAYOUT_ONLY:-0}" = 1 ]; then
-        printf '%s\n' "$list" | awk -F'\t' '$2 == "yes" && $3 !~ /reference|baseline/ { print $1 }'
+        printf '%s\n' "$list" | awk -F'\t' '$2 == "yes" && $3 !~ /reference|baseline/ && $1 != "walk-batch" && $1 != "cuda-emu" { print $1 }'
     else
         printf '%s\n' "$list" | awk -F'\t' '$2 == "yes" { print $1 }'
     fi
@@ -145,7 +146,7 @@ score_all() {
                 { echo "back end $b is missing from --list-backends:" $all; return 1; }
         done
         if [ "${QS_TEST_LAYOUT_ONLY:-0}" != 1 ]; then
-            for b in walk qs struct vpred oblivious; do
+            for b in walk qs struct vpred oblivious walk-batch cuda-emu; do
                 printf '%s\n' $list | grep -qx -- "$b" ||
                     { echo "back end $b is missing from the list:" $list; return 1; }
             done

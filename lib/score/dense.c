@@ -2,6 +2,7 @@
  * quoting within one line) and the row parser that fills a workspace slot
  * with the same number parsing as the LETOR reader. */
 #include "score/score.h"
+#include "common/number.h"
 
 #include <string.h>
 
@@ -115,8 +116,11 @@ static int cell_fail(qs_error *err, uint32_t col, const char *fmt, const char *w
     return -1;
 }
 
-int qs_dsv_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const qs_dsv_format *f,
-                 const char *line, size_t len, qs_letor_line *out, int *is_doc, qs_error *err)
+/* One row into w's selected slot (reset with `absent`), or, with w NULL,
+ * into row[0 .. nf) (filled with `fill` first); values with precision fp. */
+static int dsv_parse_core(int fp, uint32_t nf, qs_workspace *w, qs_absent absent, double *row,
+                          double fill, const qs_dsv_format *f, const char *line, size_t len,
+                          qs_letor_line *out, int *is_doc, qs_error *err)
 {
     memset(out, 0, sizeof *out);
     out->max_id = -1;
@@ -128,7 +132,12 @@ int qs_dsv_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const qs
         i++;
     if (i == len)
         return 0;
-    qs_doc_reset(w, absent);
+    if (w) {
+        qs_doc_reset(w, absent);
+    } else {
+        for (uint32_t k = 0; k < nf; k++)
+            row[k] = fill;
+    }
     size_t pos = 0;
     uint32_t col = 0;
     qs_dsv_cell c;
@@ -165,11 +174,13 @@ int qs_dsv_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const qs
             double v;
             if (is_missing(c.text, c.len))
                 v = NAN;
-            else if (qs_parse_value(s, c.text, c.len, &v) != 0)
+            else if (qs_parse_number(fp, c.text, c.len, &v) != 0)
                 return cell_fail(err, col, "bad cell '%s' (expected a number%s)",
                                  ", or empty, NA, NaN or null for a missing value", &c);
-            if (id <= UINT32_MAX)
+            if (w && id <= UINT32_MAX)
                 qs_doc_set(w, (uint32_t)id, v);
+            else if (!w && id < (long long)nf)
+                row[id] = v;
             if (id > out->max_id)
                 out->max_id = id;
         }
@@ -186,4 +197,18 @@ int qs_dsv_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const qs
     }
     *is_doc = 1;
     return 0;
+}
+
+int qs_dsv_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const qs_dsv_format *f,
+                 const char *line, size_t len, qs_letor_line *out, int *is_doc, qs_error *err)
+{
+    return dsv_parse_core(s->m->float_precision, s->m->num_features, w, absent, NULL, 0.0, f,
+                          line, len, out, is_doc, err);
+}
+
+int qs_dsv_parse_row(const qs_row_format *rf, double *row, const qs_dsv_format *f,
+                     const char *line, size_t len, qs_letor_line *out, int *is_doc, qs_error *err)
+{
+    return dsv_parse_core(rf->float_precision, rf->num_features, NULL, QS_ABSENT_DEFAULT, row,
+                          rf->fill, f, line, len, out, is_doc, err);
 }

@@ -1,5 +1,8 @@
-/* matrix.c: scoring a dense matrix of documents with several threads
- * (OpenMP), each with its own workspace; the scorer is shared read-only. */
+/* matrix.c: how rows reach a back end (qs_backend_score_rows): a back end
+ * with a whole-batch entry gets them all at once; the others get them a
+ * workspace at a time, over several threads (OpenMP), each with its own
+ * workspace, the scorer shared read-only.  qs_score_matrix and
+ * qs_score_rows. */
 #include "score/score.h"
 
 #include <string.h>
@@ -29,16 +32,16 @@ int qs_score_rows(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n,
     return score_pointed(s, w, b, n, out, err);
 }
 
-/* Score rows [begin, end) with workspace w, a batch of its slots at a
- * time; the slots point straight at the rows. */
-static int score_rows(const qs_scorer *s, qs_workspace *w, qs_backend b, const double *x,
-                      size_t stride, size_t begin, size_t end, double *out, qs_error *err)
+/* Score rows [begin, end) of r with workspace w, a batch of its slots at
+ * a time; the slots point straight at the rows. */
+static int score_share(const qs_scorer *s, qs_workspace *w, qs_backend b, const qs_rows *r,
+                       size_t begin, size_t end, double *out, qs_error *err)
 {
     const uint32_t K = s->m->num_classes;
     for (size_t d = begin; d < end;) {
         uint32_t n = (uint32_t)(end - d < w->nslots ? end - d : w->nslots);
         for (uint32_t j = 0; j < n; j++)
-            w->xs[j] = x + (d + j) * stride;
+            w->xs[j] = qs_rows_at(r, d + j);
         if (score_pointed(s, w, b, n, out + d * K, err) != 0)
             return -1;
         d += n;
@@ -46,18 +49,31 @@ static int score_rows(const qs_scorer *s, qs_workspace *w, qs_backend b, const d
     return 0;
 }
 
-int qs_score_matrix(const qs_scorer *s, qs_backend b, const double *x, size_t ndocs,
-                    size_t stride, double *out, unsigned threads, qs_error *err)
+int qs_backend_score_rows(const qs_scorer *s, qs_backend b, const qs_rows *r, double *out,
+                          unsigned threads, qs_error *err)
 {
-    if (stride < s->m->num_features)
-        return qs_fail(err, QS_ERR_ARG, 0, "row stride %zu is less than the model's %u features",
-                       stride, s->m->num_features);
-    if (!qs_scorer_prepared(s, b))
+    unsigned how = QS_HOW_NAMED;
+    if (b == QS_BACKEND_AUTO) {
+        b = s->auto_backend;
+        how = 0;
+    }
+    if (b < 0 || (unsigned)b >= qs_backend_table_len)
+        return qs_fail(err, QS_ERR_ARG, 0, "no back end number %d", b);
+    const qs_backend_def *d = qs_backend_table[b];
+    if (!s->prepared[b])
         return qs_fail(err, QS_ERR_ARG, 0,
                        "back end '%s' was not prepared for this scorer (qs_scorer_prepare)",
-                       qs_backend_name(b));
-    if (ndocs == 0)
+                       d->name);
+    if (r->n == 0)
         return 0;
+    if (d->score_rows) {
+        /* Every row in one call: the back end owns its parallelism. */
+        if (d->score_rows(d, s, s->state[b], r, out, threads, how, err) != 0)
+            return -1;
+        qs_model_finish_scores(s->m, out, r->n);
+        return 0;
+    }
+    const size_t ndocs = r->n;
 #ifdef _OPENMP
     if (threads == 0)
         threads = (unsigned)omp_get_max_threads();
@@ -66,7 +82,7 @@ int qs_score_matrix(const qs_scorer *s, qs_backend b, const double *x, size_t nd
         qs_workspace *w = qs_workspace_new(s, err);
         if (!w)
             return -1;
-        int rc = score_rows(s, w, b, x, stride, 0, ndocs, out, err);
+        int rc = score_share(s, w, b, r, 0, ndocs, out, err);
         qs_workspace_free(w);
         return rc;
     }
@@ -82,7 +98,7 @@ int qs_score_matrix(const qs_scorer *s, qs_backend b, const double *x, size_t nd
         qs_error e;
         qs_error_clear(&e);
         qs_workspace *w = begin < end ? qs_workspace_new(s, &e) : NULL;
-        int rc = begin < end && (!w || score_rows(s, w, b, x, stride, begin, end, out, &e) != 0);
+        int rc = begin < end && (!w || score_share(s, w, b, r, begin, end, out, &e) != 0);
         qs_workspace_free(w);
         /* The first failure's error (no named critical section: its lock
          * would be a global symbol of the shared library). */
@@ -99,4 +115,18 @@ int qs_score_matrix(const qs_scorer *s, qs_backend b, const double *x, size_t nd
     return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
                    "%u threads asked, but libqs is built without OpenMP", threads);
 #endif
+}
+
+int qs_score_matrix(const qs_scorer *s, qs_backend b, const double *x, size_t ndocs,
+                    size_t stride, double *out, unsigned threads, qs_error *err)
+{
+    if (stride < s->m->num_features)
+        return qs_fail(err, QS_ERR_ARG, 0, "row stride %zu is less than the model's %u features",
+                       stride, s->m->num_features);
+    if (!qs_scorer_prepared(s, b))
+        return qs_fail(err, QS_ERR_ARG, 0,
+                       "back end '%s' was not prepared for this scorer (qs_scorer_prepare)",
+                       qs_backend_name(b));
+    const qs_rows r = { x, stride, NULL, ndocs };
+    return qs_backend_score_rows(s, b, &r, out, threads, err);
 }

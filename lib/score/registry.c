@@ -12,6 +12,7 @@
     X(struct)                                                                                \
     X(vpred)                                                                                 \
     X(oblivious)                                                                             \
+    X(walk_batch)                                                                            \
     X(cuda)                                                                                  \
     X(cuda_emu)
 

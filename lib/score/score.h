@@ -61,13 +61,23 @@ struct qs_backend_def {
      * allows for host-side work (0: all).  May be called from several
      * threads at once with the same state (the back end serialises what
      * it must).  The sums only: the caller applies the output affine.
-     * A back end with this entry needs no `score` (qs_score_batch hands
-     * it the workspace's slots as rows). */
+     * A back end with this entry needs no `score`, `ws_init` or `ws_free`
+     * (qs_score_batch hands it the workspace's slots as rows, threads 1);
+     * callers reach it through qs_backend_score_rows. */
     int (*score_rows)(const qs_backend_def *d, const qs_scorer *s, void *state, const qs_rows *r,
                       double *out, unsigned threads, unsigned how, qs_error *err);
 };
 
 #define QS_HOW_NAMED 1u
+
+/* matrix.c: the one place that decides how rows reach back end b (prepared
+ * for s; QS_BACKEND_AUTO: what auto runs as): a back end with score_rows
+ * gets every row of r in one call, the others r split into contiguous
+ * shares over `threads` OpenMP threads (0: OpenMP's default), each share a
+ * workspace's slots at a time.  out[i * K + c], the output affine applied.
+ * The same bits for every thread count.  0, or -1 with err. */
+int qs_backend_score_rows(const qs_scorer *s, qs_backend b, const qs_rows *r, double *out,
+                          unsigned threads, qs_error *err);
 
 /* registry.c */
 extern const qs_backend_def *const qs_backend_table[];

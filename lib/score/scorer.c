@@ -163,6 +163,22 @@ int qs_scorer_prepare(qs_scorer *s, qs_backend b, qs_error *err)
     return prepare_one(s, (unsigned)b, err);
 }
 
+int qs_scorer_set_device(qs_scorer *s, int device, qs_error *err)
+{
+    if (device < 0)
+        return qs_fail(err, QS_ERR_ARG, 0,
+                       "device %d: an accelerator is named by its ordinal, 0 or more", device);
+    if (device == s->device)
+        return 0;
+    s->device = device;
+    /* The device back ends already prepared move to the new device. */
+    for (unsigned i = 0; i < qs_backend_table_len; i++)
+        if (s->prepared[i] && (qs_backend_table[i]->flags & QS_BACKEND_F_DEVICE) &&
+            prepare_one(s, i, err) != 0)
+            return -1;
+    return 0;
+}
+
 int qs_scorer_prepared(const qs_scorer *s, qs_backend b)
 {
     if (b == QS_BACKEND_AUTO)
@@ -360,12 +376,13 @@ int qs_score_batch(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n
         return qs_fail(err, QS_ERR_ARG, 0,
                        "the workspace was made before back end '%s' was prepared", d->name);
     /* The back ends compute the sum; the output affine (CatBoost's scale
-     * and bias) is applied here, once, for all of them. */
+     * and bias) is applied here, once, for all of them.  A back end with
+     * only the whole-batch entry gets the slots as rows, on this thread. */
     int rc;
     if (d->score) {
         rc = d->score(d, s, s->state[b], w, w->scratch[b], n, out, how, err);
     } else {
-        qs_rows r = { .ptr = w->xs, .n = n };
+        const qs_rows r = { NULL, 0, w->xs, n };
         rc = d->score_rows(d, s, s->state[b], &r, out, 1, how, err);
     }
     if (rc == 0)

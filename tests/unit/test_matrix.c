@@ -1,5 +1,9 @@
 /* test_matrix.c: qs_score_matrix with 1, 2, 3 and the default number of
- * threads gives the same bits as qs_score_doc, document by document.
+ * threads gives the same bits as qs_score_doc, document by document; so
+ * does walk-batch, the back end with only the whole-batch entry, through
+ * qs_score_matrix (every row in one call) and qs_score_doc, qs_score_batch
+ * and qs_score_rows (the workspace's slots as rows), as walk gives them;
+ * qs_scorer_set_device refuses a negative device.
  * Usage: test_matrix MODEL.qsm DOCS.letor */
 #include "score/score.h"
 
@@ -69,6 +73,69 @@ int main(int argc, char **argv)
     if (s->m->num_features > 1 &&
         (qs_score_matrix(s, QS_BACKEND_AUTO, x, n, F - 1, got, 2, &err) == 0 || err.code != QS_ERR_ARG))
         failures++, printf("a short stride was not refused\n");
+    /* walk-batch: the same bits as walk, whatever the thread count. */
+    const qs_backend walk = qs_backend_find("walk"), wb = qs_backend_find("walk-batch");
+    checks++;
+    if (walk < 0 || wb < 0 || qs_scorer_prepare(s, walk, &err) != 0 ||
+        qs_scorer_prepare(s, wb, &err) != 0) {
+        printf("walk, walk-batch: not found or not prepared\n");
+        failures++;
+    } else {
+        double *wref = malloc(sizeof(double) * K * (n ? n : 1));
+        checks++;
+        if (qs_score_matrix(s, walk, x, n, F, wref, 1, &err) != 0 ||
+            memcmp(wref, ref, sizeof(double) * K * n) != 0) {
+            printf("walk differs from auto\n");
+            failures++;
+        }
+        const unsigned wcounts[] = { 1, 2, 3, 7, 0 };
+        for (size_t i = 0; i < sizeof wcounts / sizeof wcounts[0]; i++) {
+            memset(got, 0xff, sizeof(double) * K * n);
+            checks++;
+            if (qs_score_matrix(s, wb, x, n, F, got, wcounts[i], &err) != 0 ||
+                memcmp(got, wref, sizeof(double) * K * n) != 0) {
+                printf("walk-batch, threads %u: differs from walk\n", wcounts[i]);
+                failures++;
+            }
+        }
+        /* Through a workspace: one document, a batch of slots, rows. */
+        qs_workspace *w2 = qs_workspace_new(s, &err);
+        const uint32_t ns = w2 ? qs_workspace_slots(w2) : 0;
+        const double **rp = malloc(sizeof *rp * (ns ? ns : 1));
+        long bad = !w2 || !rp;
+        for (size_t d = 0; !bad && d < n; d += ns) {
+            uint32_t m = n - d < ns ? (uint32_t)(n - d) : ns;
+            for (uint32_t j = 0; j < m; j++) {
+                rp[j] = x + (d + j) * F;
+                qs_workspace_select(w2, j);
+                qs_doc_reset(w2, QS_ABSENT_DEFAULT);
+                for (uint32_t f = 0; f < s->m->num_features; f++)
+                    qs_doc_set(w2, f, rp[j][f]);
+            }
+            bad |= qs_score_batch(s, w2, wb, m, got, &err) != 0 ||
+                   memcmp(got, wref + d * K, sizeof(double) * K * m) != 0;
+            bad |= qs_score_rows(s, w2, wb, m, rp, got, &err) != 0 ||
+                   memcmp(got, wref + d * K, sizeof(double) * K * m) != 0;
+            qs_workspace_select(w2, m - 1);
+            bad |= qs_score_doc(s, w2, wb, got, &err) != 0 ||
+                   memcmp(got, wref + (d + m - 1) * K, sizeof(double) * K) != 0;
+        }
+        checks++;
+        if (bad) {
+            printf("walk-batch through a workspace differs from walk\n");
+            failures++;
+        }
+        free(rp);
+        qs_workspace_free(w2);
+        free(wref);
+    }
+    /* The device: an ordinal, 0 or more. */
+    checks += 2;
+    if (qs_scorer_set_device(s, -1, &err) == 0 || err.code != QS_ERR_ARG ||
+        !strstr(err.msg, "ordinal"))
+        failures++, printf("a negative device was not refused\n");
+    if (qs_scorer_set_device(s, 1, &err) != 0 || qs_scorer_set_device(s, 0, &err) != 0)
+        failures++, printf("device 1, then 0, was refused: %s\n", err.msg);
     printf("%zu documents, %ld checks, %ld failures\n", n, checks, failures);
     free(got);
     free(x);

@@ -7,6 +7,7 @@
 #include <numa.h>
 #endif
 #include <getopt.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +70,14 @@ static void usage(FILE *f)
             "  --numa auto|on|off     one copy of the model per NUMA node, each thread using\n"
             "                         its node's (auto: with threads on a machine of\n"
             "                         several nodes)\n"
+            "  --gpu-batch N          documents per call of a back end that takes whole\n"
+            "                         batches (flag batch in --list-backends), 1..16777216\n"
+            "                         (default 65536, fewer where one batch of values and\n"
+            "                         scores as doubles would pass 256 MiB); each thread\n"
+            "                         parses a chunk of input into such a batch (the\n"
+            "                         chunks grow to hold one); other back ends ignore it\n"
+            "  --device N             the accelerator device back ends use (its ordinal,\n"
+            "                         default 0); other back ends ignore it\n"
             "  -o, --output FILE      write to FILE, which appears only when complete\n"
             "  -h, --help             this help\n"
             "  --list-backends        one line per back end, tab-separated: name, available\n"
@@ -118,6 +127,7 @@ static const struct { unsigned flag; const char *name; } flag_names[] = {
     { QS_BACKEND_F_THREADS, "threads" },
     { QS_BACKEND_F_DEVICE, "device" },
     { QS_BACKEND_F_ALIAS, "alias" },
+    { QS_BACKEND_F_BATCH, "batch" },
 };
 
 /* name<TAB>yes|no: why<TAB>flags (comma-separated; "auto" on the one auto
@@ -186,6 +196,13 @@ static void version(int verbose)
                nodes > 1 ? " (one model copy per node with threads)" : " (one model copy)");
 }
 
+/* Whether back end b (auto: what it runs as) takes whole batches. */
+static int takes_batches(qs_backend b)
+{
+    qs_backend_info bi;
+    return qs_backend_get_info(b, &bi) == 0 && (bi.flags & QS_BACKEND_F_BATCH);
+}
+
 static uint32_t parse_u32(const char *s, const char *what, uint32_t lo, uint32_t hi)
 {
     char *e;
@@ -206,6 +223,7 @@ typedef struct load_ctx {
     int order;
     uint32_t order_s, order_d;
     qs_backend backend;
+    int device;                 /* --device */
     int transform;
     unsigned nrep;              /* scorers: one per NUMA node, or forced */
     int by_node;
@@ -245,6 +263,8 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
             tool_die_err(NULL, &err);
         if (c->order >= 0 &&
             qs_scorer_set_order(s, (qs_order)c->order, c->order_s, c->order_d, &err) != 0)
+            tool_die_err(NULL, &err);
+        if (qs_scorer_set_device(s, c->device, &err) != 0)
             tool_die_err(NULL, &err);
         if (qs_scorer_prepare(s, c->backend, &err) != 0)
             tool_die_err(mpath, &err);
@@ -311,6 +331,8 @@ int main(int argc, char **argv)
         { "order-s", required_argument, 0, 'P' },
         { "order-d", required_argument, 0, 'Q' },
         { "ignore-tuning", no_argument, 0, 'G' },
+        { "gpu-batch", required_argument, 0, 'B' },
+        { "device", required_argument, 0, 'U' },
         { 0, 0, 0, 0 },
     };
     qs_absent absent = QS_ABSENT_DEFAULT;
@@ -325,6 +347,8 @@ int main(int argc, char **argv)
     uint32_t tree_block = QS_KEEP, doc_block = QS_KEEP, delta = QS_KEEP;
     int order = -1, ignore_tuning = 0;
     uint32_t order_s = 0, order_d = 0;
+    uint32_t gpu_batch = PIPE_GPU_BATCH;
+    int device = 0;
     int c;
     while ((c = getopt_long(argc, argv, "o:hVv", opts, NULL)) != -1) {
         switch (c) {
@@ -386,6 +410,20 @@ int main(int argc, char **argv)
         case 'P': order_s = parse_u32(optarg, "--order-s", 1, UINT32_MAX - 1); break;
         case 'Q': order_d = parse_u32(optarg, "--order-d", 1, 4096); break;
         case 'G': ignore_tuning = 1; break;
+        case 'B': gpu_batch = parse_u32(optarg, "--gpu-batch", 1, PIPE_GPU_BATCH_MAX); break;
+        case 'U': {
+            char *e;
+            errno = 0;
+            long v = strtol(optarg, &e, 10);
+            if (!*optarg || *e || errno || v > INT_MAX)
+                tool_die(EXIT_USAGE, "bad --device '%s' (expected a device ordinal, 0 or more)",
+                         optarg);
+            if (v < 0)
+                tool_die(EXIT_USAGE, "bad --device %ld: an accelerator is named by its ordinal, "
+                                     "0 or more", v);
+            device = (int)v;
+            break;
+        }
         default: usage(stderr); return EXIT_USAGE;
         }
     }
@@ -540,7 +578,8 @@ int main(int argc, char **argv)
         .mbuf = mbuf, .mlen = mlen, .mpath = mpath, .dname = dname,
         .tree_block = tree_block, .doc_block = doc_block, .delta = delta,
         .iterations = iterations, .order = order, .order_s = order_s, .order_d = order_d,
-        .backend = backend, .transform = transform, .nrep = nrep, .by_node = by_node,
+        .backend = backend, .device = device, .transform = transform, .nrep = nrep,
+        .by_node = by_node,
         .input = input, .f32_features = f32_features, .strict_features = strict_features,
     };
     /* With threads, LETOR text is read and parsed while the model loads
@@ -565,6 +604,7 @@ int main(int argc, char **argv)
         .threads = threads,
         .pin = threads > 1 && !getenv("OMP_PROC_BIND") && threads <= pipe_cpus(),
         .chunk_bytes = chunk_bytes,
+        .gpu_batch = takes_batches(backend) && !leaves ? gpu_batch : 0,
         .input = input,
         .header = header,
         .label_col = label_col,

@@ -11,6 +11,13 @@
  * 3 x threads x (chunk_bytes + the longest line) of text and as much
  * output, plus one workspace per thread.
  *
+ * With a back end that takes whole batches (job->gpu_batch), a worker
+ * parses its chunk's documents into a dense matrix of rows instead (the
+ * values the slots would hold) and scores up to gpu_batch of them per call
+ * of qs_score_matrix; the chunks grow to hold a batch.  The loops are the
+ * same: parse_line and f32_doc put a document in its place, flush_batch
+ * scores and formats a batch from wherever it is.
+ *
  * A chunk whose processing fails (a bad line, a read error, a line over
  * the limit) stops the reading; every chunk before it is written, then its
  * own output (the documents before the bad line), then the error is
@@ -87,6 +94,12 @@ typedef struct reader {
                           chunk per thread, so that every thread has work
                           soon after the start; 0: past them */
     unsigned ramp_n;   /* chunks read at this ramp size */
+    /* With a whole-batch back end: documents per batch, and the text
+     * read so far, so that a chunk of text can hold a batch (chunk_bytes
+     * grows from base_bytes to batch_docs lines of the average length). */
+    size_t batch_docs;
+    size_t base_bytes;
+    unsigned long long seen_bytes, seen_lines;
 } reader;
 
 typedef struct worker {
@@ -94,9 +107,15 @@ typedef struct worker {
     const qs_scorer *s;
     qs_workspace *w;
     uint32_t nslots, K, nfeatures;
+    uint32_t cap;      /* documents per batch: nslots, or a whole batch's */
     int digits;
-    double *batch;
+    double *batch;     /* cap x K scores */
     doc_meta *meta;
+    /* A whole-batch back end: cap rows of `stride` values, filled as the
+     * workspace's slots would be (rowf); NULL: the slots. */
+    double *rows;
+    size_t stride;
+    qs_row_format rowf;
     const double **rowp; /* a batch of rows parsed ahead */
     uint64_t ntrees;   /* --leaves: trees, and a batch of their exit leaves */
     uint32_t *leaves;
@@ -171,14 +190,10 @@ static int read_rows(reader *r, chunk *c)
     return c->in_len > 0 || chunk_failed(c);
 }
 
-/* Read the next chunk into c: whole lines (the last one may lack its
- * newline at the end of the input).  Returns 0 when the input is done. */
-static int read_chunk(reader *r, chunk *c)
+/* The next chunk of text: whole lines (the last one may lack its newline
+ * at the end of the input).  Returns 0 when the input is done. */
+static int read_text(reader *r, chunk *c)
 {
-    c->ahead = 0;
-    c->nrows = 0;
-    if (r->row_bytes)
-        return read_rows(r, c);
     c->in_len = c->out_len = 0;
     c->lines = 0;
     c->too_long = c->read_errno = c->oom = 0;
@@ -260,7 +275,55 @@ static int read_chunk(reader *r, chunk *c)
     }
 }
 
+/* With a whole-batch back end: count c's lines, and size the next chunks
+ * to hold a batch of lines of the average length so far (at least the
+ * usual chunk, at most PIPE_BATCH_BYTES). */
+static void grow_for_batch(reader *r, const chunk *c)
+{
+    const char *p = c->in, *end = c->in + c->in_len;
+    unsigned long long lines = 0;
+    while (p < end && (p = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+        lines++;
+        p++;
+    }
+    r->seen_bytes += c->in_len;
+    r->seen_lines += lines;
+    if (r->seen_lines == 0)
+        return;
+    unsigned long long per = (r->seen_bytes + r->seen_lines - 1) / r->seen_lines;
+    unsigned long long want = per * r->batch_docs;
+    if (want > PIPE_BATCH_BYTES)
+        want = PIPE_BATCH_BYTES;
+    r->chunk_bytes = want > r->base_bytes ? (size_t)want : r->base_bytes;
+}
+
+/* Read the next chunk into c (f32 rows, or lines of text).  Returns 0 when
+ * the input is done. */
+static int read_chunk(reader *r, chunk *c)
+{
+    c->ahead = 0;
+    c->nrows = 0;
+    if (r->row_bytes)
+        return read_rows(r, c);
+    int got = read_text(r, c);
+    if (got && r->batch_docs)
+        grow_for_batch(r, c);
+    return got;
+}
+
 /* ------------------------------------------------------------ workers */
+
+/* Documents per call of a whole-batch back end: job->gpu_batch, fewer where
+ * their values (nf per row) and scores (K per row) would pass
+ * PIPE_BATCH_BYTES; at least 1. */
+static uint32_t batch_docs(const pipe_job *job, uint32_t nf, uint32_t K)
+{
+    const uint64_t per = sizeof(double) * ((uint64_t)(nf ? nf : 1) + K);
+    uint64_t most = PIPE_BATCH_BYTES / per;
+    if (most < 1)
+        most = 1;
+    return job->gpu_batch < most ? job->gpu_batch : (uint32_t)most;
+}
 
 static int worker_init(worker *wk, const pipe_job *job, const qs_scorer *s, qs_error *err)
 {
@@ -273,20 +336,27 @@ static int worker_init(worker *wk, const pipe_job *job, const qs_scorer *s, qs_e
     wk->K = job->info->num_classes;
     wk->nfeatures = job->info->num_features;
     wk->nslots = qs_workspace_slots(wk->w);
+    wk->cap = job->gpu_batch ? batch_docs(job, wk->nfeatures, wk->K) : wk->nslots;
     wk->digits = qs_score_digits(s);
-    wk->batch = malloc(sizeof(double) * wk->K * wk->nslots);
-    wk->meta = calloc(wk->nslots, sizeof *wk->meta);
+    if (job->gpu_batch) {
+        qs_scorer_get_row_format(s, job->absent, &wk->rowf);
+        wk->stride = wk->nfeatures ? wk->nfeatures : 1;
+        wk->rows = malloc(sizeof(double) * wk->stride * wk->cap);
+    }
+    wk->batch = malloc(sizeof(double) * wk->K * wk->cap);
+    wk->meta = calloc(wk->cap, sizeof *wk->meta);
     wk->rowp = calloc(wk->nslots, sizeof *wk->rowp);
     wk->ntrees = job->info->num_trees;
     if (job->leaves)
         wk->leaves = wk->ntrees > SIZE_MAX / sizeof(uint32_t) / wk->nslots
                          ? NULL
                          : malloc(sizeof(uint32_t) * (size_t)(wk->ntrees ? wk->ntrees : 1) * wk->nslots);
-    if (!wk->batch || !wk->meta || !wk->rowp || (job->leaves && !wk->leaves)) {
+    if (!wk->batch || !wk->meta || !wk->rowp || (job->leaves && !wk->leaves) ||
+        (job->gpu_batch && !wk->rows)) {
         qs_error_clear(err);
         err->code = QS_ERR_NOMEM;
         snprintf(err->msg, sizeof err->msg, "out of memory (a batch of %u documents)",
-                 wk->nslots);
+                 wk->cap);
         return -1;
     }
     return 0;
@@ -299,6 +369,7 @@ static void worker_free(worker *wk)
     free(wk->meta);
     free(wk->rowp);
     free(wk->leaves);
+    free(wk->rows);
 }
 
 /* --leaves: slots 0 .. n-1's exit leaves, one line each, tab-separated. */
@@ -329,16 +400,20 @@ static void put(chunk *c, const char *s, size_t n)
     c->out_len += n;
 }
 
-/* Score slots 0 .. n-1, or with rows, rows[0 .. n), and append their lines
- * (labels and qids from meta[0 .. n)) to c's output. */
-static int flush_batch(worker *wk, chunk *c, uint32_t n, const double *const *rows,
-                       const doc_meta *meta)
+/* Score a batch of n documents and append their lines (labels and qids
+ * from meta[0 .. n)) to c's output.  The documents are x[0 .. n), rows
+ * wk->stride values apart (a whole-batch back end, every row in one call),
+ * or rows[0 .. n) (parsed ahead), else the workspace's slots 0 .. n-1. */
+static int flush_batch(worker *wk, chunk *c, uint32_t n, const double *x,
+                       const double *const *rows, const doc_meta *meta)
 {
     const pipe_job *job = wk->job;
     if (job->leaves)
         return flush_leaves(wk, c, n);
-    if ((rows ? qs_score_rows(wk->s, wk->w, job->backend, n, rows, wk->batch, &c->err)
-              : qs_score_batch(wk->s, wk->w, job->backend, n, wk->batch, &c->err)) != 0) {
+    /* threads 1: the workers are this process's threads already */
+    if ((x ? qs_score_matrix(wk->s, job->backend, x, n, wk->stride, wk->batch, 1, &c->err)
+           : rows ? qs_score_rows(wk->s, wk->w, job->backend, n, rows, wk->batch, &c->err)
+                  : qs_score_batch(wk->s, wk->w, job->backend, n, wk->batch, &c->err)) != 0) {
         c->bad_line = -1;
         return -1;
     }
@@ -371,6 +446,32 @@ static int flush_batch(worker *wk, chunk *c, uint32_t n, const double *const *ro
     return 0;
 }
 
+/* f32: the row of `use` little-endian float32 values at b as document n
+ * of the batch: the workspace's slot n, or row n of wk->rows (the absent
+ * value first, as qs_doc_reset, then the values, as qs_doc_set). */
+static void f32_doc(worker *wk, uint32_t n, const unsigned char *b, uint32_t use)
+{
+    double *row = wk->rows ? wk->rows + (size_t)n * wk->stride : NULL;
+    if (row) {
+        for (uint32_t j = 0; j < wk->nfeatures; j++)
+            row[j] = wk->rowf.fill;
+    } else {
+        qs_workspace_select(wk->w, n);
+        qs_doc_reset(wk->w, wk->job->absent);
+    }
+    for (uint32_t j = 0; j < use; j++) {
+        const unsigned char *q = b + (size_t)j * 4;
+        uint32_t u = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 |
+                     (uint32_t)q[3] << 24;
+        float v;
+        memcpy(&v, &u, sizeof v);
+        if (row)
+            row[j] = (double)v;
+        else
+            qs_doc_set(wk->w, j, (double)v);
+    }
+}
+
 /* f32: every row of c (whole rows, little-endian float32). */
 static void process_rows(worker *wk, chunk *c)
 {
@@ -381,28 +482,18 @@ static void process_rows(worker *wk, chunk *c)
     uint32_t n = 0;
     long rows = 0;
     for (size_t off = 0; off + rb <= c->in_len; off += rb) {
-        const unsigned char *b = (const unsigned char *)c->in + off;
-        qs_workspace_select(wk->w, n);
-        qs_doc_reset(wk->w, job->absent);
-        for (uint32_t j = 0; j < use; j++) {
-            const unsigned char *q = b + (size_t)j * 4;
-            uint32_t u = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 |
-                         (uint32_t)q[3] << 24;
-            float v;
-            memcpy(&v, &u, sizeof v);
-            qs_doc_set(wk->w, j, (double)v);
-        }
+        f32_doc(wk, n, (const unsigned char *)c->in + off, use);
         rows++;
         memset(&wk->meta[n], 0, sizeof wk->meta[n]);
-        if (++n == wk->nslots) {
-            if (flush_batch(wk, c, n, NULL, wk->meta) != 0)
+        if (++n == wk->cap) {
+            if (flush_batch(wk, c, n, wk->rows, NULL, wk->meta) != 0)
                 return;
             n = 0;
         }
     }
     c->lines = rows;
     if (n > 0)
-        flush_batch(wk, c, n, NULL, wk->meta);
+        flush_batch(wk, c, n, wk->rows, NULL, wk->meta);
 }
 
 /* A document line's feature ids against the model's nf features: the
@@ -487,19 +578,42 @@ static void preparse(const pipe_job *job, chunk *c)
     c->resume_line = line;
 }
 
-/* The rows c's documents were parsed into ahead, a batch at a time. */
+/* The rows c's documents were parsed into ahead, a batch at a time (a
+ * whole-batch back end takes them where they are: their stride is the
+ * worker's). */
 static int score_ahead(worker *wk, chunk *c)
 {
     const size_t nf = row_stride(wk->job->ahead);
     for (size_t i = 0; i < c->nrows;) {
-        uint32_t n = c->nrows - i < wk->nslots ? (uint32_t)(c->nrows - i) : wk->nslots;
-        for (uint32_t j = 0; j < n; j++)
-            wk->rowp[j] = c->rows + (i + j) * nf;
-        if (flush_batch(wk, c, n, wk->rowp, c->rmeta + i) != 0)
+        uint32_t n = c->nrows - i < wk->cap ? (uint32_t)(c->nrows - i) : wk->cap;
+        const double *x = c->rows + i * nf;
+        for (uint32_t j = 0; !wk->rows && j < n; j++)
+            wk->rowp[j] = x + j * nf;
+        if (flush_batch(wk, c, n, wk->rows ? x : NULL, wk->rowp, c->rmeta + i) != 0)
             return -1;
         i += n;
     }
     return 0;
+}
+
+/* One line of text as document n of the batch: into the workspace's slot
+ * n, or row n of wk->rows (the same values: qs_letor_parse_row and
+ * qs_dsv_parse_row fill a row as qs_letor_parse and qs_dsv_parse fill a
+ * slot). */
+static int parse_line(worker *wk, uint32_t n, const char *p, size_t len, qs_letor_line *lm,
+                      int *is_doc, qs_error *err)
+{
+    const pipe_job *job = wk->job;
+    if (wk->rows) {
+        double *row = wk->rows + (size_t)n * wk->stride;
+        return job->input == PIPE_LETOR
+                   ? qs_letor_parse_row(&wk->rowf, row, p, len, lm, is_doc, err)
+                   : qs_dsv_parse_row(&wk->rowf, row, &job->dsv, p, len, lm, is_doc, err);
+    }
+    qs_workspace_select(wk->w, n);
+    return job->input == PIPE_LETOR
+               ? qs_letor_parse(wk->s, wk->w, job->absent, p, len, lm, is_doc, err)
+               : qs_dsv_parse(wk->s, wk->w, job->absent, &job->dsv, p, len, lm, is_doc, err);
 }
 
 /* Parse, score and format every line of c (after the documents parsed
@@ -536,12 +650,7 @@ static void process(worker *wk, chunk *c)
         line++;
         qs_letor_line lm;
         int is_doc;
-        qs_workspace_select(wk->w, n);
-        int rc = job->input == PIPE_LETOR
-                     ? qs_letor_parse(wk->s, wk->w, job->absent, p, len, &lm, &is_doc, &c->err)
-                     : qs_dsv_parse(wk->s, wk->w, job->absent, &job->dsv, p, len, &lm, &is_doc,
-                                    &c->err);
-        if (rc != 0) {
+        if (parse_line(wk, n, p, len, &lm, &is_doc, &c->err) != 0) {
             c->bad_line = line;
             break;
         }
@@ -551,8 +660,8 @@ static void process(worker *wk, chunk *c)
         if (!is_doc)
             continue;
         meta_of(&wk->meta[n], &lm);
-        if (++n == wk->nslots) {
-            if (flush_batch(wk, c, n, NULL, wk->meta) != 0)
+        if (++n == wk->cap) {
+            if (flush_batch(wk, c, n, wk->rows, NULL, wk->meta) != 0)
                 return;
             n = 0;
         }
@@ -562,7 +671,7 @@ static void process(worker *wk, chunk *c)
         qs_error keep = c->err;
         long bad = c->bad_line;
         c->bad_line = 0;
-        if (flush_batch(wk, c, n, NULL, wk->meta) != 0)
+        if (flush_batch(wk, c, n, wk->rows, NULL, wk->meta) != 0)
             return;
         c->err = keep;
         c->bad_line = bad;
@@ -1048,7 +1157,8 @@ void pipe_run(const pipe_job *job_in)
         job->load(job->load_ctx, job->threads, &local);
         local.load = NULL;
     }
-    reader rd = { job->in, job->chunk_bytes, NULL, 0, 0, 0, 0, 0, -1, job->threads, 0, 0 };
+    reader rd = { .f = job->in, .chunk_bytes = job->chunk_bytes, .left = -1,
+                  .threads = job->threads };
     writer wr = { job, 0, 0, 0 };
     if (job->input == PIPE_CSV || job->input == PIPE_TSV) {
         wr.lines = dsv_setup(&local, &rd);
@@ -1057,12 +1167,28 @@ void pipe_run(const pipe_job *job_in)
     }
     if (job->input == PIPE_F32)
         rd.row_bytes = (size_t)job->f32_features * 4;
+    if (job->gpu_batch) {
+        /* Chunks that hold a batch: f32 rows have their size; text grows
+         * to it as lines are read (grow_for_batch). */
+        const int loaded = job->load == NULL;
+        rd.batch_docs = batch_docs(job, loaded ? job->info->num_features : job->ahead->num_features,
+                                   loaded ? job->info->num_classes : 1);
+        rd.base_bytes = rd.chunk_bytes;
+        if (rd.row_bytes) {
+            uint64_t want = (uint64_t)rd.batch_docs * rd.row_bytes;
+            if (want > PIPE_BATCH_BYTES)
+                want = PIPE_BATCH_BYTES;
+            if (want > rd.chunk_bytes)
+                rd.chunk_bytes = (size_t)want;
+        }
+    }
 #ifdef _OPENMP
     if (job->threads > 1) {
         if (job->input != PIPE_F32) {
             rd.left = tool_input_size(job->in);
-            /* Parsed ahead, the first chunks are ready when the model is. */
-            rd.ramp = ahead ? 0 : PIPE_FIRST_CHUNK;
+            /* Parsed ahead, the first chunks are ready when the model is;
+             * whole batches are wanted from the start. */
+            rd.ramp = ahead || job->gpu_batch ? 0 : PIPE_FIRST_CHUNK;
         }
         run_threads(&local, &rd, &wr);
         free(rd.carry);

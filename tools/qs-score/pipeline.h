@@ -28,6 +28,15 @@
  * gains more than what a few slots of text can hold). */
 #define PIPE_AHEAD_MAX_THREADS 4
 
+/* A back end that takes whole batches (QS_BACKEND_F_BATCH) gets up to
+ * job->gpu_batch documents per call, fewer where their values and scores
+ * (doubles) would pass this many bytes; with it, a chunk of input grows to
+ * hold a batch, up to this many bytes (and the longest line). */
+#define PIPE_BATCH_BYTES ((size_t)256 << 20)
+/* --gpu-batch: the default, and the largest accepted. */
+#define PIPE_GPU_BATCH 65536u
+#define PIPE_GPU_BATCH_MAX (1u << 24)
+
 /* Input formats. */
 enum { PIPE_LETOR = 0, PIPE_CSV, PIPE_TSV, PIPE_F32 };
 
@@ -51,6 +60,10 @@ struct pipe_job {
     unsigned threads;        /* >= 1 */
     int pin;                 /* pin thread i to the i-th CPU this process may use */
     size_t chunk_bytes;      /* input per chunk (cut at a line end) */
+    uint32_t gpu_batch;      /* > 0: the back end takes whole batches; the documents
+                                of a chunk are parsed into rows and scored up to this
+                                many per call (qs_score_matrix); 0: a workspace's slots
+                                at a time (qs_score_batch) */
     int input;               /* PIPE_* */
     /* CSV, TSV: a header row; the label and qid columns as given (a 1-based
      * number, a name from the header, or "name:NAME"; NULL: none).
