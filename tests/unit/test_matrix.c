@@ -73,61 +73,67 @@ int main(int argc, char **argv)
     if (s->m->num_features > 1 &&
         (qs_score_matrix(s, QS_BACKEND_AUTO, x, n, F - 1, got, 2, &err) == 0 || err.code != QS_ERR_ARG))
         failures++, printf("a short stride was not refused\n");
-    /* walk-batch: the same bits as walk, whatever the thread count. */
-    const qs_backend walk = qs_backend_find("walk"), wb = qs_backend_find("walk-batch");
-    checks++;
-    if (walk < 0 || wb < 0 || qs_scorer_prepare(s, walk, &err) != 0 ||
-        qs_scorer_prepare(s, wb, &err) != 0) {
-        printf("walk, walk-batch: not found or not prepared\n");
-        failures++;
-    } else {
-        double *wref = malloc(sizeof(double) * K * (n ? n : 1));
+    /* The whole-batch back ends (walk-batch; cuda-emu, the GPU back end's
+     * driver over its emulated device): the same bits as walk, whatever
+     * the thread count. */
+    static const char *const batch_names[] = { "walk-batch", "cuda-emu" };
+    for (size_t bi = 0; bi < sizeof batch_names / sizeof batch_names[0]; bi++) {
+        const char *bname = batch_names[bi];
+        const qs_backend walk = qs_backend_find("walk"), wb = qs_backend_find(bname);
         checks++;
-        if (qs_score_matrix(s, walk, x, n, F, wref, 1, &err) != 0 ||
-            memcmp(wref, ref, sizeof(double) * K * n) != 0) {
-            printf("walk differs from auto\n");
+        if (walk < 0 || wb < 0 || qs_scorer_prepare(s, walk, &err) != 0 ||
+            qs_scorer_prepare(s, wb, &err) != 0) {
+            printf("walk, %s: not found or not prepared\n", bname);
             failures++;
-        }
-        const unsigned wcounts[] = { 1, 2, 3, 7, 0 };
-        for (size_t i = 0; i < sizeof wcounts / sizeof wcounts[0]; i++) {
-            memset(got, 0xff, sizeof(double) * K * n);
+        } else {
+            double *wref = malloc(sizeof(double) * K * (n ? n : 1));
             checks++;
-            if (qs_score_matrix(s, wb, x, n, F, got, wcounts[i], &err) != 0 ||
-                memcmp(got, wref, sizeof(double) * K * n) != 0) {
-                printf("walk-batch, threads %u: differs from walk\n", wcounts[i]);
+            if (qs_score_matrix(s, walk, x, n, F, wref, 1, &err) != 0 ||
+                memcmp(wref, ref, sizeof(double) * K * n) != 0) {
+                printf("walk differs from auto\n");
                 failures++;
             }
-        }
-        /* Through a workspace: one document, a batch of slots, rows. */
-        qs_workspace *w2 = qs_workspace_new(s, &err);
-        const uint32_t ns = w2 ? qs_workspace_slots(w2) : 0;
-        const double **rp = malloc(sizeof *rp * (ns ? ns : 1));
-        long bad = !w2 || !rp;
-        for (size_t d = 0; !bad && d < n; d += ns) {
-            uint32_t m = n - d < ns ? (uint32_t)(n - d) : ns;
-            for (uint32_t j = 0; j < m; j++) {
-                rp[j] = x + (d + j) * F;
-                qs_workspace_select(w2, j);
-                qs_doc_reset(w2, QS_ABSENT_DEFAULT);
-                for (uint32_t f = 0; f < s->m->num_features; f++)
-                    qs_doc_set(w2, f, rp[j][f]);
+            const unsigned wcounts[] = { 1, 2, 3, 7, 0 };
+            for (size_t i = 0; i < sizeof wcounts / sizeof wcounts[0]; i++) {
+                memset(got, 0xff, sizeof(double) * K * n);
+                checks++;
+                if (qs_score_matrix(s, wb, x, n, F, got, wcounts[i], &err) != 0 ||
+                    memcmp(got, wref, sizeof(double) * K * n) != 0) {
+                    printf("%s, threads %u: differs from walk\n", bname, wcounts[i]);
+                    failures++;
+                }
             }
-            bad |= qs_score_batch(s, w2, wb, m, got, &err) != 0 ||
-                   memcmp(got, wref + d * K, sizeof(double) * K * m) != 0;
-            bad |= qs_score_rows(s, w2, wb, m, rp, got, &err) != 0 ||
-                   memcmp(got, wref + d * K, sizeof(double) * K * m) != 0;
-            qs_workspace_select(w2, m - 1);
-            bad |= qs_score_doc(s, w2, wb, got, &err) != 0 ||
-                   memcmp(got, wref + (d + m - 1) * K, sizeof(double) * K) != 0;
+            /* Through a workspace: one document, a batch of slots, rows. */
+            qs_workspace *w2 = qs_workspace_new(s, &err);
+            const uint32_t ns = w2 ? qs_workspace_slots(w2) : 0;
+            const double **rp = malloc(sizeof *rp * (ns ? ns : 1));
+            long bad = !w2 || !rp;
+            for (size_t d = 0; !bad && d < n; d += ns) {
+                uint32_t m = n - d < ns ? (uint32_t)(n - d) : ns;
+                for (uint32_t j = 0; j < m; j++) {
+                    rp[j] = x + (d + j) * F;
+                    qs_workspace_select(w2, j);
+                    qs_doc_reset(w2, QS_ABSENT_DEFAULT);
+                    for (uint32_t f = 0; f < s->m->num_features; f++)
+                        qs_doc_set(w2, f, rp[j][f]);
+                }
+                bad |= qs_score_batch(s, w2, wb, m, got, &err) != 0 ||
+                       memcmp(got, wref + d * K, sizeof(double) * K * m) != 0;
+                bad |= qs_score_rows(s, w2, wb, m, rp, got, &err) != 0 ||
+                       memcmp(got, wref + d * K, sizeof(double) * K * m) != 0;
+                qs_workspace_select(w2, m - 1);
+                bad |= qs_score_doc(s, w2, wb, got, &err) != 0 ||
+                       memcmp(got, wref + (d + m - 1) * K, sizeof(double) * K) != 0;
+            }
+            checks++;
+            if (bad) {
+                printf("%s through a workspace differs from walk\n", bname);
+                failures++;
+            }
+            free(rp);
+            qs_workspace_free(w2);
+            free(wref);
         }
-        checks++;
-        if (bad) {
-            printf("walk-batch through a workspace differs from walk\n");
-            failures++;
-        }
-        free(rp);
-        qs_workspace_free(w2);
-        free(wref);
     }
     /* The device: an ordinal, 0 or more. */
     checks += 2;
