@@ -188,8 +188,8 @@ if [[ $steps == *,bench,* ]]; then
     for model in 1000x64 20000x64; do
         for n in 100 1000 10000 $small; do
             d=$(docs_n $n)
-            c=$( { t_ms qs-score --backend "$be" "$work/m/$model.qsm" "$d" > /dev/null; } 3>&1)
-            v=$( { t_ms qs-score --backend vqs --threads "$(nproc)" "$work/m/$model.qsm" "$d" > /dev/null; } 3>&1)
+            c=$( { t_ms qs-score --backend "$be" "$work/m/$model.qsm" "$d" > /dev/null 2>> "$out/bench.log"; } 3>&1)
+            v=$( { t_ms qs-score --backend vqs --threads "$(nproc)" "$work/m/$model.qsm" "$d" > /dev/null 2>> "$out/bench.log"; } 3>&1)
             printf '%s\t%s\t%s\t%s\n' "$model" "$n" "$c" "$v" >> "$out/crossover.tsv"
         done
     done
