@@ -19,7 +19,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define QS_CU_DEFAULT_SUB 65536u   /* documents per transfer */
+#define QS_CU_DEFAULT_SUB 16384u   /* documents per transfer: a --gpu-batch of 65,536 goes
+                                      as 4, so copies overlap kernels */
 #define QS_CU_SUB_BYTES ((uint64_t)256 << 20) /* most bytes of rows per transfer */
 #define QS_CU_MAX_LANES 4u
 
