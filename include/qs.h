@@ -82,8 +82,33 @@ typedef enum qs_format {
     QS_FMT_ONNX = 6        /* ONNX model (protobuf) holding one ai.onnx.ml tree ensemble */
 } qs_format;
 
-/* Guess a model's format from its first bytes. */
+/* Guess a model's format from its first bytes (each reader's detection, in
+ * the readers' table's order). */
 QS_API qs_format qs_detect_format(const char *buf, size_t len);
+
+/* The readers' table (lib/convert/convert.c): one row per format, with the
+ * source library whose rules the reader keeps, the names a command line
+ * gives it, and words for messages.  Every list of formats (qs-convert
+ * --from, the tools' messages, qs-compile --info) reads this table. */
+typedef struct qs_reader_info {
+    qs_format format;
+    qs_source source;         /* QS_SRC_UNKNOWN: canonical text, which records its own */
+    const char *name;         /* command-line name ("lightgbm"); NULL: chosen by detection only */
+    const char *alias;        /* another command-line name ("ranklib"), or NULL */
+    const char *description;  /* "LightGBM text" */
+    const char *kind;         /* "a LightGBM text model" */
+} qs_reader_info;
+
+/* Row i of the table, NULL past the last. */
+QS_API const qs_reader_info *qs_reader_get(size_t i);
+/* The row a command-line name (or alias) names, or the row of a format;
+ * NULL when none. */
+QS_API const qs_reader_info *qs_reader_by_name(const char *name);
+QS_API const qs_reader_info *qs_reader_by_format(qs_format fmt);
+/* A source's name as canonical text and qs-compile --info write it
+ * ("lightgbm", ..., "unknown"), and back (0, or -1 for a name none has). */
+QS_API const char *qs_source_name(qs_source s);
+QS_API int qs_source_from_name(const char *name, size_t len, qs_source *out);
 
 /* Convert a foreign model held in memory (not NUL-terminated necessarily).
  * Returns NULL and fills err on failure; QS_ERR_UNSUPPORTED for models that

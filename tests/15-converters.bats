@@ -201,3 +201,30 @@ score_fixture() { # score_fixture MODEL DOCS WANT [qs-score options]: every back
     assert_failure 1
     assert_output --regexp "^qs-convert: $T/nul.ubj: byte [0-9]+: .*NUL byte in a string"
 }
+
+@test "readers' table: every --from name is accepted, each format detected and its source named" {
+    # The names qs-convert's help lists are the table's; each reads its own
+    # format, and a model of each format converts with and without --from.
+    run qs-convert --help
+    assert_success
+    names=$(sed -n 's/^usage: qs-convert \[--from \([a-z|]*\)\].*/\1/p' <<< "$output" | tr '|' ' ')
+    [ "$names" = "lightgbm xgboost catboost onnx quickrank" ]
+    F="$BATS_TEST_DIRNAME/fixtures"
+    for pair in "lightgbm:$F/lightgbm/mixed.model.txt" "xgboost:$X/real-cat.ubj" \
+                "catboost:$F/catboost-nonsym/depthwise.json.zst" "onnx:$F/onnx/sk-gbr.onnx" \
+                "quickrank:$Q/tiny.xml" "ranklib:$Q/ranklib_exact.txt"; do
+        name=${pair%%:*} model=${pair#*:}
+        src=$name; [ "$src" = ranklib ] && src=quickrank
+        qs-convert "$model" > "$BATS_TEST_TMPDIR/a.txt"
+        qs-convert --from "$name" "$model" > "$BATS_TEST_TMPDIR/b.txt"
+        cmp "$BATS_TEST_TMPDIR/a.txt" "$BATS_TEST_TMPDIR/b.txt"
+        grep -qx "source $src" "$BATS_TEST_TMPDIR/a.txt"
+        run qs-compile --info "$model"
+        assert_success
+        assert_output --partial "source: $src"
+    done
+    # A name the table lacks: the message lists the table's names.
+    run qs-convert --from canonical "$X/real-cat.ubj"
+    [ "$status" -eq 2 ]
+    assert_output --partial "expected lightgbm, xgboost, catboost, onnx or quickrank (ranklib)"
+}

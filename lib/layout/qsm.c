@@ -403,7 +403,7 @@ static int read_info(rbuf *r, qs_model *m, qs_error *err)
     r_str(r, m->objective, 64);
     if (r->bad)
         return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section is truncated");
-    if (src > QS_SRC_ONNX || cmp > 1 || fp > 1 || fa > QS_ACC_FLOAT_DOUBLE || am > 1 ||
+    if (src >= QS_SRC_COUNT || cmp > 1 || fp > 1 || fa > QS_ACC_FLOAT_DOUBLE || am > 1 ||
         !qs_transform_known(m->transform) || m->transform_average > QS_MAX_TREES)
         return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section holds invalid values");
     m->source = (qs_source)src;

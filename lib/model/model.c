@@ -7,6 +7,32 @@
 #include <stdio.h>
 #include <string.h>
 
+/* ------------------------------------------------------------ sources */
+
+/* The source libraries' names, indexed by qs_source: what canonical text and
+ * .qsm INFO record, and qs-compile --info shows.  The readers' table
+ * (convert/convert.c) gives each reader its source. */
+static const char *const source_names[QS_SRC_COUNT] = {
+    [QS_SRC_UNKNOWN] = "unknown",   [QS_SRC_LIGHTGBM] = "lightgbm",
+    [QS_SRC_XGBOOST] = "xgboost",   [QS_SRC_QUICKRANK] = "quickrank",
+    [QS_SRC_CATBOOST] = "catboost", [QS_SRC_ONNX] = "onnx",
+};
+
+const char *qs_source_name(qs_source s)
+{
+    return (unsigned)s < QS_SRC_COUNT ? source_names[s] : "unknown";
+}
+
+int qs_source_from_name(const char *name, size_t len, qs_source *out)
+{
+    for (unsigned i = 0; i < QS_SRC_COUNT; i++)
+        if (strlen(source_names[i]) == len && memcmp(source_names[i], name, len) == 0) {
+            *out = (qs_source)i;
+            return 0;
+        }
+    return -1;
+}
+
 /* ------------------------------------------------------------ building */
 
 qs_model *qs_model_new(qs_source src, qs_error *err)

@@ -16,6 +16,7 @@
 #define QS_MAX_TREES      (1u << 22)
 #define QS_MAX_TREE_NODES (1u << 20)   /* nodes (internal + leaves) per tree */
 #define QS_MAX_LEAVES     ((QS_MAX_TREE_NODES + 1u) / 2u)
+#define QS_SRC_COUNT      6u           /* qs_source values 0 .. QS_SRC_ONNX */
 #define QS_MAX_CAT_WORDS  (1u << 16)   /* 32-bit words per categorical bitset */
 
 /* LightGBM's kZeroThreshold is declared `const double kZeroThreshold = 1e-35f`:

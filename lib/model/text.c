@@ -52,18 +52,6 @@ static void sb_printf(sbuf *b, const char *fmt, ...)
     }
 }
 
-static const char *src_name(qs_source s)
-{
-    switch (s) {
-    case QS_SRC_LIGHTGBM: return "lightgbm";
-    case QS_SRC_XGBOOST: return "xgboost";
-    case QS_SRC_QUICKRANK: return "quickrank";
-    case QS_SRC_CATBOOST: return "catboost";
-    case QS_SRC_ONNX: return "onnx";
-    default: return "unknown";
-    }
-}
-
 static const char *miss_name(int m)
 {
     return m == QS_MISS_NONE ? "none" : m == QS_MISS_ZERO ? "zero" : "nan";
@@ -85,7 +73,7 @@ int qs_model_to_text(const qs_model *m, char **out, size_t *out_len, qs_error *e
     sb_printf(&b, "qs-ensemble %d\n", m->num_linear    ? TEXT_VERSION_LINEAR
                                       : m->out_affine ? TEXT_VERSION_AFFINE
                                                       : TEXT_VERSION);
-    sb_printf(&b, "source %s\n", src_name(m->source));
+    sb_printf(&b, "source %s\n", qs_source_name(m->source));
     /* The objective is free text from the source; keep it on one line. */
     char obj[sizeof m->objective + 1];
     size_t k = 0;
@@ -455,19 +443,7 @@ static int read_body(reader *r, qs_model *m)
                        (unsigned long long)ver, TEXT_VERSION, TEXT_VERSION_LINEAR);
     if (header(r, "source", 2))
         return -1;
-    if (tok_is(r, 1, "lightgbm"))
-        m->source = QS_SRC_LIGHTGBM;
-    else if (tok_is(r, 1, "xgboost"))
-        m->source = QS_SRC_XGBOOST;
-    else if (tok_is(r, 1, "quickrank"))
-        m->source = QS_SRC_QUICKRANK;
-    else if (tok_is(r, 1, "catboost"))
-        m->source = QS_SRC_CATBOOST;
-    else if (tok_is(r, 1, "onnx"))
-        m->source = QS_SRC_ONNX;
-    else if (tok_is(r, 1, "unknown"))
-        m->source = QS_SRC_UNKNOWN;
-    else
+    if (qs_source_from_name(r->tok[1], r->len[1], &m->source) != 0)
         return bad_tok(r, 1, "source");
     if (header(r, "objective", 2))
         return -1;

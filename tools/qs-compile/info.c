@@ -6,17 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-static const char *source_name(qs_source s)
-{
-    switch (s) {
-    case QS_SRC_LIGHTGBM: return "lightgbm";
-    case QS_SRC_XGBOOST: return "xgboost";
-    case QS_SRC_QUICKRANK: return "quickrank";
-    case QS_SRC_CATBOOST: return "catboost";
-    default: return "unknown";
-    }
-}
-
 static const char *accumulate_name(int a)
 {
     return a == 0 ? "double" : a == 1 ? "float" : "float-double";
@@ -73,7 +62,7 @@ static void text_report(FILE *f, const info_input *in, const qs_scorer *s)
     qs_scorer_get_layout_info(s, &li);
 
     fprintf(f, "file: %s: %s, %zu bytes\n", in->name, in->kind, in->bytes);
-    fprintf(f, "source: %s, version %s\n", source_name(mi.source),
+    fprintf(f, "source: %s, version %s\n", qs_source_name(mi.source),
             in->source_version ? in->source_version : "not recorded");
     fprintf(f, "objective: %s\n", *st.objective ? st.objective : "(none)");
     fprintf(f, "transform: %s\n", mi.transform);
@@ -186,7 +175,7 @@ static void json_report(FILE *f, const info_input *in, const qs_scorer *s)
     fprintf(f, ", \"kind\": ");
     json_str(f, in->kind);
     fprintf(f, ", \"bytes\": %zu},\n", in->bytes);
-    fprintf(f, "  \"source\": \"%s\",\n  \"source_version\": ", source_name(mi.source));
+    fprintf(f, "  \"source\": \"%s\",\n  \"source_version\": ", qs_source_name(mi.source));
     if (in->source_version)
         json_str(f, in->source_version);
     else

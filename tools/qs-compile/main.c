@@ -197,10 +197,11 @@ int main(int argc, char **argv)
     }
     if (show_info && qs_source_version(buf, len, version, sizeof version) == 0)
         ii.source_version = version;
-    if (show_info && !ii.kind)
+    if (show_info && !ii.kind) {
+        char list[256];
         tool_die(EXIT_DATA, "%s: not a model qs reads (expected a .qsm, canonical ensemble "
-                            "text, or a LightGBM, XGBoost, CatBoost, QuickRank or RankLib model)",
-                 name);
+                            "text, or a model in %s)", name, tool_reader_list(list, sizeof list, 0));
+    }
     if (tool_is_qsm(buf, len))
         tool_die(EXIT_DATA, "%s: this is a compiled .qsm model already (score it with qs-score)",
                  name);
