@@ -480,6 +480,29 @@ QS_API void qs_doc_reset(qs_workspace *w, qs_absent absent);
  * precision (qs_parse_value does it). */
 QS_API void qs_doc_set(qs_workspace *w, uint32_t id, double value);
 
+/* LightGBM's zero threshold.  LightGBM does not read a document value the
+ * same way on every input: its CSV and TSV readers and its dense-matrix
+ * input (numpy, pandas) drop a value with |x| <= kZeroThreshold
+ * ((double)1e-35f), so it counts as 0.0, while its LibSVM reader and CSR
+ * input keep it.  A model split at -kZeroThreshold (common where the
+ * training data has zeros) sends such a value the other way.  For a
+ * LightGBM model the library reads each input as LightGBM's reader of that
+ * form does: qs_dsv_parse and qs_score_matrix drop the band; qs_letor_parse,
+ * qs_letor_parse_row and qs_doc_set keep every value.
+ *
+ * qs_scorer_zero_band: 1 when the scorer's model reads dense input so (its
+ * source is LightGBM), else 0 (every other library keeps the values; so
+ * does ONNX Runtime for a LightGBM model exported to ONNX).
+ * qs_doc_zero_band: in the selected slot, every value with |x| <=
+ * (double)1e-35f (-0.0, denormals and the threshold itself included)
+ * becomes +0.0, as LightGBM's dense readers read it; qs_row_zero_band the
+ * same over row[0 .. n).  For a caller whose rows are dense (a float32
+ * matrix read with qs_doc_set, say) or a LETOR user whose reference is
+ * LightGBM's dense predict(). */
+QS_API int qs_scorer_zero_band(const qs_scorer *s);
+QS_API void qs_doc_zero_band(qs_workspace *w);
+QS_API void qs_row_zero_band(double *row, size_t n);
+
 /* Score the selected slot of the workspace: writes num_classes raw scores
  * (the margin; double or float32 values widened to double) into out[].
  * Returns 0, or -1 with err (may be NULL). */
@@ -510,7 +533,9 @@ QS_API int qs_score_leaves(const qs_scorer *s, qs_workspace *w, qs_backend b, ui
  * raw scores.  threads: 1 scores on the calling thread, 0 uses OpenMP's
  * default (every CPU), N uses N; each thread scores a contiguous share of
  * the rows with its own workspace.  The scores are the same bits for every
- * thread count.  Back end b must be prepared (QS_BACKEND_AUTO always is).
+ * thread count.  The rows are read as a dense matrix: for a LightGBM model, a
+ * value with |x| <= (double)1e-35f counts as 0.0 (qs_scorer_zero_band; the
+ * matrix itself is not changed).  Back end b must be prepared (QS_BACKEND_AUTO always is).
  * Returns 0, or -1 with err (QS_ERR_UNSUPPORTED for threads > 1 in a build
  * without OpenMP). */
 QS_API int qs_score_matrix(const qs_scorer *s, qs_backend b, const double *x, size_t ndocs,

@@ -23,6 +23,22 @@
  * a float literal widened to double, so the band edge is float32(1e-35). */
 #define QS_ZERO_BAND ((double)1e-35f)
 
+/* Whether a model's library reads dense input (CSV, TSV, a dense matrix)
+ * with the zero band dropped: LightGBM's CSV and TSV parsers
+ * (src/io/parser.hpp: a value is kept only if `std::fabs(val) >
+ * kZeroThreshold || std::isnan(val)`) and its C API's dense-matrix and CSC
+ * row functions (src/c_api.cpp, the same test) leave such a value out, and
+ * an absent value is 0.0; its LibSVM parser and CSR input keep every value.
+ * ONNX Runtime, scoring the same model exported to ONNX, does not. */
+static inline int qs_model_dense_zero_band(const qs_model *m);
+
+/* v as LightGBM's dense readers read it: +0.0 when |v| <= QS_ZERO_BAND
+ * (-0.0, denormals, ±(double)1e-35f included), else v (NaN too). */
+static inline double qs_zero_band(double v)
+{
+    return v >= -QS_ZERO_BAND && v <= QS_ZERO_BAND ? 0.0 : v;
+}
+
 enum qs_cmp { QS_CMP_LE = 0, QS_CMP_LT = 1 };   /* goes left iff x <= t / x < t */
 
 /* Accumulation of the per-tree contributions c = weight * leaf, in tree order
@@ -125,6 +141,12 @@ struct qs_model {
     uint32_t *lin_feature; double *lin_coeff; uint64_t num_lin_terms, cap_lin_terms;
     uint32_t *node_linear;
 };
+
+static inline int qs_model_dense_zero_band(const qs_model *m)
+{
+    return m->source == QS_SRC_LIGHTGBM;
+}
+
 
 /* qs_model_validate, remembering the largest leaf count and depth for
  * qs_model_get_info; with threads > 1 the trees are checked side by side

@@ -118,6 +118,7 @@ static int cell_fail(qs_error *err, uint32_t col, const char *fmt, const char *w
 int qs_dsv_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const qs_dsv_format *f,
                  const char *line, size_t len, qs_letor_line *out, int *is_doc, qs_error *err)
 {
+    const int zero_band = qs_model_dense_zero_band(s->m);
     memset(out, 0, sizeof *out);
     out->max_id = -1;
     *is_doc = 0;
@@ -168,6 +169,8 @@ int qs_dsv_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const qs
             else if (qs_parse_value(s, c.text, c.len, &v) != 0)
                 return cell_fail(err, col, "bad cell '%s' (expected a number%s)",
                                  ", or empty, NA, NaN or null for a missing value", &c);
+            if (zero_band)
+                v = qs_zero_band(v);   /* LightGBM's CSV/TSV parsers drop the band */
             if (id <= UINT32_MAX)
                 qs_doc_set(w, (uint32_t)id, v);
             if (id > out->max_id)

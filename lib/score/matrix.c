@@ -2,6 +2,7 @@
  * (OpenMP), each with its own workspace; the scorer is shared read-only. */
 #include "score/score.h"
 
+#include <math.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -29,8 +30,29 @@ int qs_score_rows(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n,
     return score_pointed(s, w, b, n, out, err);
 }
 
+/* A matrix row as the back ends read it: the row itself, or, for a model
+ * whose library reads a dense matrix with the zero band dropped (LightGBM)
+ * and a row holding a value there other than +0.0, a copy in slot sl with
+ * those values +0.0 (the slot is refilled at its next reset). */
+static const double *dense_row(const qs_model *m, qs_slot *sl, const double *row)
+{
+    const uint32_t nf = m->num_features;
+    uint32_t f = 0;
+    if (!qs_model_dense_zero_band(m))
+        return row;
+    while (f < nf && (qs_zero_band(row[f]) == row[f] && !(row[f] == 0 && signbit(row[f]))))
+        f++;
+    if (f == nf)
+        return row;
+    memcpy(sl->x, row, sizeof *row * nf);
+    for (; f < nf; f++)
+        sl->x[f] = qs_zero_band(sl->x[f]);
+    sl->all_dirty = 1;
+    return sl->x;
+}
+
 /* Score rows [begin, end) with workspace w, a batch of its slots at a
- * time; the slots point straight at the rows. */
+ * time; the slots point straight at the rows (or at dense_row's copies). */
 static int score_rows(const qs_scorer *s, qs_workspace *w, qs_backend b, const double *x,
                       size_t stride, size_t begin, size_t end, double *out, qs_error *err)
 {
@@ -38,7 +60,7 @@ static int score_rows(const qs_scorer *s, qs_workspace *w, qs_backend b, const d
     for (size_t d = begin; d < end;) {
         uint32_t n = (uint32_t)(end - d < w->nslots ? end - d : w->nslots);
         for (uint32_t j = 0; j < n; j++)
-            w->xs[j] = x + (d + j) * stride;
+            w->xs[j] = dense_row(s->m, &w->slot[j], x + (d + j) * stride);
         if (score_pointed(s, w, b, n, out + d * K, err) != 0)
             return -1;
         d += n;

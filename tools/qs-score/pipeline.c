@@ -378,6 +378,7 @@ static void process_rows(worker *wk, chunk *c)
     const uint32_t nf = job->f32_features;
     const uint32_t use = nf < wk->nfeatures ? nf : wk->nfeatures;
     const size_t rb = (size_t)nf * 4;
+    const int zero_band = qs_scorer_zero_band(wk->s);
     uint32_t n = 0;
     long rows = 0;
     for (size_t off = 0; off + rb <= c->in_len; off += rb) {
@@ -392,6 +393,8 @@ static void process_rows(worker *wk, chunk *c)
             memcpy(&v, &u, sizeof v);
             qs_doc_set(wk->w, j, (double)v);
         }
+        if (zero_band)
+            qs_doc_zero_band(wk->w); /* a float32 matrix: LightGBM's dense input */
         rows++;
         memset(&wk->meta[n], 0, sizeof wk->meta[n]);
         if (++n == wk->nslots) {
@@ -477,6 +480,8 @@ static void preparse(const pipe_job *job, chunk *c)
             c->bad_line = line;
             return;
         }
+        if (is_doc && job->lightgbm_dense)
+            qs_row_zero_band(c->rows + c->nrows * nf, f->num_features);
         if (check_ids(job, f->num_features, c, &lm, is_doc, line) != 0)
             return;
         p = nl ? nl + 1 : end;
@@ -550,6 +555,8 @@ static void process(worker *wk, chunk *c)
         p = nl ? nl + 1 : end;
         if (!is_doc)
             continue;
+        if (job->lightgbm_dense)
+            qs_doc_zero_band(wk->w);
         meta_of(&wk->meta[n], &lm);
         if (++n == wk->nslots) {
             if (flush_batch(wk, c, n, NULL, wk->meta) != 0)
