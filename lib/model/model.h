@@ -26,8 +26,9 @@
 /* Whether a model's library reads dense input (CSV, TSV, a dense matrix)
  * with the zero band dropped: LightGBM's CSV and TSV parsers
  * (src/io/parser.hpp: a value is kept only if `std::fabs(val) >
- * kZeroThreshold || std::isnan(val)`) and its C API's dense-matrix and CSC
- * row functions (src/c_api.cpp, the same test) leave such a value out, and
+ * kZeroThreshold || std::isnan(val)`) and its C API's dense-matrix rows
+ * (src/c_api.cpp: RowPairFunctionFromDenseMatric and ...DenseRows, the same
+ * test) leave such a value out, and
  * an absent value is 0.0; its LibSVM parser and CSR input keep every value.
  * ONNX Runtime, scoring the same model exported to ONNX, does not. */
 static inline int qs_model_dense_zero_band(const qs_model *m);
