@@ -632,7 +632,7 @@ int qs_transform_known(const char *name)
 {
     static const char *const names[] = { "none", "sigmoid", "softmax", "exp",
                                          "ova-sigmoid", "hinge", "argmax", "signed-square",
-                                         "unsupported" };
+                                         "fmath-exp", "fmath-softmax", "unsupported" };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strncmp(name, names[i], 16) == 0)
             return 1;

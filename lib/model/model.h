@@ -113,7 +113,7 @@ struct qs_model {
     uint32_t num_classes;
     double *base;           /* [num_classes] initial margin per class */
     char objective[64];     /* informational, as the source wrote it */
-    char transform[16];     /* "none" "sigmoid" "softmax" "exp" "ova-sigmoid" "hinge" */
+    char transform[16];     /* "none" "sigmoid" "softmax" "exp" "ova-sigmoid" "hinge" ... */
     double transform_param; /* sigmoid scale (LightGBM `sigmoid:`), else 1 */
     uint32_t transform_average; /* N > 0: the transform applies to each sum / N
                                    (LightGBM random forest, N iterations); 0: none */

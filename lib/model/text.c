@@ -492,7 +492,7 @@ static int read_body(reader *r, qs_model *m)
     }
     static const char *const transforms[] = { "none", "sigmoid", "softmax", "exp",
                                               "ova-sigmoid", "hinge", "argmax", "signed-square",
-                                              "unsupported" };
+                                              "fmath-exp", "fmath-softmax", "unsupported" };
     int found = 0;
     for (size_t i = 0; i < sizeof transforms / sizeof *transforms; i++)
         if (tok_is(r, 1, transforms[i])) {
