@@ -74,7 +74,7 @@ QS_API void qs_model_free(qs_model *m);
 /* Format of a foreign model, as told by qs_detect_format(). */
 typedef enum qs_format {
     QS_FMT_UNKNOWN = 0,
-    QS_FMT_LIGHTGBM = 1,   /* LightGBM text model (v3/v4) */
+    QS_FMT_LIGHTGBM = 1,   /* LightGBM text model (v2, v3, v4) */
     QS_FMT_XGBOOST = 2,    /* XGBoost JSON model */
     QS_FMT_QUICKRANK = 3,  /* QuickRank / RankLib XML */
     QS_FMT_CANONICAL = 4,  /* qs canonical ensemble text */

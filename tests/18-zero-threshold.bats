@@ -70,3 +70,22 @@ export SCORE_COMPARE=values
     conform "$Z/nomissing.onnx" "$Z/docs.csv" "$Z/nomissing.onnx.pred" --input csv --label-col 1
     conform "$Z/nomissing.onnx" "$Z/docs.f32" "$Z/nomissing.onnx.pred" --input f32 --features 6
 }
+
+@test "lightgbm format v2 (no tree_sizes, no \"end of trees\"): read as LightGBM 4.7 reads it" {
+    conform "$Z/multi3.v2.txt.zst" "$Z/docs.letor" "$Z/multi3.libsvm.raw.txt"
+    zstd -q -d -c "$Z/multi3.v2.txt.zst" > "$BATS_TEST_TMPDIR/v2.txt"
+    # the trees end at "feature_importances:" as LightGBM's loader ends them
+    grep -qx 'feature_importances:' "$BATS_TEST_TMPDIR/v2.txt"
+    ! grep -qx 'end of trees' "$BATS_TEST_TMPDIR/v2.txt"
+    # a v2 file may end after its last tree
+    sed -n '/^feature_importances:$/q;p' "$BATS_TEST_TMPDIR/v2.txt" > "$BATS_TEST_TMPDIR/end.txt"
+    conform "$BATS_TEST_TMPDIR/end.txt" "$Z/docs.letor" "$Z/multi3.libsvm.raw.txt"
+    # a v2 file cut inside a tree is still an error; v1 is refused
+    head -n 40 "$BATS_TEST_TMPDIR/v2.txt" > "$BATS_TEST_TMPDIR/cut.txt"
+    run qs-convert "$BATS_TEST_TMPDIR/cut.txt"
+    assert_failure 1
+    sed 's/^version=v2$/version=v1/' "$BATS_TEST_TMPDIR/v2.txt" > "$BATS_TEST_TMPDIR/v1.txt"
+    run qs-convert "$BATS_TEST_TMPDIR/v1.txt"
+    assert_failure 3
+    assert_output --partial "expected v2, v3 or v4"
+}
