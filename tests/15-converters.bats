@@ -228,3 +228,8 @@ score_fixture() { # score_fixture MODEL DOCS WANT [qs-score options]: every back
     [ "$status" -eq 2 ]
     assert_output --partial "expected lightgbm, xgboost, catboost, onnx or quickrank (ranklib)"
 }
+
+@test "lightgbm: a category set of 257,049 words (category 8,225,567) against LightGBM 4.7" {
+    B="$BATS_TEST_DIRNAME/fixtures/lightgbm-bigcat"
+    SCORE_COMPARE=values conform "$B/bigcat.txt.zst" "$B/docs.letor" "$B/bigcat.pred.txt"
+}

@@ -154,8 +154,10 @@ int64_t qs_model_add_cat_words(qs_model *m, const uint32_t *w, uint32_t n, qs_er
                 QS_MAX_CAT_WORDS);
         return -1;
     }
-    if (m->num_cat_words + n > UINT32_MAX) {
-        qs_fail(err, QS_ERR_LIMIT, 0, "too many categorical bitset words");
+    if ((uint64_t)m->num_cat_words + n > QS_MAX_MODEL_CAT_WORDS) {
+        qs_fail(err, QS_ERR_LIMIT, 0,
+                "the categorical sets need more than %u bitset words in all (256 MiB)",
+                QS_MAX_MODEL_CAT_WORDS);
         return -1;
     }
     if (grow((void **)&m->cat_words, &m->cap_cat_words, m->num_cat_words + n,

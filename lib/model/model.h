@@ -17,7 +17,13 @@
 #define QS_MAX_TREE_NODES (1u << 20)   /* nodes (internal + leaves) per tree */
 #define QS_MAX_LEAVES     ((QS_MAX_TREE_NODES + 1u) / 2u)
 #define QS_SRC_COUNT      6u           /* qs_source values 0 .. QS_SRC_ONNX */
-#define QS_MAX_CAT_WORDS  (1u << 16)   /* 32-bit words per categorical bitset */
+/* 32-bit words per categorical bitset: categories 0 .. 2^31 - 1, LightGBM's
+ * own range (Tree::CategoricalDecision casts the value to int; its
+ * cat_boundaries are ints).  Memory stays bounded by the model's total,
+ * QS_MAX_MODEL_CAT_WORDS (256 MiB), and readers grow a set as its
+ * categories need, never to the limit at once. */
+#define QS_MAX_CAT_WORDS  (1u << 26)
+#define QS_MAX_MODEL_CAT_WORDS (1u << 26)   /* bitset words of every set of a model */
 
 /* LightGBM's kZeroThreshold is declared `const double kZeroThreshold = 1e-35f`:
  * a float literal widened to double, so the band edge is float32(1e-35). */

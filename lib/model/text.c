@@ -356,13 +356,16 @@ static int read_cats(reader *r, int i, qs_model *m, qs_node *n_out_off)
             }
             uint32_t wi = (uint32_t)(v / 32);
             if (wi >= cap) {
-                size_t nc = (size_t)QS_MAX_CAT_WORDS;
+                /* grow as the categories need (doubling), not to the limit */
+                size_t nc = cap * 2 > (size_t)wi + 1 ? cap * 2 : (size_t)wi + 1;
+                if (nc > (size_t)QS_MAX_CAT_WORDS)
+                    nc = (size_t)QS_MAX_CAT_WORDS;
                 uint32_t *big = calloc(nc, sizeof *big);
                 if (!big) {
                     qs_fail(r->err, QS_ERR_NOMEM, r->line, "out of memory");
                     goto out;
                 }
-                memcpy(big, w, cap * sizeof *w);
+                memcpy(big, w, cap * sizeof *w);   /* calloc'd: the rest is 0 */
                 if (w != words)
                     free(w);
                 w = big;
