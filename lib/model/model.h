@@ -129,6 +129,9 @@ struct qs_model {
      * sources, whose scores it then leaves untouched. */
     int out_affine;
     double out_scale;
+    uint32_t out_divide;    /* N > 1: the sum is first divided by N in the
+                               accumulation's precision (ONNX Runtime's
+                               AVERAGE: sum / n_trees + base); 0, 1: none */
     double *out_bias;       /* [num_classes] */
 
     qs_tree *trees;    uint64_t num_trees,  cap_trees;
@@ -251,7 +254,8 @@ void qs_model_walk_sum(const qs_model *m, const double *x, double *out);
 
 /* Apply the output affine to n documents' scores out[d * K + c] in place:
  * out = out_scale * s, rounded to double, then + out_bias[c], rounded to
- * double (two roundings, never a fused multiply-add).  Nothing when
+ * double (two roundings, never a fused multiply-add); with out_divide N, s
+ * is first s / N (in float32 with accumulate float).  Nothing when
  * out_affine is off. */
 void qs_model_finish_scores(const qs_model *m, double *out, size_t n);
 

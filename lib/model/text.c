@@ -104,6 +104,8 @@ int qs_model_to_text(const qs_model *m, char **out, size_t *out_len, qs_error *e
     if (m->out_affine) {
         sb_printf(&b, "out-scale ");
         put_value(&b, m->out_scale);
+        if (m->out_divide > 1)
+            sb_printf(&b, " divide %u", m->out_divide);
         sb_printf(&b, "\n");
         for (uint32_t c = 0; c < m->num_classes; c++) {
             sb_printf(&b, "out-bias %u ", c);
@@ -529,8 +531,18 @@ static int read_body(reader *r, qs_model *m)
     }
     if (affine) {
         m->out_affine = 1;
-        if (header(r, "out-scale", 2) || get_num(r, 1, 0, &m->out_scale, "output scale"))
+        if (header(r, "out-scale", -1) || get_num(r, 1, 0, &m->out_scale, "output scale"))
             return -1;
+        if (r->ntok == 4 && tok_is(r, 2, "divide")) {
+            if (get_u32(r, 3, QS_MAX_TREES, &m->out_divide, "output divisor"))
+                return -1;
+            if (m->out_divide < 2)
+                return qs_fail(r->err, QS_ERR_FORMAT, r->line,
+                               "'divide' takes a count of 2 or more");
+        } else if (r->ntok != 2) {
+            return qs_fail(r->err, QS_ERR_FORMAT, r->line,
+                           "'out-scale' takes 1 field, or 3 ending with 'divide N'");
+        }
         for (uint32_t c = 0; c < m->num_classes; c++) {
             uint32_t ci;
             if (header(r, "out-bias", 3) || get_u32(r, 1, QS_MAX_CLASSES, &ci, "class"))
