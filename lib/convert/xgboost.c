@@ -986,21 +986,40 @@ static int finish(conv *c)
         return qs_fail(err, QS_ERR_LIMIT, 0, "num_feature %lld is beyond the limit of %u",
                        (long long)c->num_feature, QS_MAX_FEATURES);
 
-    /* Dart scales tree i by weight_drop[i] (src/gbm/gbtree.cc, Dart): with
-     * weight 1 the sum is the gbtree sum. */
+    /* Dart scales tree i by weight_drop[i] (src/gbm/gbtree.cc,
+     * Dart::PredictBatchImpl): each tree is predicted alone into a buffer
+     * filled with 0, then `out += tree * w` in float32.  On x86-64 builds
+     * (no fused multiply-add in the baseline instruction set) that is the
+     * float32 product, rounded, then the float32 sum: the canonical tree's
+     * leaves are (float)((0.0f + leaf) * w), weight 1, and the sum is the
+     * gbtree sum.  Builds where the compiler fuses the multiply-add
+     * (aarch64, CUDA) round once: the model does not say which build
+     * predicts (README). */
     if (dart) {
         if (!c->has_weight_drop)
             return qs_fail(err, QS_ERR_FORMAT, 0, "dart booster without weight_drop");
         if (c->weight_drop.n != nt)
             return qs_fail(err, QS_ERR_FORMAT, 0, "weight_drop has %zu entries, trees %llu",
                            c->weight_drop.n, (unsigned long long)nt);
-        for (size_t i = 0; i < c->weight_drop.n; i++)
-            if (c->weight_drop.v[i] != 1.0f)
+        if (m->num_trees != nt)
+            return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                           "dart with vector-leaf trees is not supported");
+        for (uint64_t t = 0; t < nt; t++) {
+            const float w = c->weight_drop.v[t];
+            if (!isfinite(w))
                 return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
-                               "dart tree %zu has weight_drop %.9g: xgboost adds leaf * weight "
-                               "with a multiply-add that some builds fuse into one rounding (fma) "
-                               "and others round twice, so its scores cannot be reproduced exactly",
-                               i, (double)c->weight_drop.v[i]);
+                               "dart tree %llu has weight_drop %.9g: not supported",
+                               (unsigned long long)t, (double)w);
+            const qs_tree *tr = &m->trees[t];
+            for (uint32_t i = 0; i < tr->num_nodes; i++) {
+                qs_node *n = &m->nodes[tr->node_off + i];
+                if (n->kind != QS_NODE_LEAF)
+                    continue;
+                volatile float leaf = 0.0f + (float)n->value;   /* the buffer's 0 + leaf */
+                volatile float p = leaf * w;                     /* rounded: no fma */
+                n->value = (double)p;
+            }
+        }
     }
 
     /* Objective: the base_score link and the output transform. */
