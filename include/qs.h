@@ -182,6 +182,19 @@ QS_API void qs_model_stats_free(qs_model_stats *st);
  * files do not keep it). */
 QS_API int qs_source_version(const char *buf, size_t len, char *out, size_t cap);
 
+/* The categories an XGBoost 3.1+ model recorded for its categorical features
+ * (its "cats" encoder, made when it was trained on a data frame): for each,
+ * fn(ctx, feature, code, text, len) in code order; text is a string
+ * category's UTF-8 bytes (at most 256) or a numeric category's number.  A
+ * document value for such a feature is the category's code, its index in
+ * this list: XGBoost takes numeric input (numpy, DMatrix) as the codes, and
+ * re-codes only a data frame's categories.  Returns how many categories
+ * were reported: 0 for none (and for other formats), -1 for a malformed
+ * encoder. */
+typedef void (*qs_category_fn)(void *ctx, uint32_t feature, uint32_t code, const char *text,
+                               size_t len);
+QS_API long long qs_source_categories(const char *buf, size_t len, qs_category_fn fn, void *ctx);
+
 /* --------------------------------------------------------- .qsm models */
 
 typedef struct qs_compile_options {

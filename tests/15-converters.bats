@@ -92,12 +92,20 @@ score_fixture() { # score_fixture MODEL DOCS WANT [qs-score options]: every back
     assert_output --partial "multi-target classifiers"
 }
 
-@test "xgboost 3.1 categories re-coded by the model (cats.enc) are refused" {
+@test "xgboost 3.1+ categories (cats.enc): values are the training codes, as XGBoost's numeric input; --info lists them" {
+    local C="$BATS_TEST_DIRNAME/fixtures/xgboost-cats"
+    SCORE_COMPARE=values conform "$C/cats.json.zst" "$C/docs.letor" "$C/cats.pred.txt"
+    run qs-compile --info "$C/cats.json.zst"
+    assert_success
+    assert_output --partial 'categories of feature 0 (code: value): 0: "teal" 1: "red" 2: "plum" 3: "blue" 4: "green"'
+    assert_output --partial 'categories of feature 2 (code: value): 0: "10" 1: "20" 2: "35"'
+    run qs-compile --info --json "$C/cats.json.zst"
+    assert_output --partial '"categories": {"0": ["teal", "red", "plum", "blue", "green"], "2": ["10", "20", "35"]},'
+    # an encoder of numbers in a hand-edited model converts to the same model
     grep -q '"enc":\[\]' "$X/v3-cat.json"
     sed 's/"enc":\[\]/"enc":[{"type":0,"values":[3,7]}]/' "$X/v3-cat.json" > "$BATS_TEST_TMPDIR/enc.json"
-    run qs-convert "$BATS_TEST_TMPDIR/enc.json"
-    assert_failure 3
-    assert_output --partial "cats.enc"
+    qs-convert "$BATS_TEST_TMPDIR/enc.json" > "$BATS_TEST_TMPDIR/a.txt"
+    qs-convert "$X/v3-cat.json" | cmp - "$BATS_TEST_TMPDIR/a.txt"
 }
 
 @test "xgboost dart with dropout weights (XGBoost 3.2, x86-64): each tree's float32 leaf * weight, then the float32 sum" {

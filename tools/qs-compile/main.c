@@ -174,7 +174,7 @@ int main(int argc, char **argv)
     char *buf = tool_read_all(in, &len);
     qs_error err;
     qs_error_clear(&err);
-    info_input ii = { name, tool_model_kind(buf, len), len, NULL, NULL, NULL };
+    info_input ii = { name, tool_model_kind(buf, len), len, NULL, NULL, NULL, NULL, 0 };
     qs_tuning tune;
     char version[64];
     qs_qsm_file_info fi;
@@ -209,7 +209,12 @@ int main(int argc, char **argv)
         tool_die(EXIT_DATA, "%s: not canonical ensemble text (expected 'qs-ensemble 1' on the "
                             "first line; convert models with qs-convert)", name);
     qs_model *m = qs_convert(QS_FMT_UNKNOWN, buf, len, &err);
-    free(buf);
+    if (show_info) {
+        ii.src = buf;   /* kept for the report (an XGBoost model's categories) */
+        ii.src_len = len;
+    } else {
+        free(buf);
+    }
     if (!m)
         tool_die_err(name, &err);
     unsigned char *img;
@@ -245,6 +250,7 @@ int main(int argc, char **argv)
             tool_die_err(name, &err);
         free(img);
         info_report(out.fp, json, &ii, s);
+        free(buf);
         qs_scorer_free(s);
         tool_out_commit(&out);
         return EXIT_OK;
