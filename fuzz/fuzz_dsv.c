@@ -1,7 +1,8 @@
 /* fuzz_dsv.c: libFuzzer target for the delimited-text (CSV, TSV) document
  * reader: qs_dsv_next_cell against an independent splitter, and qs_dsv_parse
  * against qs_letor_parse of the LETOR line that says the same (every feature
- * cell as id:value, missing cells as nan), scored on two fixed models.
+ * cell as id:value, missing cells as nan; for a LightGBM model read with
+ * the zero band as LightGBM reads CSV), scored on two fixed models.
  *
  * Input: a control line, then rows.  Control byte 0: the separator (even:
  * ',', odd: tab); byte 1: the label column ('0': none, else (c - '1') mod 8);
@@ -270,6 +271,10 @@ static void one_row(char sep, long label, long qid, uint32_t ncols, const char *
         qs_workspace_select(W[k][1], 0);
         if (qs_letor_parse(S[k], W[k][1], QS_ABSENT_DEFAULT, lt, m, &lo, &ld, &le) != 0 || !ld)
             FUZZ_FAIL("the LETOR twin '%s' of an accepted row is refused: %s", lt, le.msg);
+        /* LightGBM reads CSV as a dense matrix, LETOR as LibSVM: the twin
+         * read the dense way (|x| <= 1e-35f is 0) */
+        if (qs_scorer_zero_band(S[k]))
+            qs_doc_zero_band(W[k][1]);
         double a, b;
         if (qs_score_doc(S[k], W[k][0], QS_BACKEND_AUTO, &a, NULL) != 0 ||
             qs_score_doc(S[k], W[k][1], QS_BACKEND_AUTO, &b, NULL) != 0)

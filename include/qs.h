@@ -76,7 +76,7 @@ QS_API void qs_model_free(qs_model *m);
 /* Format of a foreign model, as told by qs_detect_format(). */
 typedef enum qs_format {
     QS_FMT_UNKNOWN = 0,
-    QS_FMT_LIGHTGBM = 1,   /* LightGBM text model (v3/v4) */
+    QS_FMT_LIGHTGBM = 1,   /* LightGBM text model (v2, v3, v4) */
     QS_FMT_XGBOOST = 2,    /* XGBoost JSON model */
     QS_FMT_QUICKRANK = 3,  /* QuickRank / RankLib XML */
     QS_FMT_CANONICAL = 4,  /* qs canonical ensemble text */
@@ -84,8 +84,33 @@ typedef enum qs_format {
     QS_FMT_ONNX = 6        /* ONNX model (protobuf) holding one ai.onnx.ml tree ensemble */
 } qs_format;
 
-/* Guess a model's format from its first bytes. */
+/* Guess a model's format from its first bytes (each reader's detection, in
+ * the readers' table's order). */
 QS_API qs_format qs_detect_format(const char *buf, size_t len);
+
+/* The readers' table (lib/convert/convert.c): one row per format, with the
+ * source library whose rules the reader keeps, the names a command line
+ * gives it, and words for messages.  Every list of formats (qs-convert
+ * --from, the tools' messages, qs-compile --info) reads this table. */
+typedef struct qs_reader_info {
+    qs_format format;
+    qs_source source;         /* QS_SRC_UNKNOWN: canonical text, which records its own */
+    const char *name;         /* command-line name ("lightgbm"); NULL: chosen by detection only */
+    const char *alias;        /* another command-line name ("ranklib"), or NULL */
+    const char *description;  /* "LightGBM text" */
+    const char *kind;         /* "a LightGBM text model" */
+} qs_reader_info;
+
+/* Row i of the table, NULL past the last. */
+QS_API const qs_reader_info *qs_reader_get(size_t i);
+/* The row a command-line name (or alias) names, or the row of a format;
+ * NULL when none. */
+QS_API const qs_reader_info *qs_reader_by_name(const char *name);
+QS_API const qs_reader_info *qs_reader_by_format(qs_format fmt);
+/* A source's name as canonical text and qs-compile --info write it
+ * ("lightgbm", ..., "unknown"), and back (0, or -1 for a name none has). */
+QS_API const char *qs_source_name(qs_source s);
+QS_API int qs_source_from_name(const char *name, size_t len, qs_source *out);
 
 /* Convert a foreign model held in memory (not NUL-terminated necessarily).
  * Returns NULL and fills err on failure; QS_ERR_UNSUPPORTED for models that
@@ -158,6 +183,19 @@ QS_API void qs_model_stats_free(qs_model_stats *st);
  * -1 when the format records none that this reads (canonical text and .qsm
  * files do not keep it). */
 QS_API int qs_source_version(const char *buf, size_t len, char *out, size_t cap);
+
+/* The categories an XGBoost 3.1+ model recorded for its categorical features
+ * (its "cats" encoder, made when it was trained on a data frame): for each,
+ * fn(ctx, feature, code, text, len) in code order; text is a string
+ * category's UTF-8 bytes (at most 256) or a numeric category's number.  A
+ * document value for such a feature is the category's code, its index in
+ * this list: XGBoost takes numeric input (numpy, DMatrix) as the codes, and
+ * re-codes only a data frame's categories.  Returns how many categories
+ * were reported: 0 for none (and for other formats), -1 for a malformed
+ * encoder. */
+typedef void (*qs_category_fn)(void *ctx, uint32_t feature, uint32_t code, const char *text,
+                               size_t len);
+QS_API long long qs_source_categories(const char *buf, size_t len, qs_category_fn fn, void *ctx);
 
 /* --------------------------------------------------------- .qsm models */
 
@@ -468,6 +506,29 @@ QS_API void qs_doc_reset(qs_workspace *w, qs_absent absent);
  * precision (qs_parse_value does it). */
 QS_API void qs_doc_set(qs_workspace *w, uint32_t id, double value);
 
+/* LightGBM's zero threshold.  LightGBM does not read a document value the
+ * same way on every input: its CSV and TSV readers and its dense-matrix
+ * input (numpy, pandas) drop a value with |x| <= kZeroThreshold
+ * ((double)1e-35f), so it counts as 0.0, while its LibSVM reader and CSR
+ * input keep it.  A model split at -kZeroThreshold (common where the
+ * training data has zeros) sends such a value the other way.  For a
+ * LightGBM model the library reads each input as LightGBM's reader of that
+ * form does: qs_dsv_parse and qs_score_matrix drop the band; qs_letor_parse,
+ * qs_letor_parse_row and qs_doc_set keep every value.
+ *
+ * qs_scorer_zero_band: 1 when the scorer's model reads dense input so (its
+ * source is LightGBM), else 0 (every other library keeps the values; so
+ * does ONNX Runtime for a LightGBM model exported to ONNX).
+ * qs_doc_zero_band: in the selected slot, every value with |x| <=
+ * (double)1e-35f (-0.0, denormals and the threshold itself included)
+ * becomes +0.0, as LightGBM's dense readers read it; qs_row_zero_band the
+ * same over row[0 .. n).  For a caller whose rows are dense (a float32
+ * matrix read with qs_doc_set, say) or a LETOR user whose reference is
+ * LightGBM's dense predict(). */
+QS_API int qs_scorer_zero_band(const qs_scorer *s);
+QS_API void qs_doc_zero_band(qs_workspace *w);
+QS_API void qs_row_zero_band(double *row, size_t n);
+
 /* Score the selected slot of the workspace: writes num_classes raw scores
  * (the margin; double or float32 values widened to double) into out[].
  * Returns 0, or -1 with err (may be NULL). */
@@ -500,11 +561,22 @@ QS_API int qs_score_leaves(const qs_scorer *s, qs_workspace *w, qs_backend b, ui
  * the rows with its own workspace.  A back end that takes whole batches
  * (QS_BACKEND_F_BATCH) gets every row in one call instead, and uses at
  * most `threads` CPU threads its own way; it may be called from several
- * threads at once.  The scores are the same bits for every thread count.  Back end b must be prepared (QS_BACKEND_AUTO always is).
+ * threads at once.  The scores are the same bits for every thread count.
+ * The rows are read as a dense matrix: for a LightGBM model, a value with
+ * |x| <= (double)1e-35f counts as 0.0 (qs_scorer_zero_band; the matrix
+ * itself is not changed).  Back end b must be prepared (QS_BACKEND_AUTO
+ * always is).
  * Returns 0, or -1 with err (QS_ERR_UNSUPPORTED for threads > 1 in a build
  * without OpenMP). */
 QS_API int qs_score_matrix(const qs_scorer *s, qs_backend b, const double *x, size_t ndocs,
                            size_t stride, double *out, unsigned threads, qs_error *err);
+/* qs_score_matrix with the rows scored as they are, without the dense
+ * matrix's reading: for rows that hold each value as its own input form
+ * reads it (qs_letor_parse_row's rows keep the zero band, as LightGBM's
+ * LibSVM reader does; qs-score's whole batches). */
+QS_API int qs_score_matrix_as_read(const qs_scorer *s, qs_backend b, const double *x,
+                                   size_t ndocs, size_t stride, double *out, unsigned threads,
+                                   qs_error *err);
 
 /* Tree reversal: for each tree, add to false_nodes[t] / true_nodes[t] how
  * many of its internal nodes send the workspace's selected document right
@@ -644,7 +716,10 @@ QS_API int qs_dsv_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent,
 /* qs_dsv_parse into a caller's row of rf->num_features values (as
  * qs_letor_parse_row): for a document row the whole row is first filled
  * with rf->fill, then every feature cell set; blank lines leave it alone.
- * The same values, checks and messages as qs_dsv_parse. */
+ * The same checks and messages as qs_dsv_parse, and its values as written:
+ * the row format names no model, so for a model whose library drops the
+ * zero band from CSV (qs_scorer_zero_band) the caller applies
+ * qs_row_zero_band to the row, which gives qs_dsv_parse's values. */
 QS_API int qs_dsv_parse_row(const qs_row_format *rf, double *row, const qs_dsv_format *f,
                             const char *line, size_t len, qs_letor_line *out, int *is_doc,
                             qs_error *err);

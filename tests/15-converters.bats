@@ -92,18 +92,33 @@ score_fixture() { # score_fixture MODEL DOCS WANT [qs-score options]: every back
     assert_output --partial "multi-target classifiers"
 }
 
-@test "xgboost 3.1 categories re-coded by the model (cats.enc) are refused" {
+@test "xgboost 3.1+ categories (cats.enc): values are the training codes, as XGBoost's numeric input; --info lists them" {
+    local C="$BATS_TEST_DIRNAME/fixtures/xgboost-cats"
+    SCORE_COMPARE=values conform "$C/cats.json.zst" "$C/docs.letor" "$C/cats.pred.txt"
+    run qs-compile --info "$C/cats.json.zst"
+    assert_success
+    assert_output --partial 'categories of feature 0 (code: value): 0: "teal" 1: "red" 2: "plum" 3: "blue" 4: "green"'
+    assert_output --partial 'categories of feature 2 (code: value): 0: "10" 1: "20" 2: "35"'
+    run qs-compile --info --json "$C/cats.json.zst"
+    assert_output --partial '"categories": {"0": ["teal", "red", "plum", "blue", "green"], "2": ["10", "20", "35"]},'
+    # an encoder of numbers in a hand-edited model converts to the same model
     grep -q '"enc":\[\]' "$X/v3-cat.json"
     sed 's/"enc":\[\]/"enc":[{"type":0,"values":[3,7]}]/' "$X/v3-cat.json" > "$BATS_TEST_TMPDIR/enc.json"
-    run qs-convert "$BATS_TEST_TMPDIR/enc.json"
-    assert_failure 3
-    assert_output --partial "cats.enc"
+    qs-convert "$BATS_TEST_TMPDIR/enc.json" > "$BATS_TEST_TMPDIR/a.txt"
+    qs-convert "$X/v3-cat.json" | cmp - "$BATS_TEST_TMPDIR/a.txt"
 }
 
-@test "xgboost dart with dropout weights is refused" {
+@test "xgboost dart with dropout weights (XGBoost 3.2, x86-64): each tree's float32 leaf * weight, then the float32 sum" {
+    local D="$BATS_TEST_DIRNAME/fixtures/xgboost-dart" m
+    for m in dart-reg dart-logistic dart-softprob; do
+        SCORE_COMPARE=values conform "$D/$m.json.zst" "$D/docs.letor" "$D/$m.raw.txt" ||
+            { echo "($m)"; return 1; }
+        SCORE_COMPARE=values conform "$D/$m.json.zst" "$D/docs.letor" "$D/$m.out.txt" --transform ||
+            { echo "($m --transform)"; return 1; }
+    done
+    # the older fixture with dropout weights converts too
     run qs-convert "$X/real-dart-rate.json"
-    assert_failure 3
-    assert_output --partial "dart"
+    assert_success
 }
 
 @test "quickrank hand-made model: float32 <=, NaN goes right, absent is 0" {
@@ -200,4 +215,36 @@ score_fixture() { # score_fixture MODEL DOCS WANT [qs-score options]: every back
     run qs-convert "$T/nul.ubj"
     assert_failure 1
     assert_output --regexp "^qs-convert: $T/nul.ubj: byte [0-9]+: .*NUL byte in a string"
+}
+
+@test "readers' table: every --from name is accepted, each format detected and its source named" {
+    # The names qs-convert's help lists are the table's; each reads its own
+    # format, and a model of each format converts with and without --from.
+    run qs-convert --help
+    assert_success
+    names=$(sed -n 's/^usage: qs-convert \[--from \([a-z|]*\)\].*/\1/p' <<< "$output" | tr '|' ' ')
+    [ "$names" = "lightgbm xgboost catboost onnx quickrank" ]
+    F="$BATS_TEST_DIRNAME/fixtures"
+    for pair in "lightgbm:$F/lightgbm/mixed.model.txt" "xgboost:$X/real-cat.ubj" \
+                "catboost:$F/catboost-nonsym/depthwise.json.zst" "onnx:$F/onnx/sk-gbr.onnx" \
+                "quickrank:$Q/tiny.xml" "ranklib:$Q/ranklib_exact.txt"; do
+        name=${pair%%:*} model=${pair#*:}
+        src=$name; [ "$src" = ranklib ] && src=quickrank
+        qs-convert "$model" > "$BATS_TEST_TMPDIR/a.txt"
+        qs-convert --from "$name" "$model" > "$BATS_TEST_TMPDIR/b.txt"
+        cmp "$BATS_TEST_TMPDIR/a.txt" "$BATS_TEST_TMPDIR/b.txt"
+        grep -qx "source $src" "$BATS_TEST_TMPDIR/a.txt"
+        run qs-compile --info "$model"
+        assert_success
+        assert_output --partial "source: $src"
+    done
+    # A name the table lacks: the message lists the table's names.
+    run qs-convert --from canonical "$X/real-cat.ubj"
+    [ "$status" -eq 2 ]
+    assert_output --partial "expected lightgbm, xgboost, catboost, onnx or quickrank (ranklib)"
+}
+
+@test "lightgbm: a category set of 257,049 words (category 8,225,567) against LightGBM 4.7" {
+    B="$BATS_TEST_DIRNAME/fixtures/lightgbm-bigcat"
+    SCORE_COMPARE=values conform "$B/bigcat.txt.zst" "$B/docs.letor" "$B/bigcat.pred.txt"
 }

@@ -108,7 +108,7 @@ onnx_conform() { # onnx_conform NAME [qs-score options]
 
 @test "onnx: models that cannot be scored exactly are refused with exit 3" {
     local pair
-    for pair in "unsup-average:aggregate_function AVERAGE" "unsup-double-in:double input" \
+    for pair in "unsup-double-in:double input" \
         "unsup-notree:no ai.onnx.ml tree ensemble" "unsup-two:2 tree ensembles" \
         "unsup-partial-base:only some leaves add to it"; do
         run qs-convert "$O/${pair%%:*}.onnx"
@@ -145,4 +145,32 @@ onnx_conform() { # onnx_conform NAME [qs-score options]
     assert_failure 3
     assert_output --partial "no ai.onnx.ml tree ensemble"
     [ "$(tail -n 1 "$T/rss")" -lt $((262144 + $(san_rss qs-convert))) ]
+}
+
+# Random TreeEnsembleRegressor models with aggregate_function AVERAGE
+# (tests/fixtures/onnx-average/make.py): ONNX Runtime 1.32 divides each sum
+# by the tree count in float32, then adds the base value.
+A="$BATS_TEST_DIRNAME/fixtures/onnx-average"
+
+@test "onnx: AVERAGE, 12 random models against ONNX Runtime (sum / (float)trees + base, float32)" {
+    local i
+    for i in $(seq -f %03g 0 11); do
+        conform "$A/avg$i.onnx" "$A/docs.letor" "$A/avg$i.pred" || { echo "(avg$i)"; return 1; }
+    done
+    # the divisor is in the canonical text and in the .qsm (AFFN)
+    qs-convert "$A/avg001.onnx" | grep -q '^out-scale 0x1p+0 divide [0-9]*$'
+    # one tree: nothing to divide (the old unsup-average fixture)
+    run qs-convert "$O/unsup-average.onnx"
+    assert_success
+}
+
+@test "canonical text: 'divide N' on the out-scale line, 2 or more, with the affine only" {
+    local A1="$BATS_TEST_DIRNAME/fixtures/onnx-average/avg001.onnx" t="$BATS_TEST_TMPDIR"
+    qs-convert "$A1" > "$t/m.txt"
+    sed 's/^\(out-scale 0x1p+0\) divide [0-9]*$/\1 divide 1/' "$t/m.txt" > "$t/bad.txt"
+    run qs-compile -o "$t/bad.qsm" "$t/bad.txt"
+    assert_failure 1
+    assert_output --partial "'divide' takes a count of 2 or more"
+    qs-compile -o "$t/m.qsm" "$t/m.txt"
+    qs-compile --info "$t/m.qsm" > /dev/null
 }

@@ -133,18 +133,20 @@ range() {
     assert_output --partial "class count 4097 is beyond the limit 4096"
 }
 
-@test "limits: category 2^21-1 (2^16 bitset words) accepted and scored, 2^21 refused" {
+@test "limits: category 8,225,567 (257,049 bitset words) accepted and scored, 2^31 refused" {
+    # The limit is LightGBM's own: categories are ints (2^31 - 1, 2^26
+    # words); a set at the limit is 256 MiB, so the test stays below it.
     { header 3 1
       printf 'base 0 0x0p+0\ntrees 1\ntree 0 class 0 weight 0x1p+0 nodes 3\n'
-      printf '0 cat 1 left trunc nan right 1 2 3,2097151\n1 leaf 0x1p+0\n2 leaf 0x1p+1\nend\n'; } > "$T/k.txt"
+      printf '0 cat 1 left trunc nan right 1 2 3,8225567\n1 leaf 0x1p+0\n2 leaf 0x1p+1\nend\n'; } > "$T/k.txt"
     qs-compile -o "$T/k.qsm" "$T/k.txt"
-    printf '0 1:2097151\n0 1:2097150\n0 1:3\n0 1:2097152\n0 1:2097151.9\n' > "$T/d"
+    printf '0 1:8225567\n0 1:8225566\n0 1:3\n0 1:8225568\n0 1:8225567.9\n' > "$T/d"
     printf '1\n2\n1\n2\n1\n' > "$T/want"
     score_all "$T/k.qsm" "$T/d" "$T/want"
-    sed 's/3,2097151$/3,2097152/' "$T/k.txt" > "$T/k2.txt"
+    sed 's/3,8225567$/3,2147483648/' "$T/k.txt" > "$T/k2.txt"
     run qs-compile -o "$T/k2.qsm" "$T/k2.txt"
     assert_failure 1
-    assert_output --partial "category 2097152 beyond the limit 2097151"
+    assert_output --partial "category 2147483648 beyond the limit 2147483647"
 }
 
 @test "limits: counts of 2^22 trees and 2^20 nodes per tree pass the reader's check, one more is refused" {

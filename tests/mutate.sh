@@ -58,7 +58,84 @@ patch() {
     rm -f "$file.orig"
 }
 
-names=(nan ulp negzero oblivious byteplane-cat ubsan-pipe empty-list-backends)
+names=(nan ulp negzero oblivious byteplane-cat ubsan-pipe empty-list-backends zero-band-csv zero-band-f32
+       zero-band-matrix zero-band-onnx lightgbm-dense fmath-exp fmath-softmax lightgbm-v2-end
+       cat-words onnx-average xgboost-dart xgboost-cats)
+
+# The rules of the issue on exact scores for the models people bring: each
+# must be seen by its tests.
+what_zero_band_csv="CSV/TSV keep |x| <= 1e-35f for LightGBM models (its CSV reader reads them as 0)"
+build_zero_band_csv=plain
+files_zero_band_csv="tests/18-zero-threshold.bats"
+mut_zero_band_csv() {
+    patch lib/score/dense.c 's/const int zero_band = qs_model_dense_zero_band\(s->m\);/const int zero_band = 0;/'
+}
+what_zero_band_f32="f32 rows keep |x| <= 1e-35f for LightGBM models (its dense matrix reads them as 0)"
+build_zero_band_f32=plain
+files_zero_band_f32="tests/18-zero-threshold.bats"
+mut_zero_band_f32() {
+    patch tools/qs-score/pipeline.c 's/const int zero_band = qs_scorer_zero_band\(wk->s\);/const int zero_band = 0;/'
+}
+what_zero_band_matrix="qs_score_matrix keeps |x| <= 1e-35f for LightGBM models"
+build_zero_band_matrix=plain
+files_zero_band_matrix="tests/18-zero-threshold.bats"
+mut_zero_band_matrix() {
+    patch lib/score/matrix.c 's/if \(!qs_model_dense_zero_band\(m\)\)/if (1)/'
+}
+what_zero_band_onnx="an ONNX model read with LightGBM's zero band (ONNX Runtime has none)"
+build_zero_band_onnx=plain
+files_zero_band_onnx="tests/18-zero-threshold.bats"
+mut_zero_band_onnx() {
+    patch lib/model/model.h 's/return m->source == QS_SRC_LIGHTGBM;/return m->source == QS_SRC_LIGHTGBM || m->source == QS_SRC_ONNX;/'
+}
+what_lightgbm_dense="qs-score --lightgbm-dense reads LETOR as LibSVM after all (one thread)"
+build_lightgbm_dense=plain
+files_lightgbm_dense="tests/18-zero-threshold.bats"
+mut_lightgbm_dense() {
+    patch tools/qs-score/pipeline.c 's/(if \(job->lightgbm_dense\)\n\s*)qs_doc_zero_band\(wk->w\);/${1}(void)0;/'
+}
+what_fmath_exp="CatBoost's Exponent with the C library's exp"
+build_fmath_exp=plain
+files_fmath_exp="tests/16-catboost.bats"
+mut_fmath_exp() {
+    patch lib/score/transform.c 's/(x = x > -708\.39641853226408 \? x : -708\.39641853226408;\n)(\s*)return fmath_core\(x\);/$1$2return exp(x);/'
+}
+what_fmath_softmax="CatBoost's MultiClass softmax with the C library's exp"
+build_fmath_softmax=plain
+files_fmath_softmax="tests/16-catboost.bats"
+mut_fmath_softmax() {
+    patch lib/score/transform.c 's/y\[c\] = c < \(k & ~3u\) \? catboost_exp\(z\) : catboost_exp_tail\(z\);/y[c] = exp(z);/'
+}
+what_lightgbm_v2_end="a LightGBM v2 file that ends after its last tree is refused"
+build_lightgbm_v2_end=plain
+files_lightgbm_v2_end="tests/18-zero-threshold.bats"
+mut_lightgbm_v2_end() {
+    patch lib/convert/lightgbm.c 's/if \(c->v2 && c->ntrees > 0\)/if (0)/'
+}
+what_cat_words="the categorical set limit back at 2^16 words (LightGBM's 257,049-word sets refused)"
+build_cat_words=plain
+files_cat_words="tests/15-converters.bats"
+mut_cat_words() {
+    patch lib/model/model.h 's/#define QS_MAX_CAT_WORDS  \(1u << 26\)/#define QS_MAX_CAT_WORDS  (1u << 16)/'
+}
+what_onnx_average="ONNX AVERAGE divides by multiplying with the float reciprocal"
+build_onnx_average=plain
+files_onnx_average="tests/17-onnx.bats"
+mut_onnx_average() {
+    patch lib/model/model.c 's/s = s \/ nd;/s = s * (1.0f \/ nd);/'
+}
+what_xgboost_dart="XGBoost dart trees added without their weight_drop"
+build_xgboost_dart=plain
+files_xgboost_dart="tests/15-converters.bats"
+mut_xgboost_dart() {
+    patch lib/convert/xgboost.c 's/volatile float p = leaf \* w;/volatile float p = leaf;/'
+}
+what_xgboost_cats="qs-compile --info shows no categories of an XGBoost model's encoder"
+build_xgboost_cats=plain
+files_xgboost_cats="tests/15-converters.bats"
+mut_xgboost_cats() {
+    patch lib/convert/xgboost.c 's/if \(!buf \|\| qs_detect_format\(buf, len\) != QS_FMT_XGBOOST\)/if (1)/'
+}
 
 what_nan="qs-score's score formatter prints nan for every score"
 build_nan=plain

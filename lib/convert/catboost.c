@@ -701,15 +701,18 @@ static int parse_model_info(conv *c)
 /* ------------------------------------------------------------ finishing */
 
 /* The loss function's output (CatBoost's prediction types): Logloss and
- * CrossEntropy give Probability = 1/(1+exp(-raw)) ("sigmoid"), Poisson and
- * Tweedie Exponent = exp(raw) ("exp"), the regression and ranking losses
- * the raw value.  MultiClass's softmax is left "unsupported": no CatBoost
- * prediction was at hand to check its exp and sum against. */
+ * CrossEntropy give Probability = 1/(1+exp(-raw)) with the C library's exp
+ * ("sigmoid": CalcSigmoid over a vector in eval_processing.h calls exp);
+ * Poisson and Tweedie Exponent and MultiClass Probability (softmax) use
+ * CatBoost's FastExpInplace, fmath's exp on x86-64 ("fmath-exp",
+ * "fmath-softmax": transform.c); the regression and ranking losses the raw
+ * value. */
 static const struct loss_info {
     const char *name, *transform;
 } losses[] = {
     { "Logloss", "sigmoid" },       { "CrossEntropy", "sigmoid" },
-    { "Poisson", "exp" },           { "Tweedie", "exp" },
+    { "Poisson", "fmath-exp" },     { "Tweedie", "fmath-exp" },
+    { "MultiClass", "fmath-softmax" },
     { "RMSE", "none" },             { "MAE", "none" },
     { "Quantile", "none" },         { "Expectile", "none" },
     { "MAPE", "none" },             { "Lq", "none" },

@@ -1,9 +1,12 @@
-/* convert.c: recognising a model's format from its first bytes, and the
- * table of readers that turn each format into the canonical model.  A new
- * reader is one file in this folder and one row of `readers` below. */
+/* convert.c: the readers' table: per format, its source library, its
+ * command-line names, how it is recognised from its first bytes, its reader
+ * (into the canonical model) and where its writer's version is read.  A new
+ * reader is one file in this folder, one row of `readers` below and its
+ * sources in lib/lib.mk (lib/README.md). */
 #include "convert/convert.h"
 #include "convert/json.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Whether a JSON object is a CatBoost model rather than an XGBoost one:
@@ -37,8 +40,9 @@ static int looks_like_catboost(const char *p, size_t n)
 /* Whether the bytes start like an ONNX ModelProto: field 1 (ir_version,
  * a small varint) first, as every ONNX writer puts it, then another field of
  * ModelProto (opset_import, producer_name, graph, ...). */
-static int looks_like_onnx(const unsigned char *p, size_t n)
+static int looks_like_onnx(const char *raw, size_t n)
 {
+    const unsigned char *p = (const unsigned char *)raw;
     if (n < 3 || p[0] != 0x08 || p[1] == 0 || p[1] >= 0x80)
         return 0;
     switch (p[2]) {
@@ -49,67 +53,148 @@ static int looks_like_onnx(const unsigned char *p, size_t n)
     }
 }
 
+/* Detection, one function per row, no two true for the same bytes (so the
+ * rows' order is free): `raw` is the whole input, `p` the same past a UTF-8
+ * byte-order mark and leading white space (n > 0; ONNX reads raw, whose
+ * first byte 0x08 no text format starts with). */
+#define STARTS(s) (n >= sizeof(s) - 1 && memcmp(p, s, sizeof(s) - 1) == 0)
+
+static int detect_onnx(const char *raw, size_t len, const char *p, size_t n)
+{
+    (void)p, (void)n;
+    return looks_like_onnx(raw, len);
+}
+
+/* Canonical text may open with comments (`#` lines), then "qs-ensemble". */
+static int detect_canonical(const char *raw, size_t len, const char *p, size_t n)
+{
+    size_t k = 0;
+    (void)raw, (void)len;
+    while (k < n && p[k] == '#') {
+        const char *nl = memchr(p + k, '\n', n - k);
+        if (!nl)
+            return 0;
+        k = (size_t)(nl - p) + 1;
+        while (k < n && (p[k] == ' ' || p[k] == '\t' || p[k] == '\r' || p[k] == '\n'))
+            k++;
+    }
+    return n - k >= 11 && memcmp(p + k, "qs-ensemble", 11) == 0;
+}
+
+static int detect_catboost(const char *raw, size_t len, const char *p, size_t n)
+{
+    (void)raw, (void)len;
+    return *p == '{' && looks_like_catboost(p, n);
+}
+
+/* Any other object, JSON or UBJSON. */
+static int detect_xgboost(const char *raw, size_t len, const char *p, size_t n)
+{
+    (void)raw, (void)len;
+    return *p == '{' && !looks_like_catboost(p, n);
+}
+
+/* RankLib opens with `##` lines, QuickRank with `<`. */
+static int detect_quickrank(const char *raw, size_t len, const char *p, size_t n)
+{
+    return *p == '<' || (*p == '#' && !detect_canonical(raw, len, p, n));
+}
+
+static int detect_lightgbm(const char *raw, size_t len, const char *p, size_t n)
+{
+    (void)raw, (void)len;
+    return STARTS("tree\n") || STARTS("tree\r\n") || STARTS("version=") || STARTS("num_class=");
+}
+#undef STARTS
+
+/* The readers, one file each in this folder. */
+static const qs_reader readers[] = {
+    { { QS_FMT_LIGHTGBM, QS_SRC_LIGHTGBM, "lightgbm", NULL, "LightGBM text", "a LightGBM text model" },
+      detect_lightgbm, qs_convert_lightgbm, qs_version_lightgbm },
+    { { QS_FMT_XGBOOST, QS_SRC_XGBOOST, "xgboost", NULL, "XGBoost JSON or UBJSON",
+        "an XGBoost JSON model" },
+      detect_xgboost, qs_convert_xgboost, qs_version_xgboost },
+    { { QS_FMT_CATBOOST, QS_SRC_CATBOOST, "catboost", NULL, "CatBoost JSON", "a CatBoost JSON model" },
+      detect_catboost, qs_convert_catboost, NULL },
+    { { QS_FMT_ONNX, QS_SRC_ONNX, "onnx", NULL, "ONNX", "an ONNX model" },
+      detect_onnx, qs_convert_onnx, NULL },
+    { { QS_FMT_QUICKRANK, QS_SRC_QUICKRANK, "quickrank", "ranklib", "QuickRank/RankLib XML",
+        "a QuickRank or RankLib XML model" },
+      detect_quickrank, qs_convert_quickrank, NULL },
+    { { QS_FMT_CANONICAL, QS_SRC_UNKNOWN, NULL, NULL, "qs canonical ensemble text",
+        "canonical ensemble text (qs-convert's output)" },
+      detect_canonical, qs_model_from_text, NULL },
+};
+#define N_READERS (sizeof readers / sizeof readers[0])
+
+const qs_reader *qs_reader_row(qs_format fmt)
+{
+    for (size_t i = 0; i < N_READERS; i++)
+        if (readers[i].info.format == fmt)
+            return &readers[i];
+    return NULL;
+}
+
+const qs_reader_info *qs_reader_get(size_t i)
+{
+    return i < N_READERS ? &readers[i].info : NULL;
+}
+
+const qs_reader_info *qs_reader_by_format(qs_format fmt)
+{
+    const qs_reader *r = qs_reader_row(fmt);
+    return r ? &r->info : NULL;
+}
+
+const qs_reader_info *qs_reader_by_name(const char *name)
+{
+    for (size_t i = 0; name && i < N_READERS; i++) {
+        const qs_reader_info *r = &readers[i].info;
+        if ((r->name && strcmp(r->name, name) == 0) || (r->alias && strcmp(r->alias, name) == 0))
+            return r;
+    }
+    return NULL;
+}
+
 qs_format qs_detect_format(const char *buf, size_t len)
 {
     size_t i = 0;
-    if (buf && looks_like_onnx((const unsigned char *)buf, len))
-        return QS_FMT_ONNX;
+    if (!buf)
+        return QS_FMT_UNKNOWN;
     if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB &&
         (unsigned char)buf[2] == 0xBF)
         i = 3;
     while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' || buf[i] == '\n'))
         i++;
-    if (i >= len)
-        return QS_FMT_UNKNOWN;
-    const char *p = buf + i;
-    size_t n = len - i;
-#define STARTS(s) (n >= sizeof(s) - 1 && memcmp(p, s, sizeof(s) - 1) == 0)
-    if (STARTS("qs-ensemble"))
-        return QS_FMT_CANONICAL;
-    if (*p == '{')
-        return looks_like_catboost(p, n) ? QS_FMT_CATBOOST : QS_FMT_XGBOOST;
-    if (*p == '#') {
-        /* Canonical text may open with comments; RankLib opens with `##` lines. */
-        size_t k = 0;
-        while (k < n && p[k] == '#') {
-            const char *nl = memchr(p + k, '\n', n - k);
-            if (!nl)
-                return QS_FMT_QUICKRANK;
-            k = (size_t)(nl - p) + 1;
-            while (k < n && (p[k] == ' ' || p[k] == '\t' || p[k] == '\r' || p[k] == '\n'))
-                k++;
-        }
-        if (n - k >= 11 && memcmp(p + k, "qs-ensemble", 11) == 0)
-            return QS_FMT_CANONICAL;
-        return QS_FMT_QUICKRANK;
-    }
-    if (*p == '<')
-        return QS_FMT_QUICKRANK;
-    if (STARTS("tree\n") || STARTS("tree\r\n") || STARTS("version=") || STARTS("num_class="))
-        return QS_FMT_LIGHTGBM;
-#undef STARTS
+    for (size_t k = 0; k < N_READERS; k++)
+        if ((i < len || readers[k].detect == detect_onnx) &&
+            readers[k].detect(buf, len, buf + i, len - i))
+            return readers[k].info.format;
     return QS_FMT_UNKNOWN;
 }
-
-/* The readers, one file each in this folder. */
-static const qs_reader readers[] = {
-    { QS_FMT_LIGHTGBM, "LightGBM text", qs_convert_lightgbm },
-    { QS_FMT_XGBOOST, "XGBoost JSON or UBJSON", qs_convert_xgboost },
-    { QS_FMT_QUICKRANK, "QuickRank/RankLib XML", qs_convert_quickrank },
-    { QS_FMT_CATBOOST, "CatBoost JSON", qs_convert_catboost },
-    { QS_FMT_ONNX, "ONNX", qs_convert_onnx },
-    { QS_FMT_CANONICAL, "qs canonical ensemble text", qs_model_from_text },
-};
 
 qs_model *qs_convert(qs_format fmt, const char *buf, size_t len, qs_error *err)
 {
     if (fmt == QS_FMT_UNKNOWN)
         fmt = qs_detect_format(buf, len);
-    for (size_t i = 0; i < sizeof readers / sizeof readers[0]; i++)
-        if (readers[i].format == fmt)
-            return readers[i].read(buf, len, err);
-    qs_fail(err, QS_ERR_FORMAT, 0,
-            "unrecognised model format (expected LightGBM text, XGBoost JSON, "
-            "CatBoost JSON, ONNX or QuickRank/RankLib XML)");
+    const qs_reader *r = qs_reader_row(fmt);
+    if (r)
+        return r->read(buf, len, err);
+    /* "expected LightGBM text, XGBoost JSON or UBJSON, ... or ONNX": the
+     * foreign formats, from the table */
+    char list[256];
+    size_t k = 0, total = 0, seen = 0;
+    for (size_t i = 0; i < N_READERS; i++)
+        total += readers[i].info.name != NULL;
+    list[0] = '\0';
+    for (size_t i = 0; i < N_READERS && k < sizeof list; i++) {
+        if (!readers[i].info.name)
+            continue;
+        seen++;
+        int w = snprintf(list + k, sizeof list - k, "%s%s", seen == 1 ? "" : seen == total ? " or " : ", ",
+                         readers[i].info.description);
+        k += w > 0 ? (size_t)w : 0;
+    }
+    qs_fail(err, QS_ERR_FORMAT, 0, "unrecognised model format (expected %s)", list);
     return NULL;
 }

@@ -6,10 +6,23 @@
 
 #include "model/model.h"
 
+/* A row of the readers' table (convert.c). */
 typedef struct qs_reader {
-    qs_format format;
-    const char *name;   /* for messages: "LightGBM text" */
+    qs_reader_info info;   /* format, source, names (public: qs_reader_get) */
+    /* whether the input is this format: raw is the whole input, p the same
+     * past a byte-order mark and leading white space (n > 0, except for
+     * ONNX's, which reads raw bytes); no two rows say yes to the same input */
+    int (*detect)(const char *raw, size_t len, const char *p, size_t n);
     qs_model *(*read)(const char *buf, size_t len, qs_error *err);
+    /* the writer's version, into out[cap] (0), or -1; NULL: not recorded */
+    int (*version)(const char *buf, size_t len, char *out, size_t cap);
 } qs_reader;
+
+/* The row of a format, NULL when none. */
+const qs_reader *qs_reader_row(qs_format fmt);
+
+/* version.c: the writers' versions, as each row's `version`. */
+int qs_version_lightgbm(const char *buf, size_t len, char *out, size_t cap);
+int qs_version_xgboost(const char *buf, size_t len, char *out, size_t cap);
 
 #endif

@@ -1,4 +1,4 @@
-/* conv_lightgbm.c: converts a LightGBM text model (format v3/v4, as written by
+/* conv_lightgbm.c: converts a LightGBM text model (format v2/v3/v4, as written by
  * LightGBM 4.x save_model or the CLI) into the canonical ensemble of model.h.
  *
  * The conversion is exact: thresholds and leaf values are parsed as doubles
@@ -231,6 +231,7 @@ typedef struct conv {
     field hdr[H_COUNT];
     int average_output;     /* random-forest model: output = convert(sum / iterations) */
     int header_done;
+    int v2;              /* version=v2: the trees may end without "end of trees" */
     uint32_t per_iter;      /* trees per iteration = output columns */
 
     uint64_t ntrees;        /* trees finished so far */
@@ -457,10 +458,12 @@ static int finish_header(conv *c)
     qtext q;
 
     c->header_done = 1;
-    if (h[H_VERSION].set && !span_eq(h[H_VERSION].v, "v3") && !span_eq(h[H_VERSION].v, "v4"))
+    if (h[H_VERSION].set && !span_eq(h[H_VERSION].v, "v2") && !span_eq(h[H_VERSION].v, "v3") &&
+        !span_eq(h[H_VERSION].v, "v4"))
         return qs_fail(c->err, QS_ERR_UNSUPPORTED, h[H_VERSION].line,
-                       "model version \"%s\" is not supported (expected v3 or v4)",
+                       "model version \"%s\" is not supported (expected v2, v3 or v4)",
                        quote(&q, h[H_VERSION].v));
+    c->v2 = h[H_VERSION].set && span_eq(h[H_VERSION].v, "v2");
     if (!h[H_NUM_CLASS].set)
         return qs_fail(c->err, QS_ERR_FORMAT, c->line,
                        "header: missing num_class (not a lightgbm text model?)");
@@ -1058,7 +1061,14 @@ static int convert(conv *c)
         if (s.n == 0)
             continue;
         any = 1;
-        if (span_eq(s, "end of trees")) {
+        /* Format v2 (older LightGBM; no tree_sizes) may have no "end of
+         * trees" line: LightGBM's loader (GBDT::LoadModelFromString) reads
+         * trees while lines start with "Tree=", so the first line after a
+         * tree that is neither a tree field nor "Tree=" (a line without
+         * '=': "feature_importances:", "parameters:", ...) ends them, as
+         * does the end of the input. */
+        if (span_eq(s, "end of trees") ||
+            (c->v2 && c->in_tree && !memchr(s.p, '=', s.n) && !span_eq(s, "tree"))) {
             if ((!c->header_done && finish_header(c)) || flush_tree(c))
                 return -1;
             ended = 1;
@@ -1103,6 +1113,10 @@ static int convert(conv *c)
          * a tree shows as a short array, which says more. */
         if ((!c->header_done && finish_header(c)) || flush_tree(c))
             return -1;
+        if (c->v2 && c->ntrees > 0)
+            ended = 1;   /* v2: the input may end after the last tree */
+    }
+    if (!ended) {
         return qs_fail(c->err, QS_ERR_FORMAT, c->line,
                        "unexpected end of input after %llu tree%s: no \"end of trees\" line "
                        "(truncated model?)",

@@ -137,6 +137,7 @@ typedef struct conv {
     int v5;                /* TreeEnsemble (opset 5) */
     int classifier;
     int dbl;               /* double input: double thresholds and sums */
+    int average;           /* aggregate_function AVERAGE: sums divided by the tree count */
 
     onode *nodes;
     size_t nn;
@@ -1161,9 +1162,18 @@ static int convert_node(conv *c, const Onnx__ModelProto *mp)
             return -1;
         }
     }
-    if (strcmp(agg, "SUM") != 0)
+    /* AVERAGE: ONNX Runtime divides each output's sum by the number of
+     * trees, in the input's precision, before adding the base value
+     * (TreeAggregatorAverage): the output affine's divisor */
+    if (strcmp(agg, "SUM") != 0 && strcmp(agg, "AVERAGE") != 0)
         return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
-                       "%s: aggregate_function %s is not supported (only SUM)", c->op, agg);
+                       "%s: aggregate_function %s is not supported (only SUM and AVERAGE)", c->op,
+                       agg);
+    c->average = strcmp(agg, "AVERAGE") == 0;
+    if (c->average && c->dbl)
+        return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                       "%s: aggregate_function AVERAGE with a double input is not supported (not "
+                       "checked against ONNX Runtime)", c->op);
     if (ntargets < 1 || (c->classifier && ntargets < 2))
         return qs_fail(err, QS_ERR_FORMAT, 0, "%s: %lld %s", c->op, (long long)ntargets,
                        c->classifier ? "class labels (at least 2 needed)" : "targets (n_targets)");
@@ -1400,9 +1410,10 @@ static int convert_node(conv *c, const Onnx__ModelProto *mp)
         m->out_bias[k] = b;
         any_bias |= b != 0.0;
     }
-    if (any_bias) {
+    if (any_bias || (c->average && c->nroots > 1)) {
         m->out_affine = 1;
         m->out_scale = 1.0;
+        m->out_divide = c->average && c->nroots > 1 ? (uint32_t)c->nroots : 0;
     }
     snprintf(m->objective, sizeof m->objective, "%s", c->op);
     snprintf(m->transform, sizeof m->transform, "%s",

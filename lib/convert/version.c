@@ -6,7 +6,7 @@
 #include <string.h>
 
 /* LightGBM text: the "version=v4" line of the header (before the trees). */
-static int lightgbm_version(const char *buf, size_t len, char *out, size_t cap)
+int qs_version_lightgbm(const char *buf, size_t len, char *out, size_t cap)
 {
     size_t i = 0;
     while (i < len) {
@@ -34,7 +34,7 @@ static int lightgbm_version(const char *buf, size_t len, char *out, size_t cap)
 
 /* XGBoost JSON: the top-level "version": [major, minor, patch], written
  * last; the last occurrence of the key is taken. */
-static int xgboost_version(const char *buf, size_t len, char *out, size_t cap)
+int qs_version_xgboost(const char *buf, size_t len, char *out, size_t cap)
 {
     static const char key[] = "\"version\"";
     const size_t kl = sizeof key - 1;
@@ -86,13 +86,9 @@ int qs_source_version(const char *buf, size_t len, char *out, size_t cap)
         return -1;
     out[0] = '\0';
     int r = -1;
-    switch (qs_detect_format(buf, len)) {
-    case QS_FMT_LIGHTGBM: r = lightgbm_version(buf, len, out, cap); break;
-    case QS_FMT_XGBOOST:
-        r = xgboost_version(buf, len, out, cap); /* UBJSON: no quoted key, none found */
-        break;
-    default: break;
-    }
+    const qs_reader *row = qs_reader_row(qs_detect_format(buf, len));
+    if (row && row->version)
+        r = row->version(buf, len, out, cap); /* XGBoost's UBJSON: no quoted key, none found */
     if (r != 0)
         out[0] = '\0';
     return r;

@@ -639,10 +639,12 @@ static int parse_gbtree_model(conv *c)
                 return -1;
         } else if (qs_json_str_eq(&k, "cats")) {
             /* XGBoost 3.1: the categories seen in training, by feature ("enc"),
-             * with which predict() re-codes its input's categories.  Empty
-             * when training took category codes (numbers); otherwise the
-             * trees' categories are indices into these lists, a mapping qs
-             * does not apply: refused. */
+             * with which predict() re-codes a data frame's categories into
+             * the training codes (their indices in these lists).  Numeric
+             * input (numpy, DMatrix, LETOR, CSV) is taken as those codes
+             * as it is: the trees hold codes, and qs scores them as
+             * XGBoost scores numeric input.  The lists are for inspection
+             * (qs_source_categories). */
             if (expect(c, &t, QS_JSON_OBJECT, "gradient_booster.model.cats") != 0)
                 return -1;
             for (;;) {
@@ -650,18 +652,7 @@ static int parse_gbtree_model(conv *c)
                     return -1;
                 if (k.type == QS_JSON_OBJECT_END)
                     break;
-                if (qs_json_str_eq(&k, "enc")) {
-                    if (expect(c, &t, QS_JSON_ARRAY, "cats.enc") != 0)
-                        return -1;
-                    if (next(c, &t) != 0)
-                        return -1;
-                    if (t.type != QS_JSON_ARRAY_END)
-                        return qs_fail(c->err, QS_ERR_UNSUPPORTED, 0,
-                                       "the model re-codes categories (cats.enc is not empty: it "
-                                       "was trained on a data frame's categories); qs scores "
-                                       "category codes as the trees hold them, so it cannot "
-                                       "reproduce this model's predictions");
-                } else if (qs_json_skip(&c->r, &k, c->err) != 0) {
+                if (qs_json_skip(&c->r, &k, c->err) != 0) {
                     return -1;
                 }
             }
@@ -986,21 +977,40 @@ static int finish(conv *c)
         return qs_fail(err, QS_ERR_LIMIT, 0, "num_feature %lld is beyond the limit of %u",
                        (long long)c->num_feature, QS_MAX_FEATURES);
 
-    /* Dart scales tree i by weight_drop[i] (src/gbm/gbtree.cc, Dart): with
-     * weight 1 the sum is the gbtree sum. */
+    /* Dart scales tree i by weight_drop[i] (src/gbm/gbtree.cc,
+     * Dart::PredictBatchImpl): each tree is predicted alone into a buffer
+     * filled with 0, then `out += tree * w` in float32.  On x86-64 builds
+     * (no fused multiply-add in the baseline instruction set) that is the
+     * float32 product, rounded, then the float32 sum: the canonical tree's
+     * leaves are (float)((0.0f + leaf) * w), weight 1, and the sum is the
+     * gbtree sum.  Builds where the compiler fuses the multiply-add
+     * (aarch64, CUDA) round once: the model does not say which build
+     * predicts (README). */
     if (dart) {
         if (!c->has_weight_drop)
             return qs_fail(err, QS_ERR_FORMAT, 0, "dart booster without weight_drop");
         if (c->weight_drop.n != nt)
             return qs_fail(err, QS_ERR_FORMAT, 0, "weight_drop has %zu entries, trees %llu",
                            c->weight_drop.n, (unsigned long long)nt);
-        for (size_t i = 0; i < c->weight_drop.n; i++)
-            if (c->weight_drop.v[i] != 1.0f)
+        if (m->num_trees != nt)
+            return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                           "dart with vector-leaf trees is not supported");
+        for (uint64_t t = 0; t < nt; t++) {
+            const float w = c->weight_drop.v[t];
+            if (!isfinite(w))
                 return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
-                               "dart tree %zu has weight_drop %.9g: xgboost adds leaf * weight "
-                               "with a multiply-add that some builds fuse into one rounding (fma) "
-                               "and others round twice, so its scores cannot be reproduced exactly",
-                               i, (double)c->weight_drop.v[i]);
+                               "dart tree %llu has weight_drop %.9g: not supported",
+                               (unsigned long long)t, (double)w);
+            const qs_tree *tr = &m->trees[t];
+            for (uint32_t i = 0; i < tr->num_nodes; i++) {
+                qs_node *n = &m->nodes[tr->node_off + i];
+                if (n->kind != QS_NODE_LEAF)
+                    continue;
+                volatile float leaf = 0.0f + (float)n->value;   /* the buffer's 0 + leaf */
+                volatile float p = leaf * w;                     /* rounded: no fma */
+                n->value = (double)p;
+            }
+        }
     }
 
     /* Objective: the base_score link and the output transform. */
@@ -1206,4 +1216,151 @@ done:
         return NULL;
     }
     return c.m;
+}
+
+/* ------------------------------------------------------------ categories */
+
+/* One "enc" entry: {"offsets": [...], "values": [bytes]} (strings: category
+ * i is values[offsets[i] .. offsets[i+1]), signed bytes of UTF-8), {"type":
+ * T, "values": [numbers]} (numeric categories), or empty lists (not a
+ * categorical feature).  Reports each category to fn; returns the count, or
+ * -1. */
+static long long read_enc_entry(qs_json_reader *r, uint32_t feature, qs_category_fn fn,
+                                void *ctx, qs_error *err)
+{
+    qs_json_token t, k;
+    int64_t *off = NULL, *val = NULL;
+    size_t noff = 0, nval = 0, cap_o = 0, cap_v = 0;
+    char (*num)[40] = NULL;   /* numeric categories as written */
+    long long count = -1;
+    for (;;) {
+        if (qs_json_next(r, &k, err) != 0)
+            goto out;
+        if (k.type == QS_JSON_OBJECT_END)
+            break;
+        int is_off = qs_json_str_eq(&k, "offsets"), is_val = qs_json_str_eq(&k, "values");
+        if (!is_off && !is_val) {
+            if (qs_json_skip(r, &k, err) != 0)
+                goto out;
+            continue;
+        }
+        if (qs_json_next(r, &t, err) != 0 || t.type != QS_JSON_ARRAY) {
+            qs_fail(err, QS_ERR_FORMAT, (long long)k.offset, "cats.enc: expected an array");
+            goto out;
+        }
+        for (;;) {
+            if (qs_json_next(r, &t, err) != 0)
+                goto out;
+            if (t.type == QS_JSON_ARRAY_END)
+                break;
+            int64_t v;
+            if (t.type != QS_JSON_NUMBER) {
+                qs_fail(err, QS_ERR_FORMAT, (long long)t.offset, "cats.enc: expected a number");
+                goto out;
+            }
+            size_t *n = is_off ? &noff : &nval, *cap = is_off ? &cap_o : &cap_v;
+            int64_t **a = is_off ? &off : &val;
+            if (*n == *cap) {
+                size_t nc = *cap ? *cap * 2 : 64;
+                int64_t *g = realloc(*a, nc * sizeof *g);
+                if (!g) {
+                    qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+                    goto out;
+                }
+                *a = g;
+                if (is_val) {
+                    char (*gn)[40] = realloc(num, nc * sizeof *num);
+                    if (!gn) {
+                        qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+                        goto out;
+                    }
+                    num = gn;
+                }
+                *cap = nc;
+            }
+            if (qs_json_get_i64(&t, &v) != 0) {
+                double d;
+                if (is_off || qs_json_get_f64(&t, &d) != 0) {
+                    qs_fail(err, QS_ERR_FORMAT, (long long)t.offset, "cats.enc: bad number");
+                    goto out;
+                }
+                v = 0;
+                snprintf(num[*n], sizeof num[*n], "%.17g", d);
+            } else if (is_val) {
+                snprintf(num[*n], sizeof num[*n], "%lld", (long long)v);
+            }
+            (*a)[(*n)++] = v;
+        }
+    }
+    count = 0;
+    if (noff >= 2) {
+        char buf[256];
+        for (size_t i = 0; i + 1 < noff; i++) {
+            int64_t a = off[i], b = off[i + 1];
+            if (a < 0 || b < a || (uint64_t)b > nval) {
+                count = -1;
+                qs_fail(err, QS_ERR_FORMAT, 0, "cats.enc: bad offsets");
+                goto out;
+            }
+            size_t L = (size_t)(b - a) < sizeof buf ? (size_t)(b - a) : sizeof buf;
+            for (size_t j = 0; j < L; j++)
+                buf[j] = (char)(unsigned char)(val[a + (int64_t)j] & 0xFF);
+            fn(ctx, feature, (uint32_t)i, buf, L);
+            count++;
+        }
+    } else if (noff == 0) {
+        for (size_t i = 0; i < nval; i++, count++)
+            fn(ctx, feature, (uint32_t)i, num[i], strlen(num[i]));
+    }
+out:
+    free(off);
+    free(val);
+    free(num);
+    return count;
+}
+
+long long qs_source_categories(const char *buf, size_t len, qs_category_fn fn, void *ctx)
+{
+    if (!buf || qs_detect_format(buf, len) != QS_FMT_XGBOOST)
+        return 0;
+    qs_json_reader r;
+    qs_json_token t;
+    qs_error err;
+    qs_error_clear(&err);
+    qs_json_init(&r, buf, len, 0,
+                 QS_JSON_NONFINITE | (looks_like_ubjson(buf, len) ? QS_JSON_UBJSON : 0));
+    long long total = 0;
+    int in_cats = 0;
+    unsigned cats_depth = 0;
+    for (;;) {
+        if (qs_json_next(&r, &t, &err) != 0)
+            return -1;
+        if (t.type == QS_JSON_END)
+            return total;
+        if (in_cats && qs_json_depth(&r) < cats_depth)
+            in_cats = 0;
+        if (t.type != QS_JSON_KEY)
+            continue;
+        if (!in_cats && qs_json_str_eq(&t, "cats")) {
+            in_cats = 1;
+            cats_depth = qs_json_depth(&r) + 1;
+            continue;
+        }
+        if (in_cats && qs_json_depth(&r) == cats_depth && qs_json_str_eq(&t, "enc")) {
+            if (qs_json_next(&r, &t, &err) != 0 || t.type != QS_JSON_ARRAY)
+                return -1;
+            for (uint32_t f = 0;; f++) {
+                if (qs_json_next(&r, &t, &err) != 0)
+                    return -1;
+                if (t.type == QS_JSON_ARRAY_END)
+                    break;
+                if (t.type != QS_JSON_OBJECT)
+                    return -1;
+                long long n = read_enc_entry(&r, f, fn, ctx, &err);
+                if (n < 0)
+                    return -1;
+                total += n;
+            }
+        }
+    }
 }

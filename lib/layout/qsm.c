@@ -124,6 +124,8 @@ static void write_affine(wbuf *b, const qs_model *m)
     w_f64(b, m->out_scale);
     for (uint32_t c = 0; c < m->num_classes; c++)
         w_f64(b, m->out_bias[c]);
+    if (m->out_divide > 1)
+        w_f64(b, (double)m->out_divide);   /* one more value: the divisor */
 }
 
 /* LINR (version 1.3): the linear leaves, for models that have them. */
@@ -403,7 +405,7 @@ static int read_info(rbuf *r, qs_model *m, qs_error *err)
     r_str(r, m->objective, 64);
     if (r->bad)
         return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section is truncated");
-    if (src > QS_SRC_ONNX || cmp > 1 || fp > 1 || fa > QS_ACC_FLOAT_DOUBLE || am > 1 ||
+    if (src >= QS_SRC_COUNT || cmp > 1 || fp > 1 || fa > QS_ACC_FLOAT_DOUBLE || am > 1 ||
         !qs_transform_known(m->transform) || m->transform_average > QS_MAX_TREES)
         return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section holds invalid values");
     m->source = (qs_source)src;
@@ -428,6 +430,13 @@ static int read_affine(rbuf *r, qs_model *m, qs_error *err)
     m->out_scale = r_f64(r);
     for (uint32_t c = 0; c < m->num_classes; c++)
         m->out_bias[c] = r_f64(r);
+    if (!r->bad && r->n - r->pos == 8) {
+        /* the divisor (ONNX AVERAGE): a whole count of 2 .. QS_MAX_TREES */
+        double dv = r_f64(r);
+        if (!(dv >= 2.0 && dv <= (double)QS_MAX_TREES && dv == (double)(uint32_t)dv))
+            return qs_fail(err, QS_ERR_FORMAT, 0, "AFFN section holds a bad divisor");
+        m->out_divide = (uint32_t)dv;
+    }
     if (r->bad || r->pos != r->n)
         return qs_fail(err, QS_ERR_FORMAT, 0, "AFFN section has the wrong size");
     return qs_model_validate(m, err);
@@ -1112,7 +1121,7 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
                     goto fail;
                 }
             } else if (want == 3) {
-                most = 8 + 8 * (uint64_t)m->num_classes; /* AFFN: scale, bias per class */
+                most = 16 + 8 * (uint64_t)m->num_classes; /* AFFN: scale, bias per class, [divisor] */
             } else if (want == 4) {
                 /* LINR: linear leaves <= nodes, terms per leaf <= min(N, 2^20) */
                 uint64_t M = m->num_nodes, per = m->num_features;

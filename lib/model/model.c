@@ -7,6 +7,32 @@
 #include <stdio.h>
 #include <string.h>
 
+/* ------------------------------------------------------------ sources */
+
+/* The source libraries' names, indexed by qs_source: what canonical text and
+ * .qsm INFO record, and qs-compile --info shows.  The readers' table
+ * (convert/convert.c) gives each reader its source. */
+static const char *const source_names[QS_SRC_COUNT] = {
+    [QS_SRC_UNKNOWN] = "unknown",   [QS_SRC_LIGHTGBM] = "lightgbm",
+    [QS_SRC_XGBOOST] = "xgboost",   [QS_SRC_QUICKRANK] = "quickrank",
+    [QS_SRC_CATBOOST] = "catboost", [QS_SRC_ONNX] = "onnx",
+};
+
+const char *qs_source_name(qs_source s)
+{
+    return (unsigned)s < QS_SRC_COUNT ? source_names[s] : "unknown";
+}
+
+int qs_source_from_name(const char *name, size_t len, qs_source *out)
+{
+    for (unsigned i = 0; i < QS_SRC_COUNT; i++)
+        if (strlen(source_names[i]) == len && memcmp(source_names[i], name, len) == 0) {
+            *out = (qs_source)i;
+            return 0;
+        }
+    return -1;
+}
+
 /* ------------------------------------------------------------ building */
 
 qs_model *qs_model_new(qs_source src, qs_error *err)
@@ -128,8 +154,10 @@ int64_t qs_model_add_cat_words(qs_model *m, const uint32_t *w, uint32_t n, qs_er
                 QS_MAX_CAT_WORDS);
         return -1;
     }
-    if (m->num_cat_words + n > UINT32_MAX) {
-        qs_fail(err, QS_ERR_LIMIT, 0, "too many categorical bitset words");
+    if ((uint64_t)m->num_cat_words + n > QS_MAX_MODEL_CAT_WORDS) {
+        qs_fail(err, QS_ERR_LIMIT, 0,
+                "the categorical sets need more than %u bitset words in all (256 MiB)",
+                QS_MAX_MODEL_CAT_WORDS);
         return -1;
     }
     if (grow((void **)&m->cat_words, &m->cap_cat_words, m->num_cat_words + n,
@@ -454,6 +482,8 @@ static int model_scan(const qs_model *m, uint32_t *max_leaves, uint32_t *max_dep
         if (m->float_accumulate && !is_float_exact(m->base[c]))
             return qs_fail(err, QS_ERR_FORMAT, 0, "base score of class %u is not a float32 value", c);
     }
+    if (!m->out_affine && m->out_divide > 1)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "an output divisor needs the output affine");
     if (m->out_affine != 0 && m->out_affine != 1)
         return qs_fail(err, QS_ERR_FORMAT, 0, "bad output affine flag");
     if (m->out_affine) {
@@ -462,6 +492,9 @@ static int model_scan(const qs_model *m, uint32_t *max_leaves, uint32_t *max_dep
                            "an output scale and bias need accumulate double or float");
         if (!isfinite(m->out_scale))
             return qs_fail(err, QS_ERR_FORMAT, 0, "output scale is not finite");
+        if (m->out_divide > QS_MAX_TREES)
+            return qs_fail(err, QS_ERR_FORMAT, 0, "output divisor %u beyond the limit %u",
+                           m->out_divide, QS_MAX_TREES);
         /* accumulate float: one float32 addition of the bias (ONNX Runtime's
          * base values), so the scale is 1 and the biases float32 values */
         if (m->float_accumulate == QS_ACC_FLOAT && m->out_scale != 1.0)
@@ -606,7 +639,7 @@ int qs_transform_known(const char *name)
 {
     static const char *const names[] = { "none", "sigmoid", "softmax", "exp",
                                          "ova-sigmoid", "hinge", "argmax", "signed-square",
-                                         "unsupported" };
+                                         "fmath-exp", "fmath-softmax", "unsupported" };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strncmp(name, names[i], 16) == 0)
             return 1;
@@ -679,16 +712,26 @@ void qs_model_finish_scores(const qs_model *m, double *out, size_t n)
         /* A float32 sum plus a float32 bias (scale 1), rounded to float32:
          * the double sum of two float32 values rounded to float32 is their
          * float32 sum (53 >= 2 * 24 + 2: the double rounding is innocuous). */
+        /* With a divisor: ONNX Runtime's AVERAGE, score / n_trees in
+         * float32 (the count converted to float), then + base. */
+        const float nd = (float)m->out_divide;
         for (size_t d = 0; d < n; d++)
-            for (uint32_t c = 0; c < K; c++)
-                out[d * K + c] = (float)(out[d * K + c] + m->out_bias[c]);
+            for (uint32_t c = 0; c < K; c++) {
+                float s = (float)out[d * K + c];
+                if (m->out_divide > 1)
+                    s = s / nd;
+                out[d * K + c] = (float)((double)s + m->out_bias[c]);
+            }
         return;
     }
     for (size_t d = 0; d < n; d++)
         for (uint32_t c = 0; c < K; c++) {
             /* Two statements: the product is rounded before the sum (no
              * contraction into a fused multiply-add). */
-            double p = m->out_scale * out[d * K + c];
+            double s = out[d * K + c];
+            if (m->out_divide > 1)
+                s = s / (double)m->out_divide;
+            double p = m->out_scale * s;
             out[d * K + c] = p + m->out_bias[c];
         }
 }

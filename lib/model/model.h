@@ -16,11 +16,35 @@
 #define QS_MAX_TREES      (1u << 22)
 #define QS_MAX_TREE_NODES (1u << 20)   /* nodes (internal + leaves) per tree */
 #define QS_MAX_LEAVES     ((QS_MAX_TREE_NODES + 1u) / 2u)
-#define QS_MAX_CAT_WORDS  (1u << 16)   /* 32-bit words per categorical bitset */
+#define QS_SRC_COUNT      6u           /* qs_source values 0 .. QS_SRC_ONNX */
+/* 32-bit words per categorical bitset: categories 0 .. 2^31 - 1, LightGBM's
+ * own range (Tree::CategoricalDecision casts the value to int; its
+ * cat_boundaries are ints).  Memory stays bounded by the model's total,
+ * QS_MAX_MODEL_CAT_WORDS (256 MiB), and readers grow a set as its
+ * categories need, never to the limit at once. */
+#define QS_MAX_CAT_WORDS  (1u << 26)
+#define QS_MAX_MODEL_CAT_WORDS (1u << 26)   /* bitset words of every set of a model */
 
 /* LightGBM's kZeroThreshold is declared `const double kZeroThreshold = 1e-35f`:
  * a float literal widened to double, so the band edge is float32(1e-35). */
 #define QS_ZERO_BAND ((double)1e-35f)
+
+/* Whether a model's library reads dense input (CSV, TSV, a dense matrix)
+ * with the zero band dropped: LightGBM's CSV and TSV parsers
+ * (src/io/parser.hpp: a value is kept only if `std::fabs(val) >
+ * kZeroThreshold || std::isnan(val)`) and its C API's dense-matrix rows
+ * (src/c_api.cpp: RowPairFunctionFromDenseMatric and ...DenseRows, the same
+ * test) leave such a value out, and
+ * an absent value is 0.0; its LibSVM parser and CSR input keep every value.
+ * ONNX Runtime, scoring the same model exported to ONNX, does not. */
+static inline int qs_model_dense_zero_band(const qs_model *m);
+
+/* v as LightGBM's dense readers read it: +0.0 when |v| <= QS_ZERO_BAND
+ * (-0.0, denormals, ±(double)1e-35f included), else v (NaN too). */
+static inline double qs_zero_band(double v)
+{
+    return v >= -QS_ZERO_BAND && v <= QS_ZERO_BAND ? 0.0 : v;
+}
 
 enum qs_cmp { QS_CMP_LE = 0, QS_CMP_LT = 1 };   /* goes left iff x <= t / x < t */
 
@@ -95,7 +119,7 @@ struct qs_model {
     uint32_t num_classes;
     double *base;           /* [num_classes] initial margin per class */
     char objective[64];     /* informational, as the source wrote it */
-    char transform[16];     /* "none" "sigmoid" "softmax" "exp" "ova-sigmoid" "hinge" */
+    char transform[16];     /* "none" "sigmoid" "softmax" "exp" "ova-sigmoid" "hinge" ... */
     double transform_param; /* sigmoid scale (LightGBM `sigmoid:`), else 1 */
     uint32_t transform_average; /* N > 0: the transform applies to each sum / N
                                    (LightGBM random forest, N iterations); 0: none */
@@ -105,6 +129,9 @@ struct qs_model {
      * sources, whose scores it then leaves untouched. */
     int out_affine;
     double out_scale;
+    uint32_t out_divide;    /* N > 1: the sum is first divided by N in the
+                               accumulation's precision (ONNX Runtime's
+                               AVERAGE: sum / n_trees + base); 0, 1: none */
     double *out_bias;       /* [num_classes] */
 
     qs_tree *trees;    uint64_t num_trees,  cap_trees;
@@ -124,6 +151,12 @@ struct qs_model {
     uint32_t *lin_feature; double *lin_coeff; uint64_t num_lin_terms, cap_lin_terms;
     uint32_t *node_linear;
 };
+
+static inline int qs_model_dense_zero_band(const qs_model *m)
+{
+    return m->source == QS_SRC_LIGHTGBM;
+}
+
 
 /* qs_model_validate, remembering the largest leaf count and depth for
  * qs_model_get_info; with threads > 1 the trees are checked side by side
@@ -221,7 +254,8 @@ void qs_model_walk_sum(const qs_model *m, const double *x, double *out);
 
 /* Apply the output affine to n documents' scores out[d * K + c] in place:
  * out = out_scale * s, rounded to double, then + out_bias[c], rounded to
- * double (two roundings, never a fused multiply-add).  Nothing when
+ * double (two roundings, never a fused multiply-add); with out_divide N, s
+ * is first s / N (in float32 with accumulate float).  Nothing when
  * out_affine is off. */
 void qs_model_finish_scores(const qs_model *m, double *out, size_t n);
 

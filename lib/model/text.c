@@ -52,18 +52,6 @@ static void sb_printf(sbuf *b, const char *fmt, ...)
     }
 }
 
-static const char *src_name(qs_source s)
-{
-    switch (s) {
-    case QS_SRC_LIGHTGBM: return "lightgbm";
-    case QS_SRC_XGBOOST: return "xgboost";
-    case QS_SRC_QUICKRANK: return "quickrank";
-    case QS_SRC_CATBOOST: return "catboost";
-    case QS_SRC_ONNX: return "onnx";
-    default: return "unknown";
-    }
-}
-
 static const char *miss_name(int m)
 {
     return m == QS_MISS_NONE ? "none" : m == QS_MISS_ZERO ? "zero" : "nan";
@@ -85,7 +73,7 @@ int qs_model_to_text(const qs_model *m, char **out, size_t *out_len, qs_error *e
     sb_printf(&b, "qs-ensemble %d\n", m->num_linear    ? TEXT_VERSION_LINEAR
                                       : m->out_affine ? TEXT_VERSION_AFFINE
                                                       : TEXT_VERSION);
-    sb_printf(&b, "source %s\n", src_name(m->source));
+    sb_printf(&b, "source %s\n", qs_source_name(m->source));
     /* The objective is free text from the source; keep it on one line. */
     char obj[sizeof m->objective + 1];
     size_t k = 0;
@@ -116,6 +104,8 @@ int qs_model_to_text(const qs_model *m, char **out, size_t *out_len, qs_error *e
     if (m->out_affine) {
         sb_printf(&b, "out-scale ");
         put_value(&b, m->out_scale);
+        if (m->out_divide > 1)
+            sb_printf(&b, " divide %u", m->out_divide);
         sb_printf(&b, "\n");
         for (uint32_t c = 0; c < m->num_classes; c++) {
             sb_printf(&b, "out-bias %u ", c);
@@ -368,13 +358,16 @@ static int read_cats(reader *r, int i, qs_model *m, qs_node *n_out_off)
             }
             uint32_t wi = (uint32_t)(v / 32);
             if (wi >= cap) {
-                size_t nc = (size_t)QS_MAX_CAT_WORDS;
+                /* grow as the categories need (doubling), not to the limit */
+                size_t nc = cap * 2 > (size_t)wi + 1 ? cap * 2 : (size_t)wi + 1;
+                if (nc > (size_t)QS_MAX_CAT_WORDS)
+                    nc = (size_t)QS_MAX_CAT_WORDS;
                 uint32_t *big = calloc(nc, sizeof *big);
                 if (!big) {
                     qs_fail(r->err, QS_ERR_NOMEM, r->line, "out of memory");
                     goto out;
                 }
-                memcpy(big, w, cap * sizeof *w);
+                memcpy(big, w, cap * sizeof *w);   /* calloc'd: the rest is 0 */
                 if (w != words)
                     free(w);
                 w = big;
@@ -455,19 +448,7 @@ static int read_body(reader *r, qs_model *m)
                        (unsigned long long)ver, TEXT_VERSION, TEXT_VERSION_LINEAR);
     if (header(r, "source", 2))
         return -1;
-    if (tok_is(r, 1, "lightgbm"))
-        m->source = QS_SRC_LIGHTGBM;
-    else if (tok_is(r, 1, "xgboost"))
-        m->source = QS_SRC_XGBOOST;
-    else if (tok_is(r, 1, "quickrank"))
-        m->source = QS_SRC_QUICKRANK;
-    else if (tok_is(r, 1, "catboost"))
-        m->source = QS_SRC_CATBOOST;
-    else if (tok_is(r, 1, "onnx"))
-        m->source = QS_SRC_ONNX;
-    else if (tok_is(r, 1, "unknown"))
-        m->source = QS_SRC_UNKNOWN;
-    else
+    if (qs_source_from_name(r->tok[1], r->len[1], &m->source) != 0)
         return bad_tok(r, 1, "source");
     if (header(r, "objective", 2))
         return -1;
@@ -516,7 +497,7 @@ static int read_body(reader *r, qs_model *m)
     }
     static const char *const transforms[] = { "none", "sigmoid", "softmax", "exp",
                                               "ova-sigmoid", "hinge", "argmax", "signed-square",
-                                              "unsupported" };
+                                              "fmath-exp", "fmath-softmax", "unsupported" };
     int found = 0;
     for (size_t i = 0; i < sizeof transforms / sizeof *transforms; i++)
         if (tok_is(r, 1, transforms[i])) {
@@ -550,8 +531,18 @@ static int read_body(reader *r, qs_model *m)
     }
     if (affine) {
         m->out_affine = 1;
-        if (header(r, "out-scale", 2) || get_num(r, 1, 0, &m->out_scale, "output scale"))
+        if (header(r, "out-scale", -1) || get_num(r, 1, 0, &m->out_scale, "output scale"))
             return -1;
+        if (r->ntok == 4 && tok_is(r, 2, "divide")) {
+            if (get_u32(r, 3, QS_MAX_TREES, &m->out_divide, "output divisor"))
+                return -1;
+            if (m->out_divide < 2)
+                return qs_fail(r->err, QS_ERR_FORMAT, r->line,
+                               "'divide' takes a count of 2 or more");
+        } else if (r->ntok != 2) {
+            return qs_fail(r->err, QS_ERR_FORMAT, r->line,
+                           "'out-scale' takes 1 field, or 3 ending with 'divide N'");
+        }
         for (uint32_t c = 0; c < m->num_classes; c++) {
             uint32_t ci;
             if (header(r, "out-bias", 3) || get_u32(r, 1, QS_MAX_CLASSES, &ci, "class"))

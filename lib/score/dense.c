@@ -118,7 +118,7 @@ static int cell_fail(qs_error *err, uint32_t col, const char *fmt, const char *w
 
 /* One row into w's selected slot (reset with `absent`), or, with w NULL,
  * into row[0 .. nf) (filled with `fill` first); values with precision fp. */
-static int dsv_parse_core(int fp, uint32_t nf, qs_workspace *w, qs_absent absent, double *row,
+static int dsv_parse_core(int fp, int zero_band, uint32_t nf, qs_workspace *w, qs_absent absent, double *row,
                           double fill, const qs_dsv_format *f, const char *line, size_t len,
                           qs_letor_line *out, int *is_doc, qs_error *err)
 {
@@ -177,6 +177,8 @@ static int dsv_parse_core(int fp, uint32_t nf, qs_workspace *w, qs_absent absent
             else if (qs_parse_number(fp, c.text, c.len, &v) != 0)
                 return cell_fail(err, col, "bad cell '%s' (expected a number%s)",
                                  ", or empty, NA, NaN or null for a missing value", &c);
+            if (zero_band)
+                v = qs_zero_band(v);   /* LightGBM's CSV/TSV parsers drop the band */
             if (w && id <= UINT32_MAX)
                 qs_doc_set(w, (uint32_t)id, v);
             else if (!w && id < (long long)nf)
@@ -202,13 +204,16 @@ static int dsv_parse_core(int fp, uint32_t nf, qs_workspace *w, qs_absent absent
 int qs_dsv_parse(const qs_scorer *s, qs_workspace *w, qs_absent absent, const qs_dsv_format *f,
                  const char *line, size_t len, qs_letor_line *out, int *is_doc, qs_error *err)
 {
-    return dsv_parse_core(s->m->float_precision, s->m->num_features, w, absent, NULL, 0.0, f,
+    return dsv_parse_core(s->m->float_precision, qs_model_dense_zero_band(s->m),
+                          s->m->num_features, w, absent, NULL, 0.0, f,
                           line, len, out, is_doc, err);
 }
 
 int qs_dsv_parse_row(const qs_row_format *rf, double *row, const qs_dsv_format *f,
                      const char *line, size_t len, qs_letor_line *out, int *is_doc, qs_error *err)
 {
-    return dsv_parse_core(rf->float_precision, rf->num_features, NULL, QS_ABSENT_DEFAULT, row,
+    /* values as written: the row format names no model (a caller reading
+     * for a LightGBM model applies qs_row_zero_band, as qs_dsv_parse does) */
+    return dsv_parse_core(rf->float_precision, 0, rf->num_features, NULL, QS_ABSENT_DEFAULT, row,
                           rf->fill, f, line, len, out, is_doc, err);
 }

@@ -16,17 +16,40 @@
 typedef struct qs_backend_def qs_backend_def;
 
 /* A batch of dense rows handed to a back end's whole-batch entry: row i is
- * ptr[i] when ptr is set (a workspace's slots), else x + i * stride. */
+ * ptr[i] when ptr is set (a workspace's slots), else x + i * stride.  With
+ * zero_band set the rows are read as LightGBM reads a dense matrix: a value
+ * with |x| <= QS_ZERO_BAND counts as +0.0 (qs_zero_band; the rows are not
+ * changed): a back end applies it as it reads them. */
 typedef struct qs_rows {
     const double *x;
     size_t stride;
     const double *const *ptr;
     size_t n;
+    int zero_band;
 } qs_rows;
 
 static inline const double *qs_rows_at(const qs_rows *r, size_t i)
 {
     return r->ptr ? r->ptr[i] : r->x + i * r->stride;
+}
+
+/* Row i of r as a back end must read it: the row, or with r->zero_band and
+ * a value of the band in its first nf values, a copy in buf[0 .. nf) with
+ * those values +0.0 (qs_zero_band). */
+static inline const double *qs_rows_read(const qs_rows *r, size_t i, uint32_t nf, double *buf)
+{
+    const double *row = qs_rows_at(r, i);
+    if (!r->zero_band)
+        return row;
+    uint32_t f = 0;
+    while (f < nf && !(row[f] >= -QS_ZERO_BAND && row[f] <= QS_ZERO_BAND &&
+                       (row[f] != 0.0 || signbit(row[f]))))
+        f++;
+    if (f == nf)
+        return row;
+    for (uint32_t j = 0; j < nf; j++)
+        buf[j] = qs_zero_band(row[j]);
+    return buf;
 }
 
 struct qs_backend_def {

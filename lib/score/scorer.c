@@ -382,7 +382,7 @@ int qs_score_batch(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n
     if (d->score) {
         rc = d->score(d, s, s->state[b], w, w->scratch[b], n, out, how, err);
     } else {
-        const qs_rows r = { NULL, 0, w->xs, n };
+        const qs_rows r = { NULL, 0, w->xs, n, 0 };
         rc = d->score_rows(d, s, s->state[b], &r, out, 1, how, err);
     }
     if (rc == 0)

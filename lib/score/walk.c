@@ -26,25 +26,49 @@ const qs_backend_def qs_backend_walk = {
     .score = walk_score,
 };
 
-/* Every row of r, over `threads` OpenMP threads (0: OpenMP's default);
- * each row's sum is the walk's, so the thread count changes no bit. */
+/* Rows [begin, end) of r; buf: the model's features, for a row read as a
+ * dense matrix (r->zero_band). */
+static void walk_share(const qs_model *m, const qs_rows *r, size_t begin, size_t end,
+                       double *buf, double *out)
+{
+    const size_t K = m->num_classes;
+    for (size_t i = begin; i < end; i++)
+        qs_model_walk_sum(m, qs_rows_read(r, i, m->num_features, buf), out + i * K);
+}
+
+/* Every row of r, over `threads` OpenMP threads (0: OpenMP's default),
+ * contiguous shares; each row's sum is the walk's, so the thread count
+ * changes no bit. */
 static int walk_rows(const qs_backend_def *d, const qs_scorer *s, void *state, const qs_rows *r,
                      double *out, unsigned threads, unsigned how, qs_error *err)
 {
     const qs_model *m = s->m;
-    const size_t K = m->num_classes, n = r->n;
+    const size_t n = r->n, nf = m->num_features ? m->num_features : 1;
 #ifdef _OPENMP
     if (threads == 0)
         threads = (unsigned)omp_get_max_threads();
     if (threads > 1 && n > 1) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-        for (size_t i = 0; i < n; i++)
-            qs_model_walk_sum(m, qs_rows_at(r, i), out + i * K);
+        int failed = 0;
+#pragma omp parallel num_threads(threads)
+        {
+            const size_t t = (size_t)omp_get_thread_num(), T = (size_t)omp_get_num_threads();
+            double *buf = r->zero_band ? malloc(sizeof(double) * nf) : NULL;
+            if (r->zero_band && !buf)
+                __atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
+            else
+                walk_share(m, r, n * t / T, n * (t + 1) / T, buf, out);
+            free(buf);
+        }
+        if (failed)
+            return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
         return 0;
     }
 #endif
-    for (size_t i = 0; i < n; i++)
-        qs_model_walk_sum(m, qs_rows_at(r, i), out + i * K);
+    double *buf = r->zero_band ? malloc(sizeof(double) * nf) : NULL;
+    if (r->zero_band && !buf)
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+    walk_share(m, r, 0, n, buf, out);
+    free(buf);
     return 0;
 }
 

@@ -140,6 +140,24 @@ void qs_doc_set(qs_workspace *w, uint32_t id, double value)
     slot_set(&w->slot[w->cur], w->s->m->num_features, id, value);
 }
 
+int qs_scorer_zero_band(const qs_scorer *s)
+{
+    return qs_model_dense_zero_band(s->m);
+}
+
+void qs_row_zero_band(double *row, size_t n)
+{
+    for (size_t f = 0; f < n; f++)
+        row[f] = qs_zero_band(row[f]);
+}
+
+/* The values that change are values set since the last reset (a fill is
+ * 0.0 or NaN), so the slot's record of them stays right. */
+void qs_doc_zero_band(qs_workspace *w)
+{
+    qs_row_zero_band(w->slot[w->cur].x, w->s->m->num_features);
+}
+
 void qs_count_node_outcomes(const qs_scorer *s, const qs_workspace *w, uint64_t *false_nodes,
                             uint64_t *true_nodes)
 {

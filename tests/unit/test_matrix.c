@@ -1,9 +1,11 @@
 /* test_matrix.c: qs_score_matrix with 1, 2, 3 and the default number of
- * threads gives the same bits as qs_score_doc, document by document; so
- * does walk-batch, the back end with only the whole-batch entry, through
- * qs_score_matrix (every row in one call) and qs_score_doc, qs_score_batch
- * and qs_score_rows (the workspace's slots as rows), as walk gives them;
- * qs_scorer_set_device refuses a negative device.
+ * threads gives the same bits as qs_score_doc, document by document (the
+ * document read as a dense matrix is: for a LightGBM model, its values
+ * with |x| <= 1e-35f made 0 by qs_doc_zero_band, the matrix left as read);
+ * so do the back ends with only the whole-batch entry (walk-batch,
+ * cuda-emu) through qs_score_matrix (every row in one call) and
+ * qs_score_doc, qs_score_batch and qs_score_rows (the workspace's slots as
+ * rows), as walk gives them; qs_scorer_set_device refuses a negative device.
  * Usage: test_matrix MODEL.qsm DOCS.letor */
 #include "score/score.h"
 
@@ -42,6 +44,8 @@ int main(int argc, char **argv)
             ref = realloc(ref, sizeof(double) * K * cap);
         }
         memcpy(x + n * F, w->slot[0].x, sizeof(double) * s->m->num_features);
+        if (qs_scorer_zero_band(s))
+            qs_doc_zero_band(w);
         if (qs_score_doc(s, w, QS_BACKEND_AUTO, ref + n * K, &err) != 0) {
             fprintf(stderr, "score: %s\n", err.msg);
             return 2;

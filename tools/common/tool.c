@@ -361,15 +361,28 @@ const char *tool_model_kind(const char *buf, size_t len)
 {
     if (tool_is_qsm(buf, len))
         return "a compiled .qsm model";
-    switch (qs_detect_format(buf, len)) {
-    case QS_FMT_LIGHTGBM: return "a LightGBM text model";
-    case QS_FMT_XGBOOST: return "an XGBoost JSON model";
-    case QS_FMT_QUICKRANK: return "a QuickRank or RankLib XML model";
-    case QS_FMT_CANONICAL: return "canonical ensemble text (qs-convert's output)";
-    case QS_FMT_CATBOOST: return "a CatBoost JSON model";
-    case QS_FMT_ONNX: return "an ONNX model";
-    default: return NULL;
+    const qs_reader_info *r = qs_reader_by_format(qs_detect_format(buf, len));
+    return r ? r->kind : NULL;
+}
+
+const char *tool_reader_list(char *buf, size_t cap, int names)
+{
+    size_t k = 0, total = 0, seen = 0;
+    const qs_reader_info *r;
+    for (size_t i = 0; (r = qs_reader_get(i)) != NULL; i++)
+        total += r->name != NULL;
+    buf[0] = '\0';
+    for (size_t i = 0; (r = qs_reader_get(i)) != NULL && k < cap; i++) {
+        if (!r->name)
+            continue;
+        seen++;
+        const char *sep = seen == 1 ? "" : seen == total ? " or " : ", ";
+        int w = names && r->alias
+                    ? snprintf(buf + k, cap - k, "%s%s (%s)", sep, r->name, r->alias)
+                    : snprintf(buf + k, cap - k, "%s%s", sep, names ? r->name : r->description);
+        k += w > 0 ? (size_t)w : 0;
     }
+    return buf;
 }
 
 /* ------------------------------------------------------------ streams */

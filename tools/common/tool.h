@@ -103,6 +103,10 @@ void tool_input_failed(const char *name, const char *what);
  * ("a LightGBM text model", "a compiled .qsm model", ...), or NULL. */
 int tool_is_qsm(const char *buf, size_t len);
 const char *tool_model_kind(const char *buf, size_t len);
+/* The foreign formats of the readers' table, for messages, into buf[cap]:
+ * their command-line names ("lightgbm, ..., or quickrank (ranklib)") when
+ * names is nonzero, else their descriptions ("LightGBM text, ..."). */
+const char *tool_reader_list(char *buf, size_t cap, int names);
 
 /* Output that appears only when complete: writes go to a temporary file in
  * the destination's directory, renamed over `path` by tool_out_commit().

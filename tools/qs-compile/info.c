@@ -6,17 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-static const char *source_name(qs_source s)
-{
-    switch (s) {
-    case QS_SRC_LIGHTGBM: return "lightgbm";
-    case QS_SRC_XGBOOST: return "xgboost";
-    case QS_SRC_QUICKRANK: return "quickrank";
-    case QS_SRC_CATBOOST: return "catboost";
-    default: return "unknown";
-    }
-}
-
 static const char *accumulate_name(int a)
 {
     return a == 0 ? "double" : a == 1 ? "float" : "float-double";
@@ -36,6 +25,54 @@ static void json_str(FILE *f, const char *s)
     }
     fputc('"', f);
 }
+
+/* The same for n bytes that may hold any byte. */
+static void json_str_n(FILE *f, const char *s, size_t n)
+{
+    fputc('"', f);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* The categories of an XGBoost model's encoder (qs_source_categories), one
+ * line per feature in text, an object of lists in JSON. */
+typedef struct cat_print {
+    FILE *f;
+    int json;
+    long long feature;   /* the feature being printed, -1 before the first */
+} cat_print;
+
+
+static void print_category(void *ctx, uint32_t feature, uint32_t code, const char *text,
+                           size_t len)
+{
+    cat_print *p = ctx;
+    if ((long long)feature != p->feature) {
+        if (p->json)
+            fprintf(p->f, "%s\"%u\": [", p->feature < 0 ? "" : "], ", feature);
+        else
+            fprintf(p->f, "%scategories of feature %u (code: value):", p->feature < 0 ? "" : "\n",
+                    feature);
+        p->feature = feature;
+    } else if (p->json) {
+        fprintf(p->f, ", ");
+    }
+    if (p->json) {
+        json_str_n(p->f, text, len);
+    } else {
+        fprintf(p->f, " %u: ", code);
+        json_str_n(p->f, text, len);
+    }
+}
+
 
 static void flags_text(char *dst, size_t cap, uint32_t flags)
 {
@@ -73,7 +110,7 @@ static void text_report(FILE *f, const info_input *in, const qs_scorer *s)
     qs_scorer_get_layout_info(s, &li);
 
     fprintf(f, "file: %s: %s, %zu bytes\n", in->name, in->kind, in->bytes);
-    fprintf(f, "source: %s, version %s\n", source_name(mi.source),
+    fprintf(f, "source: %s, version %s\n", qs_source_name(mi.source),
             in->source_version ? in->source_version : "not recorded");
     fprintf(f, "objective: %s\n", *st.objective ? st.objective : "(none)");
     fprintf(f, "transform: %s\n", mi.transform);
@@ -84,6 +121,11 @@ static void text_report(FILE *f, const info_input *in, const qs_scorer *s)
     fprintf(f, "features: %u (ids 0..%lld); used by splits: %u, largest id %lld\n",
             mi.num_features, (long long)mi.num_features - 1, st.features_used,
             (long long)st.max_feature_used);
+    if (in->src) {
+        cat_print cp = { f, 0, -1 };
+        if (qs_source_categories(in->src, in->src_len, print_category, &cp) > 0)
+            fprintf(f, "\n");
+    }
     fprintf(f, "classes: %u\n", mi.num_classes);
     fprintf(f, "trees: %llu (%llu nodes, %llu leaves, %llu categorical splits)\n",
             (unsigned long long)mi.num_trees, (unsigned long long)st.nodes,
@@ -186,7 +228,7 @@ static void json_report(FILE *f, const info_input *in, const qs_scorer *s)
     fprintf(f, ", \"kind\": ");
     json_str(f, in->kind);
     fprintf(f, ", \"bytes\": %zu},\n", in->bytes);
-    fprintf(f, "  \"source\": \"%s\",\n  \"source_version\": ", source_name(mi.source));
+    fprintf(f, "  \"source\": \"%s\",\n  \"source_version\": ", qs_source_name(mi.source));
     if (in->source_version)
         json_str(f, in->source_version);
     else
@@ -201,6 +243,13 @@ static void json_report(FILE *f, const info_input *in, const qs_scorer *s)
             st.compare, mi.absent_is_missing ? "missing" : "zero");
     fprintf(f, "  \"features\": {\"count\": %u, \"used\": %u, \"max_used\": %lld},\n",
             mi.num_features, st.features_used, (long long)st.max_feature_used);
+    if (in->src) {
+        cat_print cp = { f, 1, -1 };
+        fprintf(f, "  \"categories\": {");
+        if (qs_source_categories(in->src, in->src_len, print_category, &cp) > 0)
+            fprintf(f, "]");
+        fprintf(f, "},\n");
+    }
     fprintf(f, "  \"classes\": %u,\n  \"trees\": %llu,\n  \"nodes\": %llu,\n  \"leaves\": %llu,\n"
                "  \"categorical_splits\": %llu,\n  \"max_leaves\": %u,\n  \"max_depth\": %u,\n",
             mi.num_classes, (unsigned long long)mi.num_trees, (unsigned long long)st.nodes,

@@ -12,6 +12,8 @@ typedef struct info_input {
     const char *source_version;    /* NULL: not recorded */
     const qs_qsm_file_info *qsm;   /* the container, for a .qsm; NULL otherwise */
     const qs_tuning *tuning;       /* its tuning record (TUNE); NULL: none */
+    const char *src;               /* the model's own bytes (categories), or NULL */
+    size_t src_len;
 } info_input;
 
 /* Write the report of scorer s (loaded from the .qsm, or from the image

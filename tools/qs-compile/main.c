@@ -174,7 +174,7 @@ int main(int argc, char **argv)
     char *buf = tool_read_all(in, &len);
     qs_error err;
     qs_error_clear(&err);
-    info_input ii = { name, tool_model_kind(buf, len), len, NULL, NULL, NULL };
+    info_input ii = { name, tool_model_kind(buf, len), len, NULL, NULL, NULL, NULL, 0 };
     qs_tuning tune;
     char version[64];
     qs_qsm_file_info fi;
@@ -197,10 +197,11 @@ int main(int argc, char **argv)
     }
     if (show_info && qs_source_version(buf, len, version, sizeof version) == 0)
         ii.source_version = version;
-    if (show_info && !ii.kind)
+    if (show_info && !ii.kind) {
+        char list[256];
         tool_die(EXIT_DATA, "%s: not a model qs reads (expected a .qsm, canonical ensemble "
-                            "text, or a LightGBM, XGBoost, CatBoost, QuickRank or RankLib model)",
-                 name);
+                            "text, or a model in %s)", name, tool_reader_list(list, sizeof list, 0));
+    }
     if (tool_is_qsm(buf, len))
         tool_die(EXIT_DATA, "%s: this is a compiled .qsm model already (score it with qs-score)",
                  name);
@@ -208,7 +209,12 @@ int main(int argc, char **argv)
         tool_die(EXIT_DATA, "%s: not canonical ensemble text (expected 'qs-ensemble 1' on the "
                             "first line; convert models with qs-convert)", name);
     qs_model *m = qs_convert(QS_FMT_UNKNOWN, buf, len, &err);
-    free(buf);
+    if (show_info) {
+        ii.src = buf;   /* kept for the report (an XGBoost model's categories) */
+        ii.src_len = len;
+    } else {
+        free(buf);
+    }
     if (!m)
         tool_die_err(name, &err);
     unsigned char *img;
@@ -244,6 +250,7 @@ int main(int argc, char **argv)
             tool_die_err(name, &err);
         free(img);
         info_report(out.fp, json, &ii, s);
+        free(buf);
         qs_scorer_free(s);
         tool_out_commit(&out);
         return EXIT_OK;

@@ -1,5 +1,6 @@
-/* qs-convert: translate a LightGBM, XGBoost, CatBoost or QuickRank/RankLib model into
- * the canonical ensemble text, losslessly, or refuse it loudly. */
+/* qs-convert: translate a model in a format of the readers' table (LightGBM,
+ * XGBoost, CatBoost, ONNX, QuickRank/RankLib) into the canonical ensemble text,
+ * losslessly, or refuse it loudly. */
 #include "tool.h"
 
 #include <getopt.h>
@@ -8,21 +9,31 @@
 
 static void usage(FILE *f)
 {
+    char names[256], bar[256], kinds[256];
+    size_t k = 0;
+    const qs_reader_info *r;
+    bar[0] = '\0';
+    for (size_t i = 0; (r = qs_reader_get(i)) != NULL; i++)
+        if (r->name && k < sizeof bar) {
+            int w = snprintf(bar + k, sizeof bar - k, "%s%s", k ? "|" : "", r->name);
+            k += w > 0 ? (size_t)w : 0;
+        }
     fprintf(f,
-            "usage: qs-convert [--from lightgbm|xgboost|catboost|onnx|quickrank] [-o FILE] [MODEL|-]\n"
+            "usage: qs-convert [--from %s] [-o FILE] [MODEL|-]\n"
             "\n"
-            "Reads a trained model (LightGBM text, XGBoost JSON, CatBoost JSON, ONNX, QuickRank or\n"
-            "RankLib XML; zstd-compressed input is read transparently; the format is detected\n"
-            "unless --from is given) and writes the canonical ensemble text (format/ensemble-text.md)\n"
+            "Reads a trained model\n(%s;\n"
+            "zstd-compressed input is read transparently; the format is detected unless\n"
+            "--from is given) and writes the canonical ensemble text (format/ensemble-text.md)\n"
             "to standard output, or to FILE (written to a temporary name, then renamed).\n"
             "A model that cannot be scored exactly is refused (exit 3).\n"
             "\n"
-            "  --from FMT     the input format: lightgbm, xgboost, catboost, onnx or quickrank (ranklib)\n"
+            "  --from FMT     the input format: %s\n"
             "  -o, --output F write to F instead of standard output\n"
             "  -h, --help     this help\n"
             "  -V, --version  version\n"
             "\n"
-            "exit: 0 ok, 1 malformed model, 2 usage, 3 unsupported model, 4 system error\n");
+            "exit: 0 ok, 1 malformed model, 2 usage, 3 unsupported model, 4 system error\n",
+            bar, tool_reader_list(kinds, sizeof kinds, 0), tool_reader_list(names, sizeof names, 1));
 }
 
 int main(int argc, char **argv)
@@ -40,24 +51,18 @@ int main(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "f:o:hV", opts, NULL)) != -1) {
         switch (c) {
-        case 'f':
-            if (strcmp(optarg, "lightgbm") == 0)
-                fmt = QS_FMT_LIGHTGBM;
-            else if (strcmp(optarg, "xgboost") == 0)
-                fmt = QS_FMT_XGBOOST;
-            else if (strcmp(optarg, "catboost") == 0)
-                fmt = QS_FMT_CATBOOST;
-            else if (strcmp(optarg, "onnx") == 0)
-                fmt = QS_FMT_ONNX;
-            else if (strcmp(optarg, "quickrank") == 0 || strcmp(optarg, "ranklib") == 0)
-                fmt = QS_FMT_QUICKRANK;
-            else {
-                tool_warn("unknown format '%s' (expected lightgbm, xgboost, catboost, onnx or quickrank)",
-                          optarg);
+        case 'f': {
+            const qs_reader_info *r = qs_reader_by_name(optarg);
+            if (!r) {
+                char list[256];
+                tool_warn("unknown format '%s' (expected %s)", optarg,
+                          tool_reader_list(list, sizeof list, 1));
                 usage(stderr);
                 return EXIT_USAGE;
             }
+            fmt = r->format;
             break;
+        }
         case 'o': outpath = optarg; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': printf("qs-convert %s\n", QS_VERSION_STRING); return EXIT_OK;
@@ -78,10 +83,10 @@ int main(int argc, char **argv)
     if (tool_is_qsm(buf, len))
         tool_die(EXIT_DATA, "%s: this is a compiled .qsm model, which qs-convert does not read "
                             "(it is already compiled: score it with qs-score)", name);
+    char list[256];
     if (fmt == QS_FMT_UNKNOWN && qs_detect_format(buf, len) == QS_FMT_UNKNOWN)
-        tool_die(EXIT_DATA, "%s: unrecognised model format (expected LightGBM text, XGBoost JSON, "
-                            "CatBoost JSON or QuickRank/RankLib XML; use --from to say which)",
-                 name);
+        tool_die(EXIT_DATA, "%s: unrecognised model format (expected %s; use --from to say which)",
+                 name, tool_reader_list(list, sizeof list, 0));
     qs_model *m = qs_convert(fmt, buf, len, &err);
     free(buf);
     if (!m)

@@ -47,6 +47,11 @@ static void usage(FILE *f)
             "                         kept), numbered as the library's pred_leaf does\n"
             "                         (LightGBM: leaf index; XGBoost: node id); not with\n"
             "                         --annotate or --transform\n"
+            "  --lightgbm-dense       letor: read a value with |x| <= 1e-35 as 0, as LightGBM's\n"
+            "                         dense readers do (its CSV reader, predict() on a numpy\n"
+            "                         or pandas matrix), not as its LibSVM reader (which keeps\n"
+            "                         it; the default); LightGBM models only (csv, tsv and\n"
+            "                         f32 input is read so for them always)\n"
             "  --strict-features      a feature id the model does not have (>= its feature\n"
             "                         count) is an error; by default it is ignored, with one\n"
             "                         warning naming the first such line\n"
@@ -230,6 +235,7 @@ typedef struct load_ctx {
     int input;
     uint32_t f32_features;
     int strict_features;
+    int lightgbm_dense;         /* --lightgbm-dense */
     qs_model_info info;         /* out: the model's facts */
     qs_scorer **rep;            /* out: nrep scorers */
 } load_ctx;
@@ -295,6 +301,9 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
         tool_die(EXIT_DATA, "%s: --features %u is beyond the model's %u features "
                             "(--strict-features)", dname, c->f32_features, info->num_features);
     }
+    if (c->lightgbm_dense && info->source != QS_SRC_LIGHTGBM)
+        tool_die(EXIT_USAGE, "--lightgbm-dense is LightGBM's rule, and %s is a %s model",
+                 c->mpath, qs_source_name(info->source));
     job->info = &c->info;
     job->replicas = c->rep;
     job->nreplicas = c->nrep;
@@ -333,11 +342,12 @@ int main(int argc, char **argv)
         { "ignore-tuning", no_argument, 0, 'G' },
         { "gpu-batch", required_argument, 0, 'B' },
         { "device", required_argument, 0, 'U' },
+        { "lightgbm-dense", no_argument, 0, 'Z' },
         { 0, 0, 0, 0 },
     };
     qs_absent absent = QS_ABSENT_DEFAULT;
     int transform = 0, annotate = 0, show_version = 0, verbose = 0, show_list = 0;
-    int strict_features = 0, leaves = 0;
+    int strict_features = 0, leaves = 0, lightgbm_dense = 0;
     int input = PIPE_LETOR, header = 0;
     const char *label_col = NULL, *qid_col = NULL;
     uint32_t f32_features = 0;
@@ -401,6 +411,7 @@ int main(int argc, char **argv)
             break;
         }
         case 'Y': leaves = 1; break;
+        case 'Z': lightgbm_dense = 1; break;
         case 'O':
             order = qs_order_find(optarg);
             if (order < 0)
@@ -460,6 +471,9 @@ int main(int argc, char **argv)
         tool_die(EXIT_USAGE, "--features needs --input f32");
     if (input == PIPE_F32 && !f32_features)
         tool_die(EXIT_USAGE, "--input f32 needs --features N (the values per row)");
+    if (lightgbm_dense && input != PIPE_LETOR)
+        tool_die(EXIT_USAGE, "--lightgbm-dense is for LETOR input (csv, tsv and f32 are read "
+                             "so for LightGBM models already)");
     const char *specs[2] = { label_col, qid_col };
     for (int i = 0; i < 2; i++) {
         const char *v = specs[i];
@@ -581,6 +595,7 @@ int main(int argc, char **argv)
         .backend = backend, .device = device, .transform = transform, .nrep = nrep,
         .by_node = by_node,
         .input = input, .f32_features = f32_features, .strict_features = strict_features,
+        .lightgbm_dense = lightgbm_dense,
     };
     /* With threads, LETOR text is read and parsed while the model loads
      * (QS_PARSE_AHEAD=0 turns that off; =wait, for tests, loads only once
@@ -610,6 +625,7 @@ int main(int argc, char **argv)
         .label_col = label_col,
         .qid_col = qid_col,
         .f32_features = f32_features,
+        .lightgbm_dense = lightgbm_dense,
         .dname = dname,
         .load = ahead ? load_model : NULL,
         .load_ctx = &lc,

@@ -411,7 +411,9 @@ static int flush_batch(worker *wk, chunk *c, uint32_t n, const double *x,
     if (job->leaves)
         return flush_leaves(wk, c, n);
     /* threads 1: the workers are this process's threads already */
-    if ((x ? qs_score_matrix(wk->s, job->backend, x, n, wk->stride, wk->batch, 1, &c->err)
+    /* the rows hold each value as its input form reads it: as read */
+    if ((x ? qs_score_matrix_as_read(wk->s, job->backend, x, n, wk->stride, wk->batch, 1,
+                                     &c->err)
            : rows ? qs_score_rows(wk->s, wk->w, job->backend, n, rows, wk->batch, &c->err)
                   : qs_score_batch(wk->s, wk->w, job->backend, n, wk->batch, &c->err)) != 0) {
         c->bad_line = -1;
@@ -472,6 +474,19 @@ static void f32_doc(worker *wk, uint32_t n, const unsigned char *b, uint32_t use
     }
 }
 
+/* Document n of the batch read as LightGBM reads a dense matrix: its
+ * values with |x| <= (double)1e-35f become +0.0 (row n of wk->rows, or the
+ * workspace's slot n). */
+static void doc_zero_band(worker *wk, uint32_t n)
+{
+    if (wk->rows) {
+        qs_row_zero_band(wk->rows + (size_t)n * wk->stride, wk->nfeatures);
+        return;
+    }
+    qs_workspace_select(wk->w, n);
+    qs_doc_zero_band(wk->w);
+}
+
 /* f32: every row of c (whole rows, little-endian float32). */
 static void process_rows(worker *wk, chunk *c)
 {
@@ -479,10 +494,13 @@ static void process_rows(worker *wk, chunk *c)
     const uint32_t nf = job->f32_features;
     const uint32_t use = nf < wk->nfeatures ? nf : wk->nfeatures;
     const size_t rb = (size_t)nf * 4;
+    const int zero_band = qs_scorer_zero_band(wk->s);
     uint32_t n = 0;
     long rows = 0;
     for (size_t off = 0; off + rb <= c->in_len; off += rb) {
         f32_doc(wk, n, (const unsigned char *)c->in + off, use);
+        if (zero_band)
+            doc_zero_band(wk, n); /* a float32 matrix: LightGBM's dense input */
         rows++;
         memset(&wk->meta[n], 0, sizeof wk->meta[n]);
         if (++n == wk->cap) {
@@ -568,6 +586,8 @@ static void preparse(const pipe_job *job, chunk *c)
             c->bad_line = line;
             return;
         }
+        if (is_doc && job->lightgbm_dense)
+            qs_row_zero_band(c->rows + c->nrows * nf, f->num_features);
         if (check_ids(job, f->num_features, c, &lm, is_doc, line) != 0)
             return;
         p = nl ? nl + 1 : end;
@@ -606,9 +626,13 @@ static int parse_line(worker *wk, uint32_t n, const char *p, size_t len, qs_leto
     const pipe_job *job = wk->job;
     if (wk->rows) {
         double *row = wk->rows + (size_t)n * wk->stride;
-        return job->input == PIPE_LETOR
-                   ? qs_letor_parse_row(&wk->rowf, row, p, len, lm, is_doc, err)
-                   : qs_dsv_parse_row(&wk->rowf, row, &job->dsv, p, len, lm, is_doc, err);
+        if (job->input == PIPE_LETOR)
+            return qs_letor_parse_row(&wk->rowf, row, p, len, lm, is_doc, err);
+        int rc = qs_dsv_parse_row(&wk->rowf, row, &job->dsv, p, len, lm, is_doc, err);
+        /* qs_dsv_parse drops LightGBM's zero band itself; a row, as written */
+        if (rc == 0 && *is_doc && qs_scorer_zero_band(wk->s))
+            qs_row_zero_band(row, wk->nfeatures);
+        return rc;
     }
     qs_workspace_select(wk->w, n);
     return job->input == PIPE_LETOR
@@ -659,6 +683,8 @@ static void process(worker *wk, chunk *c)
         p = nl ? nl + 1 : end;
         if (!is_doc)
             continue;
+        if (job->lightgbm_dense)
+            doc_zero_band(wk, n);
         meta_of(&wk->meta[n], &lm);
         if (++n == wk->cap) {
             if (flush_batch(wk, c, n, wk->rows, NULL, wk->meta) != 0)

@@ -72,6 +72,7 @@ struct pipe_job {
     const char *label_col, *qid_col;
     qs_dsv_format dsv;
     uint32_t f32_features;   /* PIPE_F32: floats per row */
+    int lightgbm_dense;      /* LETOR read as LightGBM's dense readers (qs_doc_zero_band) */
     FILE *in;
     const char *dname;       /* the documents' name for messages */
     tool_out *out;

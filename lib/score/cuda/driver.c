@@ -251,10 +251,13 @@ static int cu_score_rows(const qs_backend_def *d, const qs_scorer *s, void *stat
         const uint32_t n = r->n - next < c->sub ? (uint32_t)(r->n - next) : c->sub;
         for (uint32_t i = 0; i < n; i++) {
             double *row = l->pin_x + (size_t)i * c->nf;
-            if (nfm)
-                memcpy(row, qs_rows_at(r, next + i), sizeof(double) * nfm);
-            else
+            if (nfm) {
+                const double *src = qs_rows_read(r, next + i, nfm, row);
+                if (src != row)
+                    memcpy(row, src, sizeof(double) * nfm);
+            } else {
                 row[0] = 0.0;
+            }
         }
         qs_cu_batch X = {
             .x = l->dx, .stride = c->nf, .n = n, .db = c->im.db, .acc = l->dacc,
