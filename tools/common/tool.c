@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <zstd.h>
 
@@ -66,17 +67,87 @@ static int threads_running;
 
 void tool_threads_running(int on) { __atomic_store_n(&threads_running, on, __ATOMIC_SEQ_CST); }
 
+/* ------------------------------------------------------------ held blocks */
+
+/* A fixed table: the tools hold a handful of blocks at a time. */
+#define TOOL_MAX_HELD 64
+static struct {
+    void *p;
+    tool_release_fn release;
+} held[TOOL_MAX_HELD];
+static size_t nheld;
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void *tool_hold(void *p, tool_release_fn release)
+{
+    if (!p)
+        return NULL;
+    pthread_mutex_lock(&held_lock);
+    size_t n = nheld;
+    if (n < TOOL_MAX_HELD) {
+        held[n].p = p;
+        held[n].release = release ? release : free;
+        nheld = n + 1;
+    }
+    pthread_mutex_unlock(&held_lock);
+    if (n == TOOL_MAX_HELD) {
+        (release ? release : free)(p);
+        tool_die(EXIT_SYSTEM, "internal error: more than %d blocks held", TOOL_MAX_HELD);
+    }
+    return p;
+}
+
+/* Forget p; its release function, or NULL when p is not held. */
+static tool_release_fn forget(void *p)
+{
+    tool_release_fn fn = NULL;
+    pthread_mutex_lock(&held_lock);
+    for (size_t i = nheld; i-- > 0;)
+        if (held[i].p == p) {
+            fn = held[i].release;
+            memmove(&held[i], &held[i + 1], (nheld - i - 1) * sizeof held[0]);
+            nheld--;
+            break;
+        }
+    pthread_mutex_unlock(&held_lock);
+    return fn;
+}
+
+void tool_unhold(void *p)
+{
+    if (p)
+        forget(p);
+}
+
+void tool_release(void *p)
+{
+    if (!p)
+        return;
+    tool_release_fn fn = forget(p);
+    if (fn)
+        fn(p);
+}
+
+_Noreturn void tool_exit(int code)
+{
+    if (pending_out)
+        tool_out_abort(pending_out);
+    if (__atomic_load_n(&threads_running, __ATOMIC_SEQ_CST))
+        _exit(code);
+    while (nheld > 0) {
+        nheld--;
+        held[nheld].release(held[nheld].p);
+    }
+    exit(code);
+}
+
 _Noreturn void tool_die(int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vwarn(fmt, ap);
     va_end(ap);
-    if (pending_out)
-        tool_out_abort(pending_out);
-    if (__atomic_load_n(&threads_running, __ATOMIC_SEQ_CST))
-        _exit(code);
-    exit(code);
+    tool_exit(code);
 }
 
 int tool_exit_code(qs_status st)
@@ -136,19 +207,21 @@ static _Noreturn void too_big(const char *name, const char *what)
                         "raise it)", name, what, tool_max_input());
 }
 
+static void free_dstream(void *p) { ZSTD_freeDStream(p); }
+
 static char *decompress(const char *name, char *src, size_t n, size_t *len)
 {
     const size_t limit = tool_max_input();
     unsigned long long claim = ZSTD_getFrameContentSize(src, n);
     if (claim != ZSTD_CONTENTSIZE_UNKNOWN && claim != ZSTD_CONTENTSIZE_ERROR && claim > limit)
         too_big(name, "decompressed content");
-    ZSTD_DStream *ds = ZSTD_createDStream();
+    ZSTD_DStream *ds = tool_hold(ZSTD_createDStream(), free_dstream);
     if (!ds)
         tool_die(EXIT_SYSTEM, "%s: out of memory (starting to decompress)", name);
     size_t cap = n < limit / 4 ? n * 4 + 1024 : limit, used = 0;
     if (claim != ZSTD_CONTENTSIZE_UNKNOWN && claim != ZSTD_CONTENTSIZE_ERROR)
         cap = (size_t)claim + 1;
-    char *dst = malloc(cap + 1);
+    char *dst = tool_hold(malloc(cap + 1), free);
     if (!dst)
         tool_die(EXIT_SYSTEM, "%s: out of memory (decompressing to %zu bytes)", name, cap);
     ZSTD_inBuffer in = { src, n, 0 };
@@ -158,11 +231,14 @@ static char *decompress(const char *name, char *src, size_t n, size_t *len)
             if (cap > limit)
                 too_big(name, "decompressed content");
             cap = cap > limit / 2 ? limit + 1 : cap * 2;
+            tool_unhold(dst);
             char *nd = realloc(dst, cap + 1);
-            if (!nd)
+            if (!nd) {
+                free(dst);
                 tool_die(EXIT_SYSTEM, "%s: out of memory (decompressing, %zu bytes so far)",
                          name, used);
-            dst = nd;
+            }
+            dst = tool_hold(nd, free);
         }
         ZSTD_outBuffer out = { dst, cap, used };
         size_t before_in = in.pos;
@@ -176,8 +252,9 @@ static char *decompress(const char *name, char *src, size_t n, size_t *len)
     }
     if (used > limit)
         too_big(name, "decompressed content");
-    ZSTD_freeDStream(ds);
-    free(src);
+    tool_release(ds);
+    tool_release(src);
+    tool_unhold(dst); /* the caller's now */
     dst[used] = '\0';
     *len = used;
     return dst;
@@ -194,7 +271,7 @@ char *tool_read_all(const char *path, size_t *len)
         tool_die(EXIT_SYSTEM, "%s: cannot open: %s", path, strerror(errno));
     const size_t limit = tool_max_input();
     size_t cap = 1 << 16, n = 0;
-    char *b = malloc(cap + 1);
+    char *b = tool_hold(malloc(cap + 1), free);
     if (!b)
         tool_die(EXIT_SYSTEM, "%s: out of memory", name);
     for (;;) {
@@ -203,10 +280,13 @@ char *tool_read_all(const char *path, size_t *len)
                 too_big(name, "input");
             /* One byte past the limit tells "at the limit" from "beyond". */
             size_t nc = cap > limit / 2 ? limit + 1 : cap * 2;
+            tool_unhold(b);
             char *nb = realloc(b, nc + 1);
-            if (!nb)
+            if (!nb) {
+                free(b);
                 tool_die(EXIT_SYSTEM, "%s: out of memory (reading, %zu bytes so far)", name, n);
-            b = nb;
+            }
+            b = tool_hold(nb, free);
             cap = nc;
         }
         size_t r = fread(b + n, 1, cap - n, f);
@@ -224,6 +304,7 @@ char *tool_read_all(const char *path, size_t *len)
     if (n >= 4 && (unsigned char)b[0] == 0x28 && (unsigned char)b[1] == 0xB5 &&
         (unsigned char)b[2] == 0x2F && (unsigned char)b[3] == 0xFD)
         return decompress(name, b, n, len);
+    tool_unhold(b); /* the caller's now */
     *len = n;
     return b;
 }
@@ -238,6 +319,20 @@ static size_t read_raw(tool_reader *r, void *dst, size_t n)
     return got;
 }
 
+static void reader_release(void *p)
+{
+    tool_reader *r = p;
+    if (r->f && r->f != stdin)
+        fclose(r->f);
+    ZSTD_freeDStream(r->zs);
+    free(r->raw);
+    free(r->buf);
+    r->f = NULL;
+    r->zs = NULL;
+    r->raw = NULL;
+    r->buf = NULL;
+}
+
 void tool_reader_open(tool_reader *r, const char *path)
 {
     memset(r, 0, sizeof *r);
@@ -250,6 +345,8 @@ void tool_reader_open(tool_reader *r, const char *path)
         tool_die(EXIT_SYSTEM, "%s: cannot open: %s", path, strerror(errno));
     r->raw_cap = (size_t)1 << 16;
     r->cap = (size_t)1 << 16;
+    /* held until tool_reader_close */
+    tool_hold(r, reader_release);
     r->raw = malloc(r->raw_cap);
     r->buf = malloc(r->cap);
     if (!r->raw || !r->buf)
@@ -268,11 +365,8 @@ void tool_reader_open(tool_reader *r, const char *path)
 
 void tool_reader_close(tool_reader *r)
 {
-    if (r->f != stdin)
-        fclose(r->f);
-    ZSTD_freeDStream(r->zs);
-    free(r->raw);
-    free(r->buf);
+    tool_unhold(r);
+    reader_release(r);
 }
 
 /* Append text to buf[end .. cap); returns the bytes added, 0 at the end. */
@@ -551,7 +645,7 @@ _Noreturn void tool_input_error(const char *name, int err)
     tool_die(EXIT_SYSTEM, "%s: read error: %s", name, strerror(err));
 }
 
-/* ------------------------------------------------------------ output */
+
 
 /* The temporary file to remove when the program dies, kept in a static
  * buffer so that the signal handler needs nothing but unlink(). */
@@ -613,12 +707,15 @@ void tool_out_open(tool_out *o, const char *path, int binary)
     o->path = strdup(path);
     if (!o->path)
         tool_die(EXIT_SYSTEM, "%s: out of memory", path);
+    /* From here on a dying exit frees what o holds (tool_out_abort). */
+    pending_out = o;
     struct stat st, lst;
     int exists = stat(path, &st) == 0;
     if (exists && S_ISDIR(st.st_mode))
         tool_die(EXIT_SYSTEM, "%s: cannot write: %s", path, strerror(EISDIR));
     int is_link = lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode);
     char *real = is_link ? realpath(path, NULL) : NULL;
+    o->dest = real; /* (the rename's target, when path is a link) */
     /* A device, a named pipe, or a name under /dev or /proc (/dev/stdout is
      * a link to /proc/self/fd/1, which may name a regular file): a rename
      * would replace the node, or the link, so write to it in place. */
@@ -634,6 +731,7 @@ void tool_out_open(tool_out *o, const char *path, int binary)
             tool_die(EXIT_SYSTEM, "%s: %s", path, strerror(errno));
         o->direct = 1;
         free(real);
+        o->dest = NULL;
         return;
     }
     /* A link to a regular file: replace the file, keep the link. */
@@ -656,10 +754,8 @@ void tool_out_open(tool_out *o, const char *path, int binary)
         tool_die(EXIT_SYSTEM, "%s: out of memory", path);
     memcpy(o->tmp, path, dirlen + base);
     memcpy(o->tmp + dirlen + base, suffix, sizeof suffix);
-    if (real) {
-        /* The rename goes to the link's target; messages keep the name given. */
-        o->dest = real;
-    }
+    /* (with a link, the rename goes to its target, o->dest; messages keep
+     * the name given) */
     catch_signals();
     /* No signal between creating the file and recording its name. */
     sigset_t all, old;
@@ -670,7 +766,6 @@ void tool_out_open(tool_out *o, const char *path, int binary)
     if (fd >= 0) {
         memcpy(sig_tmp, o->tmp, strlen(o->tmp) + 1);
         sig_tmp_set = 1;
-        pending_out = o;
     }
     sigprocmask(SIG_SETMASK, &old, NULL);
     if (fd < 0) {
@@ -689,7 +784,7 @@ void tool_out_write(tool_out *o, const void *buf, size_t n)
 {
     if (n && fwrite(buf, 1, n, o->fp) != n) {
         if (errno == EPIPE && o->fp == stdout)
-            exit(EXIT_OK);
+            tool_exit(EXIT_OK);
         tool_die(EXIT_SYSTEM, "%s: write error: %s", o->path ? o->path : "(stdout)",
                  strerror(errno));
     }
@@ -731,8 +826,9 @@ void tool_out_commit(tool_out *o)
         sig_tmp_set = 0;
         free(o->tmp);
         o->tmp = NULL;
-        pending_out = NULL;
     }
+    if (pending_out == o)
+        pending_out = NULL;
     free(o->path);
     free(o->dest);
     o->path = o->dest = NULL;
@@ -749,6 +845,9 @@ void tool_out_abort(tool_out *o)
         o->tmp = NULL;
         sig_tmp_set = 0;
     }
+    free(o->path);
+    free(o->dest);
+    o->path = o->dest = NULL;
     if (pending_out == o)
         pending_out = NULL;
 }
@@ -759,7 +858,7 @@ void tool_close_stdout(void)
         tool_die(EXIT_SYSTEM, "(stdout): cannot write: standard output is closed");
     if (fflush(stdout) != 0 || ferror(stdout)) {
         if (errno == EPIPE)
-            exit(EXIT_OK);
+            tool_exit(EXIT_OK);
         tool_die(EXIT_SYSTEM, "write error on standard output: %s", strerror(errno));
     }
     if (fclose(stdout) != 0 && errno != EPIPE)

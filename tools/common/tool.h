@@ -17,6 +17,24 @@ enum {
     EXIT_SYSTEM = 4       /* cannot open/read/write a file, out of memory */
 };
 
+/* What a tool holds while it runs (the model's bytes, scorers, workspaces,
+ * buffers) is registered here, so that every way out frees it: tool_die,
+ * tool_exit and the quiet exit on a closed pipe release the held blocks,
+ * newest first, before exit().  A leak checker's verdict on an error path
+ * then follows from the code, not from what the stack happens to hold when
+ * the process ends (the sanitizer pass of `make check` does not scan stacks
+ * and registers: a block still held at exit is always a leak there).
+ * tool_hold(p, release) returns p (NULL: nothing held); tool_release(p)
+ * releases p now and forgets it; tool_unhold(p) forgets it (freed or handed
+ * on by the caller).  Nothing is released while other threads run (the exit
+ * is then _exit, which checks nothing). */
+typedef void (*tool_release_fn)(void *);
+void *tool_hold(void *p, tool_release_fn release);
+void tool_release(void *p);
+void tool_unhold(void *p);
+/* Release what is held, then exit(code) (_exit while threads run). */
+_Noreturn void tool_exit(int code);
+
 /* Set the program name used as the message prefix (call first in main). */
 void tool_init(const char *progname);
 const char *tool_name(void);

@@ -83,11 +83,13 @@ typedef struct sample {
     size_t n, F;
 } sample;
 
+static void release_workspace(void *w) { qs_workspace_free(w); }
+
 static void read_sample(const qs_scorer *s, const char *path, qs_absent absent, sample *S)
 {
     qs_error err;
     qs_error_clear(&err);
-    qs_workspace *w = qs_workspace_new(s, &err);
+    qs_workspace *w = tool_hold(qs_workspace_new(s, &err), release_workspace);
     if (!w)
         tool_die_err(NULL, &err);
     const qs_model *m = qs_scorer_model(s);
@@ -112,15 +114,16 @@ static void read_sample(const qs_scorer *s, const char *path, qs_absent absent, 
             continue;
         if (S->n == cap) {
             cap = cap ? cap * 2 : 1024;
-            S->x = realloc(S->x, cap * S->F * sizeof *S->x);
-            if (!S->x)
+            double *x = realloc(S->x, cap * S->F * sizeof *S->x);
+            if (!x)
                 tool_die(EXIT_SYSTEM, "out of memory (sample of %zu documents)", cap);
+            S->x = x;
         }
         memcpy(S->x + S->n * S->F, qs_doc_values(w), mi.num_features * sizeof *S->x);
         S->n++;
     }
     tool_reader_close(&r);
-    qs_workspace_free(w);
+    tool_release(w);
 }
 
 /* A reproducible subsample of k rows (partial Fisher-Yates on the row
@@ -135,8 +138,8 @@ static void subsample(sample *S, size_t k, uint64_t seed)
 {
     if (k >= S->n)
         return;
-    size_t *idx = malloc(S->n * sizeof *idx);
-    double *y = malloc(k * S->F * sizeof *y);
+    size_t *idx = tool_hold(malloc(S->n * sizeof *idx), free);
+    double *y = tool_hold(malloc(k * S->F * sizeof *y), free);
     if (!idx || !y)
         tool_die(EXIT_SYSTEM, "out of memory");
     for (size_t i = 0; i < S->n; i++)
@@ -155,7 +158,8 @@ static void subsample(sample *S, size_t k, uint64_t seed)
     for (size_t i = 0; i < k; i++)
         memcpy(y + i * S->F, S->x + idx[i] * S->F, S->F * sizeof *y);
     free(S->x);
-    free(idx);
+    tool_release(idx);
+    tool_unhold(y);
     S->x = y;
     S->n = k;
 }
@@ -193,6 +197,17 @@ typedef struct tuner {
     unsigned inner;       /* passes per timed measurement */
     uint64_t cache[3];
 } tuner;
+
+/* Release function for tool_hold. */
+static void release_tuner(void *p)
+{
+    tuner *T = p;
+    qs_scorer_free(T->sc);
+    free(T->S.x);
+    free(T->out);
+    free(T->ref);
+    free(T->pts);
+}
 
 static void die_err(const qs_error *e) { tool_die_err(NULL, e); }
 
@@ -651,7 +666,8 @@ int main(int argc, char **argv)
     const char *mpath = argv[optind];
     const char *dpath = optind + 1 < argc ? argv[optind + 1] : "-";
     size_t mlen;
-    char *mbuf = tool_read_all(mpath, &mlen);
+    /* Every block is held (tool_hold) until freed, so that each exit frees it. */
+    char *mbuf = tool_hold(tool_read_all(mpath, &mlen), free);
     if (!tool_is_qsm(mbuf, mlen)) {
         const char *kind = tool_model_kind(mbuf, mlen);
         tool_die(EXIT_DATA, "%s: %s%s, not a .qsm: compile it first (qs-compile -o MODEL.qsm)",
@@ -665,6 +681,7 @@ int main(int argc, char **argv)
     qs_error_clear(&err);
     tuner T;
     memset(&T, 0, sizeof T);
+    tool_hold(&T, release_tuner);
     T.qsm = (const unsigned char *)mbuf;
     T.qsm_len = mlen;
     T.repeat = repeat;
@@ -718,10 +735,8 @@ int main(int argc, char **argv)
         char b[160];
         printf("%.4f\t%s\n", ns, setting_str(&def, b, sizeof b));
         tool_close_stdout();
-        qs_scorer_free(T.sc);
-        free(T.S.x);
-        free(T.out);
-        free(mbuf);
+        tool_release(&T);
+        tool_release(mbuf);
         return EXIT_OK;
     }
 
@@ -932,19 +947,16 @@ int main(int argc, char **argv)
     size_t ilen;
     if (qs_qsm_set_tuning(T.qsm, T.qsm_len, &tr, &img, &ilen, &err) != 0)
         tool_die_err(mpath, &err);
+    tool_hold(img, free);
     if (plotpath)
         plot(&T, plotpath, win);
     tool_out o;
     tool_out_open(&o, outpath, 1);
     tool_out_write(&o, img, ilen);
     tool_out_commit(&o);
-    free(img);
+    tool_release(img);
     tool_close_stdout();
-    qs_scorer_free(T.sc);
-    free(T.S.x);
-    free(T.out);
-    free(T.ref);
-    free(T.pts);
-    free(mbuf);
+    tool_release(&T);
+    tool_release(mbuf);
     return EXIT_OK;
 }

@@ -57,6 +57,12 @@ static uint32_t parse_u32(const char *s, const char *what, uint32_t min, uint32_
     return (uint32_t)v;
 }
 
+/* Release functions for tool_hold (every block is held until freed, so
+ * that each exit frees it). */
+static void release_scorer(void *s) { qs_scorer_free(s); }
+static void release_workspace(void *w) { qs_workspace_free(w); }
+static void release_model(void *m) { qs_model_free(m); }
+
 /* Tree reversal: count each tree's false and true nodes over the sample
  * documents and reverse the trees with more false than true ones. */
 static uint8_t *decide_reversal(const unsigned char *img, size_t ilen, const char *path,
@@ -64,21 +70,22 @@ static uint8_t *decide_reversal(const unsigned char *img, size_t ilen, const cha
 {
     qs_error err;
     qs_error_clear(&err);
-    qs_scorer *s = qs_scorer_load(img, ilen, &err);
+    qs_scorer *s = tool_hold(qs_scorer_load(img, ilen, &err), release_scorer);
     if (!s)
         tool_die_err(NULL, &err);
-    qs_workspace *w = qs_workspace_new(s, &err);
+    qs_workspace *w = tool_hold(qs_workspace_new(s, &err), release_workspace);
     if (!w)
         tool_die_err(NULL, &err);
     qs_model_info info;
     qs_model_get_info(qs_scorer_model(s), &info);
     uint64_t nt = info.num_trees;
-    uint64_t *fals = calloc(nt ? nt : 1, sizeof *fals), *tru = calloc(nt ? nt : 1, sizeof *tru);
-    uint8_t *rev = calloc(nt ? nt : 1, 1);
+    uint64_t *fals = tool_hold(calloc(nt ? nt : 1, sizeof *fals), free);
+    uint64_t *tru = tool_hold(calloc(nt ? nt : 1, sizeof *tru), free);
+    uint8_t *rev = tool_hold(calloc(nt ? nt : 1, 1), free);
     if (!fals || !tru || !rev)
         tool_die(EXIT_SYSTEM, "out of memory");
     size_t len;
-    char *buf = tool_read_all(path, &len);
+    char *buf = tool_hold(tool_read_all(path, &len), free);
     const char *name = strcmp(path, "-") == 0 ? "(stdin)" : path;
     long ln = 0, docs = 0;
     for (size_t i = 0; i < len;) {
@@ -106,12 +113,12 @@ static uint8_t *decide_reversal(const unsigned char *img, size_t ilen, const cha
         tool_warn("reversal chosen for %llu of %llu trees (sample of %ld documents; "
                   "oblivious and one-leaf trees are never reversed)",
                   (unsigned long long)nrev, (unsigned long long)nt, docs);
-    free(buf);
-    free(fals);
-    free(tru);
-    qs_workspace_free(w);
-    qs_scorer_free(s);
-    return rev;
+    tool_release(buf);
+    tool_release(fals);
+    tool_release(tru);
+    tool_release(w);
+    tool_release(s);
+    return rev; /* still held: the caller releases it */
 }
 
 int main(int argc, char **argv)
@@ -171,7 +178,7 @@ int main(int argc, char **argv)
     /* Refuse a terminal before reading anything (the report is text). */
     tool_out_open(&out, outpath, !show_info);
     size_t len;
-    char *buf = tool_read_all(in, &len);
+    char *buf = tool_hold(tool_read_all(in, &len), free); /* (tool_hold: freed on any exit) */
     qs_error err;
     qs_error_clear(&err);
     info_input ii = { name, tool_model_kind(buf, len), len, NULL, NULL, NULL };
@@ -181,7 +188,8 @@ int main(int argc, char **argv)
     if (show_info && tool_is_qsm(buf, len)) {
         if (qs_qsm_get_file_info((const unsigned char *)buf, len, &fi, &err) != 0)
             tool_die_err(name, &err);
-        qs_scorer *s = qs_scorer_load((const unsigned char *)buf, len, &err);
+        qs_scorer *s = tool_hold(qs_scorer_load((const unsigned char *)buf, len, &err),
+                                 release_scorer);
         if (!s)
             tool_die_err(name, &err);
         ii.qsm = &fi;
@@ -190,8 +198,8 @@ int main(int argc, char **argv)
             tool_die_err(name, &err);
         ii.tuning = have ? &tune : NULL;
         info_report(out.fp, json, &ii, s);
-        free(buf);
-        qs_scorer_free(s);
+        tool_release(s);
+        tool_release(buf);
         tool_out_commit(&out);
         return EXIT_OK;
     }
@@ -207,19 +215,20 @@ int main(int argc, char **argv)
     if (qs_detect_format(buf, len) == QS_FMT_UNKNOWN)
         tool_die(EXIT_DATA, "%s: not canonical ensemble text (expected 'qs-ensemble 1' on the "
                             "first line; convert models with qs-convert)", name);
-    qs_model *m = qs_convert(QS_FMT_UNKNOWN, buf, len, &err);
-    free(buf);
+    qs_model *m = tool_hold(qs_convert(QS_FMT_UNKNOWN, buf, len, &err), release_model);
+    tool_release(buf);
     if (!m)
         tool_die_err(name, &err);
     unsigned char *img;
     size_t ilen;
     if (qs_compile(m, &opt, &img, &ilen, &err) != 0)
         tool_die_err(name, &err);
+    tool_hold(img, free);
     uint8_t *rev = NULL;
     if (reverse_all) {
         qs_model_info info;
         qs_model_get_info(m, &info);
-        rev = malloc(info.num_trees ? info.num_trees : 1);
+        rev = tool_hold(malloc(info.num_trees ? info.num_trees : 1), free);
         if (!rev)
             tool_die(EXIT_SYSTEM, "out of memory");
         memset(rev, 1, info.num_trees);
@@ -230,26 +239,27 @@ int main(int argc, char **argv)
     if (sample)
         rev = decide_reversal(img, ilen, sample, verbose);
     if (rev) {
-        free(img);
+        tool_release(img);
         opt.reverse = rev;
         if (qs_compile(m, &opt, &img, &ilen, &err) != 0)
             tool_die_err(name, &err);
+        tool_hold(img, free);
     }
-    free(rev);
-    qs_model_free(m);
+    tool_release(rev);
+    tool_release(m);
     if (show_info) {
         /* The layout qs-compile would write, as qs-score would load it. */
-        qs_scorer *s = qs_scorer_load(img, ilen, &err);
+        qs_scorer *s = tool_hold(qs_scorer_load(img, ilen, &err), release_scorer);
         if (!s)
             tool_die_err(name, &err);
-        free(img);
+        tool_release(img);
         info_report(out.fp, json, &ii, s);
-        qs_scorer_free(s);
+        tool_release(s);
         tool_out_commit(&out);
         return EXIT_OK;
     }
     tool_out_write(&out, img, ilen);
-    free(img);
+    tool_release(img);
     tool_out_commit(&out);
     return EXIT_OK;
 }

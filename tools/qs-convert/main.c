@@ -25,6 +25,8 @@ static void usage(FILE *f)
             "exit: 0 ok, 1 malformed model, 2 usage, 3 unsupported model, 4 system error\n");
 }
 
+static void release_model(void *m) { qs_model_free(m); }
+
 int main(int argc, char **argv)
 {
     tool_init(argv[0]);
@@ -72,7 +74,8 @@ int main(int argc, char **argv)
     const char *in = optind < argc ? argv[optind] : "-";
     const char *name = strcmp(in, "-") == 0 ? "(stdin)" : in;
     size_t len;
-    char *buf = tool_read_all(in, &len);
+    /* Every block is held (tool_hold) until freed, so that each exit frees it. */
+    char *buf = tool_hold(tool_read_all(in, &len), free);
     qs_error err;
     qs_error_clear(&err);
     if (tool_is_qsm(buf, len))
@@ -82,19 +85,20 @@ int main(int argc, char **argv)
         tool_die(EXIT_DATA, "%s: unrecognised model format (expected LightGBM text, XGBoost JSON, "
                             "CatBoost JSON or QuickRank/RankLib XML; use --from to say which)",
                  name);
-    qs_model *m = qs_convert(fmt, buf, len, &err);
-    free(buf);
+    qs_model *m = tool_hold(qs_convert(fmt, buf, len, &err), release_model);
+    tool_release(buf);
     if (!m)
         tool_die_err(name, &err);
     char *text;
     size_t tlen;
     if (qs_model_to_text(m, &text, &tlen, &err) != 0)
         tool_die_err(name, &err);
-    qs_model_free(m);
+    tool_release(m);
+    tool_hold(text, free);
     tool_out out;
     tool_out_open(&out, outpath, 0);
     tool_out_write(&out, text, tlen);
-    free(text);
+    tool_release(text);
     tool_out_commit(&out);
     return EXIT_OK;
 }

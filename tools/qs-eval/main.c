@@ -103,7 +103,7 @@ static _Noreturn void usage_die(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fprintf(stderr, "\n%sTry 'qs-eval --help' for more information.\n", usage_line);
-    exit(EXIT_USAGE);
+    tool_exit(EXIT_USAGE);
 }
 
 /* ------------------------------------------------------------ input */
@@ -143,7 +143,7 @@ static unsigned *parse_ks(const char *s, size_t *nk)
     size_t n = 1;
     for (const char *p = s; *p; p++)
         n += *p == ',';
-    unsigned *ks = malloc(n * sizeof *ks);
+    unsigned *ks = tool_hold(malloc(n * sizeof *ks), free); /* (freed on any exit) */
     if (!ks)
         tool_die(EXIT_SYSTEM, "out of memory");
     const char *p = s;
@@ -269,6 +269,8 @@ static void groups_end(groups *g, const char *docs, unsigned long long ndocs)
 /* Without qids and groups, a long file is one query: most likely a mistake. */
 #define ONE_QUERY_WARN 1000
 
+static void release_eval(void *ev) { qs_eval_free(ev); }
+
 int main(int argc, char **argv)
 {
     tool_init(argv[0]);
@@ -306,7 +308,7 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":k:hV", opts, &idx)) != -1) {
         switch (c) {
         case 'k':
-            free(ks);
+            tool_release(ks);
             ks = parse_ks(optarg, &nk);
             break;
         case O_METRIC: {
@@ -354,7 +356,7 @@ int main(int argc, char **argv)
     if (!ks) {
         /* MAP is usually reported over the whole list (RankLib, XGBoost map). */
         static unsigned dflt_ndcg = 10, dflt_map = 0;
-        ks = malloc(sizeof *ks);
+        ks = tool_hold(malloc(sizeof *ks), free);
         if (!ks)
             tool_die(EXIT_SYSTEM, "out of memory");
         ks[0] = o.metric == QS_METRIC_MAP ? dflt_map : dflt_ndcg;
@@ -387,14 +389,14 @@ int main(int argc, char **argv)
         static const char *const ext[] = { ".query", ".group" };
         for (size_t i = 0; i < 2 && !group_file; i++) {
             size_t n = strlen(letor_path) + strlen(ext[i]) + 1;
-            auto_group = malloc(n);
+            auto_group = tool_hold(malloc(n), free);
             if (!auto_group)
                 tool_die(EXIT_SYSTEM, "out of memory");
             snprintf(auto_group, n, "%s%s", letor_path, ext[i]);
             if (access(auto_group, F_OK) == 0)
                 group_file = auto_group;
             else {
-                free(auto_group);
+                tool_release(auto_group);
                 auto_group = NULL;
             }
         }
@@ -411,7 +413,7 @@ int main(int argc, char **argv)
     nk_print = nk;
     ks_print = ks;
     metric_print = qs_metric_name(o.metric);
-    qs_eval *ev = qs_eval_new(&o, &err);
+    qs_eval *ev = tool_hold(qs_eval_new(&o, &err), release_eval);
     if (!ev) {
         if (err.code == QS_ERR_ARG)
             usage_die("%s", err.msg);
@@ -483,7 +485,7 @@ int main(int argc, char **argv)
         tool_reader_close(&S);
     }
     groups_end(&G, where, ndocs_all);
-    free(auto_group);
+    tool_release(auto_group);
     if (!G.on && with_qid == 0 && ndocs_all > ONE_QUERY_WARN)
         tool_warn("%s: %llu documents without qid: and no group file: they are evaluated as one "
                   "query (give --group-file FILE, or put the group sizes in %s.query)",
@@ -500,7 +502,7 @@ int main(int argc, char **argv)
         print_value(mean[j]);
     putchar('\n');
     tool_close_stdout();
-    qs_eval_free(ev);
-    free(ks);
+    tool_release(ev);
+    tool_release(ks);
     return EXIT_OK;
 }

@@ -239,6 +239,7 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
                                              tree_block, delta, &err);
         if (!s)
             tool_die_err(mpath, &err);
+        c->rep[r] = s; /* freed by any exit from now on (release_replicas) */
         if (c->iterations && qs_scorer_truncate(s, c->iterations, &err) != 0)
             tool_die_err(mpath, &err);
         if (doc_block != QS_KEEP && qs_scorer_relayout(s, QS_KEEP, doc_block, QS_KEEP, &err) != 0)
@@ -248,7 +249,6 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
             tool_die_err(NULL, &err);
         if (qs_scorer_prepare(s, c->backend, &err) != 0)
             tool_die_err(mpath, &err);
-        c->rep[r] = s;
         if (r) {
             numa_enter(-1);
             continue;
@@ -258,7 +258,7 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
             tool_die(EXIT_UNSUPPORTED, "%s: the model's output transform cannot be reproduced "
                                        "exactly; score without --transform", mpath);
     }
-    free(c->mbuf);
+    tool_release(c->mbuf);
     c->mbuf = NULL;
 
     const qs_model_info *info = &c->info;
@@ -279,6 +279,16 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
     job->replicas = c->rep;
     job->nreplicas = c->nrep;
     job->replica_by_node = c->by_node;
+}
+
+/* The scorers load_model made (tool_hold: freed on every exit). */
+static void release_replicas(void *ctx)
+{
+    load_ctx *c = ctx;
+    for (unsigned r = 0; c->rep && r < c->nrep; r++)
+        qs_scorer_free(c->rep[r]);
+    free(c->rep);
+    c->rep = NULL;
 }
 
 int main(int argc, char **argv)
@@ -469,7 +479,7 @@ int main(int argc, char **argv)
         chunk_bytes = parse_u32(cb, "QS_CHUNK_BYTES", 1, 1u << 30);
 
     size_t mlen;
-    char *mbuf = tool_read_all(mpath, &mlen);
+    char *mbuf = tool_hold(tool_read_all(mpath, &mlen), free);
     const char *kind = tool_is_qsm(mbuf, mlen) ? NULL : tool_model_kind(mbuf, mlen);
     if (kind && qs_detect_format(mbuf, mlen) == QS_FMT_CANONICAL)
         tool_die(EXIT_DATA, "%s: this is %s, not a .qsm: compile it first "
@@ -543,6 +553,7 @@ int main(int argc, char **argv)
         .backend = backend, .transform = transform, .nrep = nrep, .by_node = by_node,
         .input = input, .f32_features = f32_features, .strict_features = strict_features,
     };
+    tool_hold(&lc, release_replicas);
     /* With threads, LETOR text is read and parsed while the model loads
      * (QS_PARSE_AHEAD=0 turns that off; =wait, for tests, loads only once
      * the reading ahead has stopped): the documents need only the model's
@@ -589,8 +600,6 @@ int main(int argc, char **argv)
     pipe_run(&job);
     fclose(in);
     tool_out_commit(&out);
-    for (unsigned r = 0; r < lc.nrep; r++)
-        qs_scorer_free(lc.rep[r]);
-    free(lc.rep);
+    tool_release(&lc);
     return EXIT_OK;
 }
