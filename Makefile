@@ -185,17 +185,16 @@ bin-links: $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN)
 # The whole suite, then (plain build) the conformance tests once more per
 # SIMD level this CPU has, with the wider levels disabled
 # (QS_DISABLE_CPU_FEATURES), on auto and the back ends that read the
-# QuickScorer layout.  The sanitizer build runs the suite once.
+# QuickScorer layout.  The sanitizer build runs its pass (a subset of the
+# files: scripts/check-all.sh says which).  Every part runs whatever became
+# of the others, and a summary names each one, run or not.  check-all: the
+# plain parts, then the sanitizer build and its pass (scripts/setup.sh test).
 check: all
-	SANITIZE='$(SANITIZE)' ./scripts/check.sh
-ifeq ($(SANITIZE),)
-	@cpu=$$(bin/qs-score --version -v | sed -n 's/^cpu: \([a-z0-9,]*\).*/\1/p'); \
-	for off in avx512 avx2; do \
-	    case ",$$cpu," in *",$$off,"*) ;; *) echo "# conformance with $$off disabled: skipped, this CPU lacks $$off"; continue ;; esac; \
-	    echo "# conformance with QS_DISABLE_CPU_FEATURES=$$off"; \
-	    QS_DISABLE_CPU_FEATURES=$$off QS_TEST_LAYOUT_ONLY=1 \
-	        ./scripts/check.sh -- tests/20-conformance.bats || exit 1; \
-	done
+	+SANITIZE='$(SANITIZE)' MAKE='$(MAKE)' ./scripts/check-all.sh
+
+check-all: all
+ifneq ($(SANITIZE),)
+	@echo "make check-all builds both: run it without SANITIZE" >&2; exit 2
 endif
 
 demo: all
@@ -230,6 +229,7 @@ help:
 	@echo "make check      build, then run the whole bats suite (tests/)"
 	@echo "make demo       convert, compile and score the bundled example model"
 	@echo "make install    install tools, their manual pages, libqs.a, libqs.so, qs.h and qs.pc (PREFIX=$(PREFIX) DESTDIR=)"
+	+MAKE='$(MAKE)' ./scripts/check-all.sh --with-sanitizers
 	@echo "make uninstall  remove what install put there"
 	@echo "make fuzz       build the libFuzzer targets with clang and run each FUZZ_SECONDS (60)"
 	@echo "make clean      remove build outputs"
