@@ -153,7 +153,7 @@ setup() {
 }
 
 @test "scripts/setup.sh installs every command the tests skip without" {
-    want=$(sed -n 's/^want="\(.*\)"$/ \1 /p' "$BATS_TEST_DIRNAME/../scripts/setup.sh")
+    want=$(sed -n 's/^\(build\|test\)_pkgs="\(.*\)"$/ \2 /p' "$BATS_TEST_DIRNAME/../scripts/setup.sh" | tr '\n' ' ')
     [ -n "$want" ]
     # command -v NAME ... || skip: NAME's Debian package must be in the list.
     for cmd in $(grep -ho 'command -v [a-z/][^ )"]*' "$BATS_TEST_DIRNAME"/*.bats | awk '{ print $3 }' | sort -u); do
@@ -172,4 +172,29 @@ setup() {
             *) echo "tests need $cmd, but setup.sh does not install $pkg"; return 1 ;;
         esac
     done
+}
+
+@test "scripts/setup.sh: demo asks for the build's packages only, test for the tests' too" {
+    # Every package missing (dpkg-query finds none) and not root: setup.sh
+    # names what it would install, and stops.
+    mkdir -p "$T/fake"
+    printf '#!/bin/sh\nexit 1\n' > "$T/fake/dpkg-query"
+    printf '#!/bin/sh\necho 1000\n' > "$T/fake/id"
+    chmod +x "$T/fake/dpkg-query" "$T/fake/id"
+    PATH="$T/fake:$PATH" run "$QS_ROOT/scripts/setup.sh" demo
+    assert_failure 4
+    assert_output --partial "missing Debian packages: gcc make "
+    assert_output --partial " libzstd-dev "
+    local p
+    for p in openssh-server openssh-client bats parallel rsync jq; do
+        if [[ "$output " == *" $p "* ]]; then echo "demo would install $p"; return 1; fi
+    done
+    PATH="$T/fake:$PATH" run "$QS_ROOT/scripts/setup.sh" test
+    assert_failure 4
+    assert_output --partial " libzstd-dev "
+    for p in openssh-server bats parallel; do
+        [[ "$output " == *" $p "* ]] || { echo "test would not install $p"; return 1; }
+    done
+    PATH="$T/fake:$PATH" run "$QS_ROOT/scripts/setup.sh" nothing
+    assert_failure 2
 }
