@@ -472,7 +472,7 @@ annotate() {
     assert_output --partial "qs-eval: $T/nonexistent: cannot open"
 }
 
-@test "qs-eval: usage errors exit 2 with a usage line" {
+@test "qs-eval: usage errors exit 2 with the mistake and a pointer to --help" {
     printf '1 qid:1\n' > "$T/d.letor"
     printf '1\n' > "$T/d.s"
     local args
@@ -482,7 +482,8 @@ annotate() {
         # shellcheck disable=SC2086
         run --separate-stderr qs-eval $args "$T/d.letor" "$T/d.s"
         [ "$status" -eq 2 ] || { echo "[$args] exit $status"; return 1; }
-        [[ "$stderr" == "qs-eval: "*"usage: qs-eval"* ]] || { echo "[$args] $stderr"; return 1; }
+        [[ "$stderr" == "qs-eval: "*$'\n'"Try 'qs-eval --help' for more information." ]] ||
+            { echo "[$args] $stderr"; return 1; }
         [ -z "$output" ]
     done
     run --separate-stderr qs-eval "$T/d.letor" "$T/d.s" "$T/d.s"

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <zstd.h>
@@ -147,7 +148,26 @@ _Noreturn void tool_die(int code, const char *fmt, ...)
     va_start(ap, fmt);
     vwarn(fmt, ap);
     va_end(ap);
+    if (code == EXIT_USAGE)
+        fprintf(stderr, "Try '%s --help' for more information.\n", progname);
     tool_exit(code);
+}
+
+_Noreturn void tool_bad_option(int c, char **argv)
+{
+    const char *arg = optind > 0 ? argv[optind - 1] : "";
+    /* A long option is named as given (up to its '='), a short one alone
+     * (it may sit in a cluster such as -vq). */
+    int is_long = strncmp(arg, "--", 2) == 0;
+    int n = is_long ? (int)strcspn(arg, "=") : 0;
+    if (c == ':') {
+        if (is_long)
+            tool_die(EXIT_USAGE, "option '%.*s' needs a value", n, arg);
+        tool_die(EXIT_USAGE, "option '-%c' needs a value", optopt);
+    }
+    if (!is_long && optopt > 0 && optopt < 256)
+        tool_die(EXIT_USAGE, "unknown option '-%c'", optopt);
+    tool_die(EXIT_USAGE, "unknown option '%.*s'", is_long ? n : (int)strlen(arg), arg);
 }
 
 int tool_exit_code(qs_status st)
@@ -444,10 +464,11 @@ int tool_reader_line(tool_reader *r, const char **line, size_t *len)
 
 /* ------------------------------------------------------------ models */
 
+static const unsigned char qsm_magic[8];
+
 int tool_is_qsm(const char *buf, size_t len)
 {
-    static const unsigned char magic[8] = { 0x89, 'Q', 'S', 'M', '\r', '\n', 0x1A, '\n' };
-    return len >= 8 && memcmp(buf, magic, 8) == 0;
+    return len >= 8 && memcmp(buf, qsm_magic, 8) == 0;
 }
 
 const char *tool_model_kind(const char *buf, size_t len)
@@ -638,6 +659,28 @@ long long tool_input_size(FILE *in)
     return -1;
 }
 
+static const unsigned char qsm_magic[8] = { 0x89, 'Q', 'S', 'M', '\r', '\n', 0x1A, '\n' };
+
+int tool_input_is_qsm(FILE *in)
+{
+    for (size_t i = 0; i < sizeof open_zin / sizeof open_zin[0]; i++)
+        if (open_zin[i] && open_zin[i]->r == in)
+            return !open_zin[i]->zs && open_zin[i]->raw_len >= 4 &&
+                   memcmp(open_zin[i]->raw, qsm_magic, 4) == 0;
+    return 0;
+}
+
+int tool_file_is_qsm(const char *path)
+{
+    unsigned char b[8];
+    FILE *f = strcmp(path, "-") == 0 ? NULL : fopen(path, "rb");
+    if (!f)
+        return 0;
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    return n == sizeof b && memcmp(b, qsm_magic, sizeof b) == 0;
+}
+
 _Noreturn void tool_input_error(const char *name, int err)
 {
     if (zin_msg[0])
@@ -645,7 +688,7 @@ _Noreturn void tool_input_error(const char *name, int err)
     tool_die(EXIT_SYSTEM, "%s: read error: %s", name, strerror(err));
 }
 
-
+/* ------------------------------------------------------------ output */
 
 /* The temporary file to remove when the program dies, kept in a static
  * buffer so that the signal handler needs nothing but unlink(). */

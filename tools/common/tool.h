@@ -42,8 +42,13 @@ const char *tool_name(void);
 /* "prog: message\n" on stderr. */
 void tool_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* tool_warn, then exit(code) (or, while threads run, _exit(code): see
- * tool_threads_running). */
+ * tool_threads_running).  A usage error (EXIT_USAGE) is followed by the
+ * line "Try 'PROG --help' for more information." */
 _Noreturn void tool_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* After getopt_long returned '?' or ':' (with opterr = 0 and an optstring
+ * that begins with ':'): "unknown option 'X'" or "option 'X' needs a value",
+ * and the Try line; exit 2. */
+_Noreturn void tool_bad_option(int c, char **argv);
 /* on = 1 while other threads may be inside stdio (reading the input):
  * a dying exit then skips exit()'s stdio teardown, which would pull the
  * streams from under them (a crash), with _exit.  qs-score dies there only
@@ -108,6 +113,11 @@ FILE *tool_open_input(const char *path, const char **name);
  * is plain text from a regular file (counted from where reading began),
  * else -1 (zstd, a pipe, a terminal). */
 long long tool_input_size(FILE *in);
+/* For a stream from tool_open_input: whether its first bytes are a .qsm's
+ * magic number (a model given where documents belong). */
+int tool_input_is_qsm(FILE *in);
+/* Whether the file at path (not "-") begins with a .qsm's magic number. */
+int tool_file_is_qsm(const char *path);
 /* Die for a failed read of an input opened by tool_open_input: a corrupt or
  * truncated zstd stream (exit 1, what zstd said), else the system error
  * `err` (exit 4). */

@@ -616,7 +616,8 @@ int main(int argc, char **argv)
     uint32_t sample_docs = 0, seed = 1, repeat = 3, max_threads = 1;
     qs_absent absent = QS_ABSENT_DEFAULT;
     int c;
-    while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
+    opterr = 0; /* our own one-line messages (tool_bad_option) */
+    while ((c = getopt_long(argc, argv, ":o:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'o': outpath = optarg; break;
         case 'B': {
@@ -645,14 +646,13 @@ int main(int argc, char **argv)
         case 'T': time_only = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': printf("qs-blocktune %s\n", QS_VERSION_STRING); return EXIT_OK;
-        default: usage(stderr); return EXIT_USAGE;
+        default: tool_bad_option(c, argv);
         }
     }
-    if (argc - optind < 1 || argc - optind > 2) {
-        tool_warn(argc - optind < 1 ? "missing MODEL.qsm" : "too many arguments");
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    if (argc - optind < 1)
+        tool_die(EXIT_USAGE, "missing MODEL.qsm (qs-blocktune [options] MODEL.qsm [SAMPLE|-])");
+    if (argc - optind > 2)
+        tool_die(EXIT_USAGE, "too many arguments: one model and at most one sample file");
     if (!time_only && !outpath)
         tool_die(EXIT_USAGE, "missing -o TUNED.qsm (the tuned model)");
     if (time_only && (outpath || exhaustive || plotpath))

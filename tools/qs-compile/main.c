@@ -143,7 +143,8 @@ int main(int argc, char **argv)
     const char *sample = NULL;
     int verbose = 0, reverse_all = 0, show_info = 0, json = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "o:hVv", opts, NULL)) != -1) {
+    opterr = 0; /* our own one-line messages (tool_bad_option) */
+    while ((c = getopt_long(argc, argv, ":o:hVv", opts, NULL)) != -1) {
         switch (c) {
         case 'o': outpath = optarg; break;
         case 'd':
@@ -160,14 +161,11 @@ int main(int argc, char **argv)
         case 'j': json = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': printf("qs-compile %s\n", QS_VERSION_STRING); return EXIT_OK;
-        default: usage(stderr); return EXIT_USAGE;
+        default: tool_bad_option(c, argv);
         }
     }
-    if (argc - optind > 1) {
-        tool_warn("too many arguments");
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    if (argc - optind > 1)
+        tool_die(EXIT_USAGE, "too many arguments: one model at a time");
     if (json && !show_info)
         tool_die(EXIT_USAGE, "--json needs --info");
     if (sample && reverse_all)

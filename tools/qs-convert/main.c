@@ -40,7 +40,8 @@ int main(int argc, char **argv)
     qs_format fmt = QS_FMT_UNKNOWN;
     const char *outpath = NULL;
     int c;
-    while ((c = getopt_long(argc, argv, "f:o:hV", opts, NULL)) != -1) {
+    opterr = 0; /* our own one-line messages (tool_bad_option) */
+    while ((c = getopt_long(argc, argv, ":f:o:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'f':
             if (strcmp(optarg, "lightgbm") == 0)
@@ -54,23 +55,18 @@ int main(int argc, char **argv)
             else if (strcmp(optarg, "quickrank") == 0 || strcmp(optarg, "ranklib") == 0)
                 fmt = QS_FMT_QUICKRANK;
             else {
-                tool_warn("unknown format '%s' (expected lightgbm, xgboost, catboost, onnx or quickrank)",
-                          optarg);
-                usage(stderr);
-                return EXIT_USAGE;
+                tool_die(EXIT_USAGE, "unknown format '%s' (expected lightgbm, xgboost, catboost, "
+                                     "onnx or quickrank)", optarg);
             }
             break;
         case 'o': outpath = optarg; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': printf("qs-convert %s\n", QS_VERSION_STRING); return EXIT_OK;
-        default: usage(stderr); return EXIT_USAGE;
+        default: tool_bad_option(c, argv);
         }
     }
-    if (argc - optind > 1) {
-        tool_warn("too many arguments");
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    if (argc - optind > 1)
+        tool_die(EXIT_USAGE, "too many arguments: one model at a time");
     const char *in = optind < argc ? argv[optind] : "-";
     const char *name = strcmp(in, "-") == 0 ? "(stdin)" : in;
     size_t len;

@@ -97,13 +97,12 @@ static void help(void)
 static _Noreturn void usage_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static _Noreturn void usage_die(const char *fmt, ...)
 {
+    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "%s: ", tool_name());
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\n%sTry 'qs-eval --help' for more information.\n", usage_line);
-    tool_exit(EXIT_USAGE);
+    tool_die(EXIT_USAGE, "%s", msg);
 }
 
 /* ------------------------------------------------------------ input */
@@ -345,12 +344,7 @@ int main(int argc, char **argv)
             printf("qs-eval %s\n", QS_VERSION_STRING);
             tool_close_stdout();
             return EXIT_OK;
-        case ':':
-            usage_die("option '%s' needs a value", argv[optind - 1]);
-        default:
-            if (optopt && optopt < 256)
-                usage_die("unknown option '-%c'", optopt);
-            usage_die("unknown option '%s'", argv[optind - 1]);
+        default: tool_bad_option(c, argv);
         }
     }
     if (!ks) {

@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 
 static void usage(FILE *f)
@@ -336,7 +337,8 @@ int main(int argc, char **argv)
     int order = -1, ignore_tuning = 0;
     uint32_t order_s = 0, order_d = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "o:hVv", opts, NULL)) != -1) {
+    opterr = 0; /* our own one-line messages (tool_bad_option) */
+    while ((c = getopt_long(argc, argv, ":o:hVv", opts, NULL)) != -1) {
         switch (c) {
         case 'a':
             if (strcmp(optarg, "zero") == 0)
@@ -396,7 +398,7 @@ int main(int argc, char **argv)
         case 'P': order_s = parse_u32(optarg, "--order-s", 1, UINT32_MAX - 1); break;
         case 'Q': order_d = parse_u32(optarg, "--order-d", 1, 4096); break;
         case 'G': ignore_tuning = 1; break;
-        default: usage(stderr); return EXIT_USAGE;
+        default: tool_bad_option(c, argv);
         }
     }
     if ((order_s || order_d) && order < 0)
@@ -419,11 +421,11 @@ int main(int argc, char **argv)
         if (backend == QS_BACKEND_UNKNOWN)
             tool_die(EXIT_USAGE, "unknown back end '%s' (see qs-score --list-backends)", bname);
     }
-    if (argc - optind < 1 || argc - optind > 2) {
-        tool_warn(argc - optind < 1 ? "missing MODEL.qsm" : "too many arguments");
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    if (argc - optind < 1)
+        tool_die(EXIT_USAGE, "missing MODEL.qsm (qs-score MODEL.qsm [DOCS|-])");
+    if (argc - optind > 2)
+        tool_die(EXIT_USAGE, "too many arguments: one model and at most one documents file "
+                             "(for several, concatenate them: cat A B | qs-score MODEL.qsm)");
     const int dsv = input == PIPE_CSV || input == PIPE_TSV;
     if (!dsv && (header || label_col || qid_col))
         tool_die(EXIT_USAGE, "--%s needs --input csv or tsv",
@@ -478,9 +480,17 @@ int main(int argc, char **argv)
     if (cb && *cb)
         chunk_bytes = parse_u32(cb, "QS_CHUNK_BYTES", 1, 1u << 30);
 
+    /* Documents typed at a terminal are almost never what was meant. */
+    if (strcmp(dpath, "-") == 0 && isatty(STDIN_FILENO))
+        tool_die(EXIT_USAGE, "refusing to read documents from a terminal: give DOCS, or pipe "
+                             "them in (qs-score %s DOCS, or ... | qs-score %s)", mpath, mpath);
     size_t mlen;
     char *mbuf = tool_hold(tool_read_all(mpath, &mlen), free);
-    const char *kind = tool_is_qsm(mbuf, mlen) ? NULL : tool_model_kind(mbuf, mlen);
+    const int is_qsm = tool_is_qsm(mbuf, mlen);
+    if (!is_qsm && strcmp(dpath, "-") != 0 && tool_file_is_qsm(dpath))
+        tool_die(EXIT_USAGE, "%s is not a model but %s is: the model comes first (qs-score %s %s)",
+                 mpath, dpath, dpath, mpath);
+    const char *kind = is_qsm ? NULL : tool_model_kind(mbuf, mlen);
     if (kind && qs_detect_format(mbuf, mlen) == QS_FMT_CANONICAL)
         tool_die(EXIT_DATA, "%s: this is %s, not a .qsm: compile it first "
                             "(qs-compile -o MODEL.qsm %s)", mpath, kind, mpath);
@@ -492,7 +502,8 @@ int main(int argc, char **argv)
     /* A tuning record (qs-blocktune) fills in what the command line leaves
      * open, when it was measured on a machine like this one. */
     qs_tuning tune;
-    int tuned = ignore_tuning ? 0 : qs_qsm_get_tuning((const unsigned char *)mbuf, mlen, &tune, &err);
+    /* (not a .qsm: the load below says what is wrong with it) */
+    int tuned = ignore_tuning || !is_qsm ? 0 : qs_qsm_get_tuning((const unsigned char *)mbuf, mlen, &tune, &err);
     if (tuned < 0) {
         tool_warn("%s: the tuning record is unreadable (%s): using the stored defaults", mpath,
                   err.msg);
@@ -594,6 +605,9 @@ int main(int argc, char **argv)
     tool_out_open(&out, outpath, 0);
     /* Plain or zstd-compressed text, streamed. */
     FILE *in = tool_open_input(dpath, &dname);
+    if (tool_input_is_qsm(in) && input != PIPE_F32)
+        tool_die(EXIT_DATA, "%s: this is a compiled .qsm model, not documents (qs-score MODEL.qsm "
+                            "DOCS)", dname);
     setvbuf(out.fp, NULL, _IOFBF, 1 << 20);
     job.in = in;
     job.out = &out;

@@ -589,6 +589,28 @@ static int features_from_data(const pipe_job *job)
     return job->info->source == QS_SRC_LIGHTGBM || job->info->source == QS_SRC_XGBOOST;
 }
 
+/* A LETOR line that fails as CSV or TSV would: say which --input reads it. */
+static void letor_hint(qs_error *e)
+{
+    const char *hint = NULL;
+    const char *q = strchr(e->msg, '\'');
+    const char *q2 = q ? strchr(q + 1, '\'') : NULL;
+    if (!q2)
+        return;
+    int comma = memchr(q, ',', (size_t)(q2 - q)) != NULL;
+    if (strncmp(e->msg, "bad label ", 10) == 0 && comma)
+        hint = "comma-separated values? (--input csv; --header when the first row names the "
+               "columns)";
+    else if (strncmp(e->msg, "bad label ", 10) == 0 && e->line == 1)
+        hint = "a header row? (--input csv or tsv with --header)";
+    else if (strncmp(e->msg, "bad feature token ", 18) == 0 && !memchr(q, ':', (size_t)(q2 - q)))
+        hint = "columns without INDEX:? (--input tsv or csv)";
+    if (hint) {
+        size_t k = strlen(e->msg);
+        snprintf(e->msg + k, sizeof e->msg - k, "; %s", hint);
+    }
+}
+
 /* Write chunk c, the next in input order; a failed chunk ends the process
  * after its output. */
 static void emit(writer *wr, const chunk *c)
@@ -613,6 +635,8 @@ static void emit(writer *wr, const chunk *c)
             size_t k = strlen(e.msg);
             snprintf(e.msg + k, sizeof e.msg - k, "; a header row? (--header)");
         }
+        if (job->input == PIPE_LETOR)
+            letor_hint(&e);
         tool_die_err(job->dname, &e);
     }
     if (c->bad_line < 0)
