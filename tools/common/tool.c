@@ -12,6 +12,7 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <zstd.h>
 
 static const char *progname = "qs";
@@ -49,8 +50,11 @@ void tool_check_stdin(void)
         tool_die(EXIT_SYSTEM, "(stdin): cannot read: standard input is closed");
 }
 
+static void progress_clear(void);
+
 static void vwarn(const char *fmt, va_list ap)
 {
+    progress_clear();
     fprintf(stderr, "%s: ", progname);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
@@ -336,6 +340,7 @@ static size_t read_raw(tool_reader *r, void *dst, size_t n)
     size_t got = fread(dst, 1, n, r->f);
     if (got == 0 && ferror(r->f))
         tool_die(EXIT_SYSTEM, "%s: read error: %s", r->name, strerror(errno));
+    r->bytes_in += got;
     return got;
 }
 
@@ -363,6 +368,8 @@ void tool_reader_open(tool_reader *r, const char *path)
     r->f = use_stdin ? stdin : fopen(path, "rb");
     if (!r->f)
         tool_die(EXIT_SYSTEM, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    r->size = fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size : -1;
     r->raw_cap = (size_t)1 << 16;
     r->cap = (size_t)1 << 16;
     /* held until tool_reader_close */
@@ -688,6 +695,173 @@ _Noreturn void tool_input_error(const char *name, int err)
     tool_die(EXIT_SYSTEM, "%s: read error: %s", name, strerror(err));
 }
 
+/* ------------------------------------------------------------ progress */
+
+static int prog_started;
+static int prog_show;                 /* 1: redrawn on a terminal; 2: a line a second; 0: none */
+static const char *prog_what = "items";
+static long long prog_total = -1;
+static double prog_t0, prog_last;
+static char prog_line[2][256];        /* the current line is prog_line[prog_cur] */
+static volatile sig_atomic_t prog_cur = -1;
+static volatile sig_atomic_t prog_drawn; /* a redrawn line is on the terminal */
+static int prog_shown;                /* the current line has been shown */
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* SIGUSR1: the current line, on a line of its own (write(2) only). */
+static void on_usr1(int sig)
+{
+    (void)sig;
+    int e = errno;
+    int i = prog_cur;
+    if (i >= 0) {
+        const char *l = prog_line[i];
+        size_t n = 0;
+        while (l[n])
+            n++;
+        ssize_t w = 0;
+        if (prog_drawn)
+            w += write(STDERR_FILENO, "\r", 1);
+        w += write(STDERR_FILENO, l, n);
+        w += write(STDERR_FILENO, prog_drawn ? "\033[K\n" : "\n", prog_drawn ? 4 : 1);
+        (void)w;
+    }
+    errno = e;
+}
+
+static void progress_clear(void)
+{
+    if (prog_drawn) {
+        fputs("\r\033[K", stderr);
+        prog_drawn = 0;
+    }
+}
+
+/* Make line `text` the current one, and show it as the mode says. */
+static void progress_set(const char *text, int force)
+{
+    int next = prog_cur == 0 ? 1 : 0;
+    snprintf(prog_line[next], sizeof prog_line[next], "%s", text);
+    prog_cur = next;
+    prog_shown = 0;
+    if (!prog_show)
+        return;
+    double now = mono_s();
+    if (!force && prog_last > 0 && now - prog_last < (prog_show == 1 ? 0.2 : 1.0))
+        return;
+    prog_last = now;
+    prog_shown = 1;
+    if (prog_show == 1) {
+        fprintf(stderr, "\r%s\033[K", prog_line[next]);
+        prog_drawn = 1;
+    } else {
+        fprintf(stderr, "%s\n", prog_line[next]);
+    }
+    fflush(stderr);
+}
+
+void tool_progress_start(int mode, const char *what)
+{
+    prog_what = what;
+    prog_t0 = mono_s();
+    if (mode == TOOL_PROGRESS_AUTO)
+        prog_show = isatty(STDERR_FILENO) && !isatty(STDOUT_FILENO) ? 1 : 0;
+    else if (mode == TOOL_PROGRESS_ON)
+        prog_show = isatty(STDERR_FILENO) ? 1 : 2;
+    else
+        prog_show = 0;
+    char l[128];
+    snprintf(l, sizeof l, "%s: 0 %s, starting", progname, what);
+    int next = prog_cur == 0 ? 1 : 0;
+    snprintf(prog_line[next], sizeof prog_line[next], "%s", l);
+    prog_cur = next;
+    /* (a SIGUSR1 ignored by whoever started us stays ignored) */
+    struct sigaction old, sa;
+    if (sigaction(SIGUSR1, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+        return;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
+    prog_started = 1;
+}
+
+void tool_progress_total(long long bytes) { prog_total = bytes; }
+
+/* "456.7 MB" (decimal units, as dd and df -H). */
+static void human(char *dst, size_t cap, double b)
+{
+    static const char *const unit[] = { "B", "kB", "MB", "GB", "TB" };
+    int u = 0;
+    while (b >= 1000 && u < 4) {
+        b /= 1000;
+        u++;
+    }
+    snprintf(dst, cap, u == 0 ? "%.0f %s" : "%.1f %s", b, unit[u]);
+}
+
+void tool_progress_count(unsigned long long items, unsigned long long bytes)
+{
+    if (!prog_started && !prog_show)
+        return;
+    double t = mono_s() - prog_t0;
+    char done[32], total[48] = "", rate[32], l[256];
+    human(done, sizeof done, (double)bytes);
+    if (prog_total > 0) {
+        char tb[32];
+        human(tb, sizeof tb, (double)prog_total);
+        snprintf(total, sizeof total, " of %s (%.0f%%)", tb,
+                 100.0 * (double)bytes / (double)prog_total);
+    }
+    human(rate, sizeof rate, t > 0 ? (double)bytes / t : 0);
+    snprintf(l, sizeof l, "%s: %llu %s, %s%s, %s/s, %.1f s", progname, items, prog_what, done,
+             total, rate, t);
+    progress_set(l, 0);
+}
+
+void tool_progress_add(const char *out, size_t out_len, size_t in_bytes)
+{
+    static unsigned long long items, bytes;
+    if (!prog_started && !prog_show)
+        return;
+    for (const char *p = out, *end = out + out_len; p < end; p++) {
+        p = memchr(p, '\n', (size_t)(end - p));
+        if (!p)
+            break;
+        items++;
+    }
+    bytes += in_bytes;
+    tool_progress_count(items, bytes);
+}
+
+void tool_progress_phase(const char *fmt, ...)
+{
+    if (!prog_started && !prog_show)
+        return;
+    char what[160], l[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    snprintf(l, sizeof l, "%s: %s (at %.1f s)", progname, what, mono_s() - prog_t0);
+    progress_set(l, 1);
+}
+
+void tool_progress_done(void)
+{
+    if (prog_show == 2 && prog_cur >= 0 && !prog_shown)
+        fprintf(stderr, "%s\n", prog_line[prog_cur]);
+    prog_shown = 1;
+    progress_clear();
+}
+
 /* ------------------------------------------------------------ output */
 
 /* The temporary file to remove when the program dies, kept in a static
@@ -720,6 +894,9 @@ static void catch_signals(void)
     atexit(cleanup_pending);
     for (size_t i = 0; i < sizeof cleanup_signals / sizeof cleanup_signals[0]; i++) {
         struct sigaction old, sa;
+        /* SIGUSR1 asks for a progress line where the tool gives one. */
+        if (cleanup_signals[i] == SIGUSR1 && prog_started)
+            continue;
         /* A signal ignored by whoever started us stays ignored (nohup,
          * `trap '' XFSZ`): then the failing write is reported instead. */
         if (sigaction(cleanup_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)

@@ -94,6 +94,8 @@ typedef struct tool_reader {
     size_t cap, start, end;
     int eof;
     long line;               /* number of the last line returned */
+    unsigned long long bytes_in; /* bytes read from the file (compressed or not) */
+    long long size;          /* the file's size when it is a regular file, else -1 */
 } tool_reader;
 void tool_reader_open(tool_reader *r, const char *path);
 /* Next line without its '\n' (a missing final newline is fine): 1, or 0 at
@@ -149,6 +151,28 @@ void tool_out_write(tool_out *o, const void *buf, size_t n);
 void tool_out_commit(tool_out *o);
 /* Remove the temporary file (registered for exit paths automatically). */
 void tool_out_abort(tool_out *o);
+
+/* Progress on standard error, as zstd and dd give it.  mode: TOOL_PROGRESS_AUTO
+ * (shown when standard error is a terminal and standard output is not),
+ * _ON (--progress: on a terminal, one line redrawn; elsewhere one line a
+ * second) or _OFF (--no-progress).  Whatever the mode, SIGUSR1 prints the
+ * current line once, on a line of its own, and the work goes on (the
+ * handler is installed by tool_progress_start: call it early).  `what`
+ * names the items counted ("documents", "lines").  A warning clears a
+ * line being redrawn first. */
+enum { TOOL_PROGRESS_OFF = 0, TOOL_PROGRESS_ON = 1, TOOL_PROGRESS_AUTO = 2 };
+void tool_progress_start(int mode, const char *what);
+/* The input's size in bytes, when known (-1: unknown). */
+void tool_progress_total(long long bytes);
+/* Counts so far (cumulative): items and input bytes. */
+void tool_progress_count(unsigned long long items, unsigned long long bytes);
+/* Add to the counts: one item per line of out[0 .. out_len) (qs-score: a
+ * document per line written), and in_bytes bytes of input. */
+void tool_progress_add(const char *out, size_t out_len, size_t in_bytes);
+/* For work without counts: what is being done now ("converting m.txt"). */
+void tool_progress_phase(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The work is over: clear a redrawn line (forced elsewhere: a last line). */
+void tool_progress_done(void);
 
 /* Flush and close stdout, dying on a write error (EPIPE exits quietly). */
 void tool_close_stdout(void);

@@ -41,6 +41,10 @@ static void usage(FILE *f)
             "                    not a .qsm, the one qs-compile would write with these\n"
             "                    options), the tuning record, and a .qsm's sections\n"
             "  --json            with --info: one JSON object\n"
+            "  --progress        show what is being done on standard error (reading,\n"
+            "                    laying out, writing)\n"
+            "  --no-progress     do not (default: shown when standard error is a terminal\n"
+            "                    and standard output is not); SIGUSR1 prints the phase\n"
             "  -h, --help        this help\n"
             "  -V, --version     version\n"
             "\n"
@@ -136,12 +140,14 @@ int main(int argc, char **argv)
         { "version", no_argument, 0, 'V' },
         { "info", no_argument, 0, 'i' },
         { "json", no_argument, 0, 'j' },
+        { "progress", no_argument, 0, 'p' },
+        { "no-progress", no_argument, 0, 'X' },
         { 0, 0, 0, 0 },
     };
     const char *outpath = NULL;
     qs_compile_options opt = { 0, 0, 0, NULL };
     const char *sample = NULL;
-    int verbose = 0, reverse_all = 0, show_info = 0, json = 0;
+    int verbose = 0, reverse_all = 0, show_info = 0, json = 0, progress = TOOL_PROGRESS_AUTO;
     int c;
     opterr = 0; /* our own one-line messages (tool_bad_option) */
     while ((c = getopt_long(argc, argv, ":o:hVv", opts, NULL)) != -1) {
@@ -159,6 +165,8 @@ int main(int argc, char **argv)
         case 'R': reverse_all = 1; break;
         case 'i': show_info = 1; break;
         case 'j': json = 1; break;
+        case 'p': progress = TOOL_PROGRESS_ON; break;
+        case 'X': progress = TOOL_PROGRESS_OFF; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': printf("qs-compile %s\n", QS_VERSION_STRING); return EXIT_OK;
         default: tool_bad_option(c, argv);
@@ -172,6 +180,9 @@ int main(int argc, char **argv)
         tool_die(EXIT_USAGE, "--reverse-sample and --reverse-all exclude each other");
     const char *in = optind < argc ? argv[optind] : "-";
     const char *name = strcmp(in, "-") == 0 ? "(stdin)" : in;
+    /* The phases, on a terminal; SIGUSR1 prints the current one. */
+    tool_progress_start(progress, "phases");
+    tool_progress_phase("reading %s", name);
     tool_out out;
     /* Refuse a terminal before reading anything (the report is text). */
     tool_out_open(&out, outpath, !show_info);
@@ -195,6 +206,7 @@ int main(int argc, char **argv)
         if (have < 0)
             tool_die_err(name, &err);
         ii.tuning = have ? &tune : NULL;
+        tool_progress_done();
         info_report(out.fp, json, &ii, s);
         tool_release(s);
         tool_release(buf);
@@ -213,10 +225,14 @@ int main(int argc, char **argv)
     if (qs_detect_format(buf, len) == QS_FMT_UNKNOWN)
         tool_die(EXIT_DATA, "%s: not canonical ensemble text (expected 'qs-ensemble 1' on the "
                             "first line; convert models with qs-convert)", name);
+    tool_progress_phase("reading the trees of %s (%zu bytes)", name, len);
     qs_model *m = tool_hold(qs_convert(QS_FMT_UNKNOWN, buf, len, &err), release_model);
     tool_release(buf);
     if (!m)
         tool_die_err(name, &err);
+    qs_model_info minfo;
+    qs_model_get_info(m, &minfo);
+    tool_progress_phase("laying out %llu trees", (unsigned long long)minfo.num_trees);
     unsigned char *img;
     size_t ilen;
     if (qs_compile(m, &opt, &img, &ilen, &err) != 0)
@@ -234,9 +250,13 @@ int main(int argc, char **argv)
             tool_warn("reversal chosen for every tree (oblivious and one-leaf trees are never "
                       "reversed)");
     }
-    if (sample)
+    if (sample) {
+        tool_progress_phase("choosing the trees to reverse on %s", sample);
         rev = decide_reversal(img, ilen, sample, verbose);
+    }
     if (rev) {
+        tool_progress_phase("laying out %llu trees, reversed as chosen",
+                            (unsigned long long)minfo.num_trees);
         tool_release(img);
         opt.reverse = rev;
         if (qs_compile(m, &opt, &img, &ilen, &err) != 0)
@@ -251,13 +271,17 @@ int main(int argc, char **argv)
         if (!s)
             tool_die_err(name, &err);
         tool_release(img);
+        tool_progress_done();
         info_report(out.fp, json, &ii, s);
         tool_release(s);
         tool_out_commit(&out);
         return EXIT_OK;
     }
+    tool_progress_phase("writing %s (%zu bytes)", outpath && strcmp(outpath, "-") ? outpath
+                                                                                  : "(stdout)", ilen);
     tool_out_write(&out, img, ilen);
     tool_release(img);
     tool_out_commit(&out);
+    tool_progress_done();
     return EXIT_OK;
 }

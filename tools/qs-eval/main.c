@@ -84,6 +84,9 @@ static void help(void)
         "      sklearn             --gain=linear --ties=average        (ndcg_score)\n"
         "      rankeval            --ties=reverse --norel=1\n"
         "      letor               --discount=letor --beyond=zero --group=qid\n"
+        "  --progress         show progress on standard error (lines, MB, rate)\n"
+        "  --no-progress      do not (default: shown when standard error is a terminal\n"
+        "                     and standard output is not); SIGUSR1 prints one line\n"
         "  -h, --help         this help\n"
         "  -V, --version      version\n"
         "\n"
@@ -273,7 +276,8 @@ static void release_eval(void *ev) { qs_eval_free(ev); }
 int main(int argc, char **argv)
 {
     tool_init(argv[0]);
-    enum { O_METRIC = 256, O_PERQ, O_COLUMN, O_LIKE, O_CONV, O_GROUPFILE };
+    enum { O_METRIC = 256, O_PERQ, O_COLUMN, O_LIKE, O_CONV, O_GROUPFILE, O_PROGRESS,
+           O_NOPROGRESS };
     static const struct option opts[] = {
         { "metric", required_argument, 0, O_METRIC },
         { "per-query", no_argument, 0, O_PERQ },
@@ -287,6 +291,8 @@ int main(int argc, char **argv)
         { "score-type", required_argument, 0, O_CONV },
         { "group", required_argument, 0, O_CONV },
         { "group-file", required_argument, 0, O_GROUPFILE },
+        { "progress", no_argument, 0, O_PROGRESS },
+        { "no-progress", no_argument, 0, O_NOPROGRESS },
         { "help", no_argument, 0, 'h' },
         { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 },
@@ -297,7 +303,7 @@ int main(int argc, char **argv)
     o.metric = QS_METRIC_NDCG;
     unsigned *ks = NULL;
     size_t nk = 0;
-    int per_query = 0;
+    int per_query = 0, progress = TOOL_PROGRESS_AUTO;
     const char *group_file = NULL;
     unsigned column = 1;
     qs_error err;
@@ -318,6 +324,8 @@ int main(int argc, char **argv)
             break;
         }
         case O_PERQ: per_query = 1; break;
+        case O_PROGRESS: progress = TOOL_PROGRESS_ON; break;
+        case O_NOPROGRESS: progress = TOOL_PROGRESS_OFF; break;
         case O_GROUPFILE: group_file = optarg; break;
         case O_COLUMN: {
             char *e;
@@ -347,6 +355,8 @@ int main(int argc, char **argv)
         default: tool_bad_option(c, argv);
         }
     }
+    /* From here on SIGUSR1 prints a progress line (lines and bytes read). */
+    tool_progress_start(progress, "lines");
     if (!ks) {
         /* MAP is usually reported over the whole list (RankLib, XGBoost map). */
         static unsigned dflt_ndcg = 10, dflt_map = 0;
@@ -422,8 +432,11 @@ int main(int argc, char **argv)
     if (ann_path) {
         tool_reader A;
         tool_reader_open(&A, ann_path);
+        tool_progress_total(A.size);
         where = A.name;
         while (tool_reader_line(&A, &line, &len)) {
+            if ((A.line & 1023) == 0)
+                tool_progress_count((unsigned long long)A.line, A.bytes_in);
             if (len == 0 || (len == 1 && line[0] == '\r'))
                 continue; /* an empty line carries no document and shifts nothing */
             if (qs_eval_parse_annotated(line, len, column, &doc, &err) != 0)
@@ -438,14 +451,18 @@ int main(int argc, char **argv)
             if (rc > 0)
                 came_back(&A, &doc);
         }
+        tool_progress_count((unsigned long long)A.line, A.bytes_in);
         tool_reader_close(&A);
     } else {
         tool_reader L, S;
         tool_reader_open(&L, letor_path);
         tool_reader_open(&S, score_path);
+        tool_progress_total(L.size);
         where = L.name;
         size_t ndocs = 0;
         while (tool_reader_line(&L, &line, &len)) {
+            if ((L.line & 1023) == 0)
+                tool_progress_count((unsigned long long)L.line, L.bytes_in);
             int is_doc;
             if (qs_eval_parse_letor(line, len, &doc, &is_doc, &err) != 0)
                 die_at(&L, &err);
@@ -475,9 +492,11 @@ int main(int argc, char **argv)
             if (!blank(line, len))
                 tool_die(EXIT_DATA, "%s:%ld: more scores than documents (%s has %zu)", S.name,
                          S.line, L.name, ndocs);
+        tool_progress_count((unsigned long long)L.line, L.bytes_in);
         tool_reader_close(&L);
         tool_reader_close(&S);
     }
+    tool_progress_done();
     groups_end(&G, where, ndocs_all);
     tool_release(auto_group);
     if (!G.on && with_qid == 0 && ndocs_all > ONE_QUERY_WARN)

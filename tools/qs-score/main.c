@@ -70,6 +70,10 @@ static void usage(FILE *f)
             "  --numa auto|on|off     one copy of the model per NUMA node, each thread using\n"
             "                         its node's (auto: with threads on a machine of\n"
             "                         several nodes)\n"
+            "  --progress             show progress on standard error (documents, MB, rate)\n"
+            "  --no-progress          do not (default: shown when standard error is a\n"
+            "                         terminal and standard output is not); SIGUSR1 prints\n"
+            "                         one progress line whatever the mode\n"
             "  -o, --output FILE      write to FILE, which appears only when complete\n"
             "  -h, --help             this help\n"
             "  --list-backends        one line per back end, tab-separated: name, available\n"
@@ -322,6 +326,8 @@ int main(int argc, char **argv)
         { "order-s", required_argument, 0, 'P' },
         { "order-d", required_argument, 0, 'Q' },
         { "ignore-tuning", no_argument, 0, 'G' },
+        { "progress", no_argument, 0, 'p' },
+        { "no-progress", no_argument, 0, 'X' },
         { 0, 0, 0, 0 },
     };
     qs_absent absent = QS_ABSENT_DEFAULT;
@@ -334,7 +340,7 @@ int main(int argc, char **argv)
     const char *outpath = NULL, *bname = getenv("QS_BACKEND");
     const char *threads_arg = getenv("QS_THREADS"), *numa_arg = "auto";
     uint32_t tree_block = QS_KEEP, doc_block = QS_KEEP, delta = QS_KEEP;
-    int order = -1, ignore_tuning = 0;
+    int order = -1, ignore_tuning = 0, progress = TOOL_PROGRESS_AUTO;
     uint32_t order_s = 0, order_d = 0;
     int c;
     opterr = 0; /* our own one-line messages (tool_bad_option) */
@@ -398,6 +404,8 @@ int main(int argc, char **argv)
         case 'P': order_s = parse_u32(optarg, "--order-s", 1, UINT32_MAX - 1); break;
         case 'Q': order_d = parse_u32(optarg, "--order-d", 1, 4096); break;
         case 'G': ignore_tuning = 1; break;
+        case 'p': progress = TOOL_PROGRESS_ON; break;
+        case 'X': progress = TOOL_PROGRESS_OFF; break;
         default: tool_bad_option(c, argv);
         }
     }
@@ -480,6 +488,9 @@ int main(int argc, char **argv)
     if (cb && *cb)
         chunk_bytes = parse_u32(cb, "QS_CHUNK_BYTES", 1, 1u << 30);
 
+    /* From here on SIGUSR1 prints a progress line (and on a terminal one is
+     * redrawn as the documents are scored). */
+    tool_progress_start(progress, "documents");
     /* Documents typed at a terminal are almost never what was meant. */
     if (strcmp(dpath, "-") == 0 && isatty(STDIN_FILENO))
         tool_die(EXIT_USAGE, "refusing to read documents from a terminal: give DOCS, or pipe "
@@ -605,6 +616,7 @@ int main(int argc, char **argv)
     tool_out_open(&out, outpath, 0);
     /* Plain or zstd-compressed text, streamed. */
     FILE *in = tool_open_input(dpath, &dname);
+    tool_progress_total(tool_input_size(in));
     if (tool_input_is_qsm(in) && input != PIPE_F32)
         tool_die(EXIT_DATA, "%s: this is a compiled .qsm model, not documents (qs-score MODEL.qsm "
                             "DOCS)", dname);
@@ -613,6 +625,7 @@ int main(int argc, char **argv)
     job.out = &out;
     pipe_run(&job);
     fclose(in);
+    tool_progress_done();
     tool_out_commit(&out);
     tool_release(&lc);
     return EXIT_OK;

@@ -625,6 +625,7 @@ static void emit(writer *wr, const chunk *c)
         wr->extra_warned = 1;
     }
     tool_out_write(job->out, c->out, c->out_len);
+    tool_progress_add(c->out, c->out_len, c->in_len);
     if (c->oom)
         tool_die(EXIT_SYSTEM, "%s: out of memory (reading or scoring near line %ld)", job->dname,
                  wr->lines + c->lines + 1);
