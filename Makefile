@@ -93,7 +93,7 @@ BENCH_BIN := $(BUILD)/bench/parse $(BUILD)/bench/qs-matrix
 
 include fuzz/fuzz.mk
 
-.PHONY: all check check-unit demo install uninstall clean help features
+.PHONY: all check check-all check-unit demo install uninstall clean help features
 all: features $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN) $(BENCH_BIN) $(SHARED_LIB) bin-links
 
 features:
@@ -196,6 +196,7 @@ check-all: all
 ifneq ($(SANITIZE),)
 	@echo "make check-all builds both: run it without SANITIZE" >&2; exit 2
 endif
+	+MAKE='$(MAKE)' ./scripts/check-all.sh --with-sanitizers
 
 demo: all
 	./scripts/demo.sh
@@ -226,10 +227,10 @@ clean:
 
 help:
 	@echo "make            build the tools (build/bin/) and link them into bin/"
-	@echo "make check      build, then run the whole bats suite (tests/)"
+	@echo "make check      build, then run the whole bats suite (tests/) and the SIMD-off passes"
+	@echo "make check-all  make check, then the sanitizer build and its pass (scripts/setup.sh test)"
 	@echo "make demo       convert, compile and score the bundled example model"
 	@echo "make install    install tools, their manual pages, libqs.a, libqs.so, qs.h and qs.pc (PREFIX=$(PREFIX) DESTDIR=)"
-	+MAKE='$(MAKE)' ./scripts/check-all.sh --with-sanitizers
 	@echo "make uninstall  remove what install put there"
 	@echo "make fuzz       build the libFuzzer targets with clang and run each FUZZ_SECONDS (60)"
 	@echo "make clean      remove build outputs"
