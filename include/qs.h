@@ -504,6 +504,19 @@ QS_API void qs_count_node_outcomes(const qs_scorer *s, const qs_workspace *w, ui
 QS_API void qs_transform(const qs_scorer *s, double *scores);
 QS_API uint32_t qs_transform_columns(const qs_scorer *s);
 
+/* Choose the output function qs_transform applies, by name: "none" (the raw
+ * sums; a LightGBM random forest's divided by its iterations, as LightGBM's
+ * raw_score), the model's own (qs_model_info.transform), or another one that
+ * the source library computes for the model with arithmetic qs reproduces:
+ * for a one-output CatBoost model, which picks its prediction type at
+ * predict time, "sigmoid" (Probability) and "exp" (Exponent).  Anything
+ * else is refused, the scorer unchanged: QS_ERR_UNSUPPORTED for a function
+ * that would not be exact for this model (and for a model whose own is
+ * "unsupported"), QS_ERR_ARG for an unknown name.  Call before the scorer is
+ * shared between threads and before its workspaces are made (the output
+ * columns may change: qs_transform_columns). */
+QS_API int qs_scorer_set_transform(qs_scorer *s, const char *name, qs_error *err);
+
 /* Parse one feature value token with the model's precision: strtod for
  * double models, strtof for float32 models (never (float)strtod).
  * Accepts nan, inf, signs, exponents.  Returns 0 on success. */

@@ -87,18 +87,59 @@ N="$BATS_TEST_DIRNAME/fixtures/catboost-nonsym"
     shared float_binary pred_probability.txt --transform
 }
 
-@test "catboost shared: float_regression, Exponent = exp of the raw score (bias -0.013)" {
-    require_shared
+@test "catboost shared: float_regression, Exponent = exp of the raw score (bias -0.013): --transform exp" {
+    # RMSE's own output is the raw value; the oracle holds CatBoost's
+    # Exponent prediction type, which is exp(raw), picked at predict time:
+    # --transform exp picks it here.
+    shared float_regression pred_exponent.txt --transform exp
+    # the same written into the text (the canonical text's transform line)
     local d t
     d=$(CB float_regression)
     t="$BATS_TEST_TMPDIR/m.txt"
     qs-convert "$d/model.json" > "$t"
-    # RMSE's own output is the raw value; the oracle holds CatBoost's
-    # Exponent prediction type, which is exp(raw): say so in the text.
     run grep -c '^transform none 0x1p+0$' "$t"
     assert_output 1
     sed 's/^transform none 0x1p+0$/transform exp 0x1p+0/' "$t" > "$BATS_TEST_TMPDIR/exp.txt"
     conform "$BATS_TEST_TMPDIR/exp.txt" "$d/test.letor" "$d/pred_exponent.txt" --transform
+}
+
+@test "catboost: --transform NAME picks the prediction type (sigmoid, exp, none); the rest refused (exit 3)" {
+    require_shared
+    local d
+    d=$(CB float_binary)
+    qs-convert "$d/model.json" | qs-compile -o "$BATS_TEST_TMPDIR/b.qsm" -
+    # Probability is the model's own: --transform and --transform sigmoid agree
+    qs-score --transform "$BATS_TEST_TMPDIR/b.qsm" "$d/test.letor" > "$BATS_TEST_TMPDIR/own"
+    qs-score --transform sigmoid "$BATS_TEST_TMPDIR/b.qsm" "$d/test.letor" > "$BATS_TEST_TMPDIR/sig"
+    cmp "$BATS_TEST_TMPDIR/own" "$BATS_TEST_TMPDIR/sig"
+    compare_scores "$BATS_TEST_TMPDIR/sig" "$d/pred_probability.txt"
+    # none: the raw scores; exp: exp of them, in double
+    qs-score "$BATS_TEST_TMPDIR/b.qsm" "$d/test.letor" > "$BATS_TEST_TMPDIR/raw"
+    qs-score --transform=none "$BATS_TEST_TMPDIR/b.qsm" "$d/test.letor" > "$BATS_TEST_TMPDIR/none"
+    cmp "$BATS_TEST_TMPDIR/raw" "$BATS_TEST_TMPDIR/none"
+    qs-score --transform exp "$BATS_TEST_TMPDIR/b.qsm" "$d/test.letor" > "$BATS_TEST_TMPDIR/exp"
+    python3 -c '
+import math, sys
+raw = [float(l) for l in open(sys.argv[1])]
+got = [float(l) for l in open(sys.argv[2])]
+assert len(raw) == len(got) > 0
+for r, g in zip(raw, got):
+    assert math.exp(r) == g, (r, g)
+' "$BATS_TEST_TMPDIR/raw" "$BATS_TEST_TMPDIR/exp"
+    run qs-score --transform softmax "$BATS_TEST_TMPDIR/b.qsm" "$d/test.letor"
+    assert_failure 3
+    assert_output --partial "transform 'softmax' is not exact for this model: CatBoost computes 'sigmoid' for it"
+    run qs-score --transform bogus "$BATS_TEST_TMPDIR/b.qsm" "$d/test.letor"
+    assert_failure 2
+    assert_output --partial "bad --transform 'bogus'"
+    # a multiclass model: none only
+    qs-convert "$C/multi.json" | qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" -
+    run qs-score --transform exp "$BATS_TEST_TMPDIR/m.qsm" "$C/multi.letor"
+    assert_failure 3
+    assert_output --partial "transform 'exp' is not exact for this model: its output function cannot be reproduced exactly"
+    qs-score "$BATS_TEST_TMPDIR/m.qsm" "$C/multi.letor" > "$BATS_TEST_TMPDIR/mraw"
+    qs-score --transform none "$BATS_TEST_TMPDIR/m.qsm" "$C/multi.letor" > "$BATS_TEST_TMPDIR/mnone"
+    cmp "$BATS_TEST_TMPDIR/mraw" "$BATS_TEST_TMPDIR/mnone"
 }
 
 @test "catboost: MultiClass's softmax is not claimed exact (--transform refused), raw scores are" {

@@ -37,7 +37,10 @@ static void usage(FILE *f)
             "  --features N           f32: values per row (1..67108864)\n"
             "  --absent zero|missing  what an absent feature means (default: the source\n"
             "                         library's: LightGBM, QuickRank zero; XGBoost missing)\n"
-            "  --transform            apply the objective's output function (sigmoid, softmax...)\n"
+            "  --transform [NAME]     apply the objective's output function (sigmoid,\n"
+            "                         softmax...); NAME picks another one exact for the model:\n"
+            "                         none (raw), or for CatBoost sigmoid or exp (its\n"
+            "                         Probability, Exponent); others are refused (exit 3)\n"
             "  --annotate             write `label<TAB>qid<TAB>score` lines (for qs-eval)\n"
             "  --trees N              score the first N iterations only (N trees per class:\n"
             "                         LightGBM's num_iteration, XGBoost's iteration_range\n"
@@ -212,6 +215,7 @@ typedef struct load_ctx {
     uint32_t order_s, order_d;
     qs_backend backend;
     int transform;
+    const char *transform_name; /* --transform NAME (NULL: the model's own) */
     unsigned nrep;              /* scorers: one per NUMA node, or forced */
     int by_node;
     int input;
@@ -246,6 +250,8 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
             tool_die_err(mpath, &err);
         c->rep[r] = s; /* freed by any exit from now on (release_replicas) */
         if (c->iterations && qs_scorer_truncate(s, c->iterations, &err) != 0)
+            tool_die_err(mpath, &err);
+        if (c->transform_name && qs_scorer_set_transform(s, c->transform_name, &err) != 0)
             tool_die_err(mpath, &err);
         if (doc_block != QS_KEEP && qs_scorer_relayout(s, QS_KEEP, doc_block, QS_KEEP, &err) != 0)
             tool_die_err(NULL, &err);
@@ -286,6 +292,16 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
     job->replica_by_node = c->by_node;
 }
 
+static int is_transform_name(const char *s)
+{
+    static const char *const names[] = { "none", "sigmoid", "softmax", "exp", "ova-sigmoid",
+                                         "hinge", "argmax", "signed-square" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(s, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
 /* The scorers load_model made (tool_hold: freed on every exit). */
 static void release_replicas(void *ctx)
 {
@@ -301,7 +317,7 @@ int main(int argc, char **argv)
     tool_init(argv[0]);
     static const struct option opts[] = {
         { "absent", required_argument, 0, 'a' },
-        { "transform", no_argument, 0, 't' },
+        { "transform", optional_argument, 0, 't' },
         { "annotate", no_argument, 0, 'n' },
         { "strict-features", no_argument, 0, 'S' },
         { "backend", required_argument, 0, 'b' },
@@ -341,6 +357,7 @@ int main(int argc, char **argv)
     const char *threads_arg = getenv("QS_THREADS"), *numa_arg = "auto";
     uint32_t tree_block = QS_KEEP, doc_block = QS_KEEP, delta = QS_KEEP;
     int order = -1, ignore_tuning = 0, progress = TOOL_PROGRESS_AUTO;
+    const char *transform_name = NULL;
     uint32_t order_s = 0, order_d = 0;
     int c;
     opterr = 0; /* our own one-line messages (tool_bad_option) */
@@ -354,7 +371,17 @@ int main(int argc, char **argv)
             else
                 tool_die(EXIT_USAGE, "bad --absent '%s' (expected zero or missing)", optarg);
             break;
-        case 't': transform = 1; break;
+        case 't':
+            /* --transform, --transform=NAME, or --transform NAME when NAME
+             * is a transform's name and more arguments follow */
+            transform = 1;
+            transform_name = optarg;
+            if (!optarg && optind + 1 < argc && is_transform_name(argv[optind]))
+                transform_name = argv[optind++];
+            if (transform_name && !is_transform_name(transform_name))
+                tool_die(EXIT_USAGE, "bad --transform '%s' (expected none, sigmoid, softmax, exp, "
+                                     "ova-sigmoid, hinge, argmax or signed-square)", transform_name);
+            break;
         case 'n': annotate = 1; break;
         case 'S': strict_features = 1; break;
         case 'b': bname = optarg; break;
@@ -572,7 +599,8 @@ int main(int argc, char **argv)
         .mbuf = mbuf, .mlen = mlen, .mpath = mpath, .dname = dname,
         .tree_block = tree_block, .doc_block = doc_block, .delta = delta,
         .iterations = iterations, .order = order, .order_s = order_s, .order_d = order_d,
-        .backend = backend, .transform = transform, .nrep = nrep, .by_node = by_node,
+        .backend = backend, .transform = transform, .transform_name = transform_name,
+        .nrep = nrep, .by_node = by_node,
         .input = input, .f32_features = f32_features, .strict_features = strict_features,
     };
     tool_hold(&lc, release_replicas);
