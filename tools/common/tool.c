@@ -610,7 +610,16 @@ FILE *tool_open_input(const char *path, const char **name)
     if (!f)
         tool_die(EXIT_SYSTEM, "%s: cannot open: %s", path, strerror(errno));
     zin *z = calloc(1, sizeof *z);
-    if (!z || !(z->raw = malloc(z->raw_cap = (size_t)1 << 16)))
+    if (!z)
+        tool_die(EXIT_SYSTEM, "%s: out of memory (input buffer)", *name);
+    /* Listed at once, so that a dying exit from here on (a read error
+     * below) leaves it reachable, not leaked. */
+    for (size_t i = 0; i < sizeof open_zin / sizeof open_zin[0]; i++)
+        if (!open_zin[i]) {
+            open_zin[i] = z;
+            break;
+        }
+    if (!(z->raw = malloc(z->raw_cap = (size_t)1 << 16)))
         tool_die(EXIT_SYSTEM, "%s: out of memory (input buffer)", *name);
     z->f = f;
     z->name = *name;
@@ -650,11 +659,6 @@ FILE *tool_open_input(const char *path, const char **name)
     if (z->rbuf)
         setvbuf(r, z->rbuf, _IOFBF, TOOL_INPUT_BUFFER);
     z->r = r;
-    for (size_t i = 0; i < sizeof open_zin / sizeof open_zin[0]; i++)
-        if (!open_zin[i]) {
-            open_zin[i] = z;
-            break;
-        }
     return r;
 }
 
