@@ -22,6 +22,14 @@ extern "C" {
 #endif
 
 #define QS_VERSION_STRING "0.2.0"
+/* The same as numbers, for #if: QS_VERSION_NUMBER is
+ * MAJOR * 10000 + MINOR * 100 + PATCH (0.2.0: 200), e.g.
+ * #if defined(QS_VERSION_NUMBER) && QS_VERSION_NUMBER >= 200.  The ABI policy
+ * (what libqs.so.0 keeps, what may change) is in libqs(3). */
+#define QS_VERSION_MAJOR 0
+#define QS_VERSION_MINOR 2
+#define QS_VERSION_PATCH 0
+#define QS_VERSION_NUMBER (QS_VERSION_MAJOR * 10000 + QS_VERSION_MINOR * 100 + QS_VERSION_PATCH)
 
 /* Every public function and object carries QS_API: exported from the
  * shared library, which hides everything else. */
@@ -181,6 +189,11 @@ typedef struct qs_workspace qs_workspace; /* per-thread scratch */
 /* Load (and fully validate) a .qsm image, and prepare the back end that
  * QS_BACKEND_AUTO runs as.  The buffer may be freed after. */
 QS_API qs_scorer *qs_scorer_load(const unsigned char *buf, size_t len, qs_error *err);
+/* The same from a file: the whole .qsm at `path` is read, loaded and let go
+ * (QS_ERR_IO, with the system's reason, when it cannot be opened or read;
+ * QS_ERR_LIMIT beyond QS_MAX_QSM_FILE bytes). */
+#define QS_MAX_QSM_FILE ((size_t)1 << 34)
+QS_API qs_scorer *qs_scorer_load_file(const char *path, qs_error *err);
 /* The same, the layout's blocks built by up to `threads` threads (OpenMP;
  * 1 as qs_scorer_load), here and at every qs_scorer_relayout: the scorer is
  * the same whatever the count, only its load is faster. */
