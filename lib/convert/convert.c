@@ -91,13 +91,16 @@ qs_format qs_detect_format(const char *buf, size_t len)
     return QS_FMT_UNKNOWN;
 }
 
-/* The readers, one file each in this folder. */
+/* The readers, one file each in this folder (a build without them, make
+ * READERS=0, keeps the canonical text's). */
 static const qs_reader readers[] = {
+#if QS_HAVE_READERS
     { QS_FMT_LIGHTGBM, "LightGBM text", qs_convert_lightgbm },
     { QS_FMT_XGBOOST, "XGBoost JSON or UBJSON", qs_convert_xgboost },
     { QS_FMT_QUICKRANK, "QuickRank/RankLib XML", qs_convert_quickrank },
     { QS_FMT_CATBOOST, "CatBoost JSON", qs_convert_catboost },
     { QS_FMT_ONNX, "ONNX", qs_convert_onnx },
+#endif
     { QS_FMT_CANONICAL, "qs canonical ensemble text", qs_model_from_text },
 };
 
@@ -108,6 +111,15 @@ qs_model *qs_convert(qs_format fmt, const char *buf, size_t len, qs_error *err)
     for (size_t i = 0; i < sizeof readers / sizeof readers[0]; i++)
         if (readers[i].format == fmt)
             return readers[i].read(buf, len, err);
+#if !QS_HAVE_READERS
+    if (fmt != QS_FMT_UNKNOWN) {
+        qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                "this libqs is built without the model readers (make READERS=0): it reads "
+                "canonical ensemble text and .qsm files only; convert the model where qs-convert "
+                "reads it");
+        return NULL;
+    }
+#endif
     qs_fail(err, QS_ERR_FORMAT, 0,
             "unrecognised model format (expected LightGBM text, XGBoost JSON, "
             "CatBoost JSON, ONNX or QuickRank/RankLib XML)");
