@@ -215,3 +215,11 @@ no_leftovers() { # no output file and no temporary file in $T
     check qs-blocktune "unknown option '-q'" -q "$T/m.qsm"
     check qs-blocktune "too many arguments: one model and at most one sample file" a b c
 }
+
+@test "--help goes to stdout with exit 0 for every tool" {
+    for t in qs-convert qs-compile qs-score qs-eval; do
+        run "$t" --help
+        assert_success
+        assert_output --partial "usage: $t"
+    done
+}

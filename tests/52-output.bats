@@ -183,3 +183,13 @@ no_tmp() { # no temporary file left in $T/w
     assert_success
     assert_output --regexp "^[0-9]+ checks \([0-9]+ halfway cases\), 0 failures$"
 }
+
+@test "--annotate writes label, qid and score" {
+    set -o pipefail
+    qs-convert "$FIX/xgb-tiny/model.json" | qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" -
+    qs-score --annotate "$BATS_TEST_TMPDIR/m.qsm" < "$FIX/xgb-tiny/docs.letor" > "$BATS_TEST_TMPDIR/out"
+    run head -2 "$BATS_TEST_TMPDIR/out"
+    assert_line --index 0 "$(printf '0\t1\t1.01585567')"
+    run awk -F'\t' 'NF != 3' "$BATS_TEST_TMPDIR/out"
+    assert_output ""
+}

@@ -92,3 +92,11 @@ transform_exact() {
     (cd "$BATS_TEST_TMPDIR" && qs-score --transform x.qsm exp) > "$BATS_TEST_TMPDIR/c"
     cmp "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/c"
 }
+
+@test "--transform softmax rows sum to 1 (lightgbm multiclass)" {
+    set -o pipefail
+    qs-convert "$FIX/lgb-multiclass/model.txt.zst" | qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" -
+    qs-score --transform "$BATS_TEST_TMPDIR/m.qsm" < "$FIX/lgb-multiclass/docs.letor" > "$BATS_TEST_TMPDIR/out"
+    run awk -F'\t' '{ s = 0; for (i = 1; i <= NF; i++) s += $i; if (s < 0.999999 || s > 1.000001) print NR, s }' "$BATS_TEST_TMPDIR/out"
+    assert_output ""
+}
