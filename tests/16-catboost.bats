@@ -129,9 +129,13 @@ for r, g in zip(raw, got):
     run qs-score --transform softmax "$BATS_TEST_TMPDIR/b.qsm" "$d/test.letor"
     assert_failure 3
     assert_output --partial "transform 'softmax' is not exact for this model: CatBoost computes 'sigmoid' for it"
-    run qs-score --transform bogus "$BATS_TEST_TMPDIR/b.qsm" "$d/test.letor"
+    run qs-score --transform=bogus "$BATS_TEST_TMPDIR/b.qsm" "$d/test.letor"
     assert_failure 2
     assert_output --partial "bad --transform 'bogus'"
+    # (written apart, a word that names no transform is the next argument)
+    run qs-score --transform bogus "$BATS_TEST_TMPDIR/b.qsm" "$d/test.letor"
+    assert_failure 2
+    assert_output --partial "too many arguments"
     # a multiclass model: none only
     qs-convert "$C/multi.json" | qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" -
     run qs-score --transform exp "$BATS_TEST_TMPDIR/m.qsm" "$C/multi.letor"
