@@ -705,6 +705,11 @@ QS_API int qs_eval_conv_set(qs_eval_conv *c, const char *knob, const char *value
 /* Names of the presets, NULL-terminated (for --help). */
 extern QS_API const char *const qs_eval_preset_names[];
 
+/* The preset of the library a model comes from (QS_SRC_LIGHTGBM:
+ * "lightgbm", QS_SRC_XGBOOST: "xgboost", QS_SRC_QUICKRANK: "quickrank"), or
+ * NULL for a source whose library has no preset here (CatBoost, ONNX). */
+QS_API const char *qs_eval_preset_of_source(qs_source src);
+
 /* Metric by name ("ndcg", "err", "map", "p"); -1 when unknown. */
 QS_API int qs_metric_from_name(const char *name);
 QS_API const char *qs_metric_name(qs_metric m);

@@ -495,3 +495,32 @@ annotate() {
     assert_failure 2
     [[ "$stderr" == "qs-eval: option '--gain' needs a value"* ]]
 }
+
+@test "qs-eval --like-model MODEL.qsm: the convention of the library that trained the model" {
+    local m
+    # a query without relevant documents: 0 by default, 1 for LightGBM and XGBoost
+    printf '0 qid:1\n0 qid:1\n2 qid:2\n0 qid:2\n' > "$T/n.letor"
+    printf '0.5\n0.25\n0.1\n0.9\n' > "$T/n.s"
+    qs-convert "$FIX/xgb-tiny/model.json" | qs-compile -o "$T/x.qsm" -
+    qs-convert "$FIX/lgb-l8/model.txt.zst" | qs-compile -o "$T/l.qsm" -
+    qs-convert "$FIX/catboost/tiny.json" | qs-compile -o "$T/c.qsm" -
+    for m in x:xgboost l:lightgbm; do
+        run qs-eval --per-query -k 1,2 --like-model "$T/${m%%:*}.qsm" "$T/n.letor" "$T/n.s"
+        assert_success
+        assert_output "$(qs-eval --per-query -k 1,2 --like "${m#*:}" "$T/n.letor" "$T/n.s")"
+        assert_line --index 1 "$(printf '1\t1.000000000000\t1.000000000000')"
+    done
+    # the defaults differ here, and options after it override it
+    run qs-eval --per-query -k 1,2 --like-model "$T/l.qsm" --norel=0 "$T/n.letor" "$T/n.s"
+    assert_output "$(qs-eval --per-query -k 1,2 "$T/n.letor" "$T/n.s")"
+    assert_line --index 1 "$(printf '1\t0.000000000000\t0.000000000000')"
+    run --separate-stderr qs-eval --like-model "$T/c.qsm" "$T/n.letor" "$T/n.s"
+    assert_failure 2
+    [[ "$stderr" == "qs-eval: --like-model $T/c.qsm: qs-eval has no convention for the library of this model (CatBoost); give --like TOOL"$'\n'"Try 'qs-eval --help' for more information." ]] || { echo "$stderr"; return 1; }
+    run qs-eval --like-model "$T/missing.qsm" "$T/n.letor" "$T/n.s"
+    assert_failure 4
+    assert_output "qs-eval: $T/missing.qsm: cannot open: No such file or directory"
+    run qs-eval --like-model "$T/n.letor" "$T/n.letor" "$T/n.s"
+    assert_failure 1
+    assert_output --partial "qs-eval: $T/n.letor: "
+}

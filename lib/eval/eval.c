@@ -82,6 +82,16 @@ static int pick(const char *v, const char *const *names)
     return -1;
 }
 
+const char *qs_eval_preset_of_source(qs_source src)
+{
+    switch (src) {
+    case QS_SRC_LIGHTGBM: return "lightgbm";
+    case QS_SRC_XGBOOST: return "xgboost";
+    case QS_SRC_QUICKRANK: return "quickrank";
+    default: return NULL;
+    }
+}
+
 int qs_eval_conv_set(qs_eval_conv *c, const char *knob, const char *value, qs_error *err)
 {
     static const char *const gain[] = { "exp2", "linear", NULL };

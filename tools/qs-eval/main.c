@@ -84,6 +84,9 @@ static void help(void)
         "      sklearn             --gain=linear --ties=average        (ndcg_score)\n"
         "      rankeval            --ties=reverse --norel=1\n"
         "      letor               --discount=letor --beyond=zero --group=qid\n"
+        "  --like-model MODEL.qsm      as --like the library that trained MODEL (its\n"
+        "                              .qsm says: LightGBM, XGBoost, QuickRank); CatBoost\n"
+        "                              and ONNX models have no preset (exit 2)\n"
         "  --progress         show progress on standard error (lines, MB, rate)\n"
         "  --no-progress      do not (default: shown when standard error is a terminal\n"
         "                     and standard output is not); SIGUSR1 prints one line\n"
@@ -277,12 +280,13 @@ int main(int argc, char **argv)
 {
     tool_init(argv[0]);
     enum { O_METRIC = 256, O_PERQ, O_COLUMN, O_LIKE, O_CONV, O_GROUPFILE, O_PROGRESS,
-           O_NOPROGRESS };
+           O_NOPROGRESS, O_LIKEMODEL };
     static const struct option opts[] = {
         { "metric", required_argument, 0, O_METRIC },
         { "per-query", no_argument, 0, O_PERQ },
         { "column", required_argument, 0, O_COLUMN },
         { "like", required_argument, 0, O_LIKE },
+        { "like-model", required_argument, 0, O_LIKEMODEL },
         { "gain", required_argument, 0, O_CONV },
         { "ties", required_argument, 0, O_CONV },
         { "norel", required_argument, 0, O_CONV },
@@ -340,6 +344,25 @@ int main(int argc, char **argv)
             if (qs_eval_conv_preset(&o.conv, optarg, &err) != 0)
                 usage_die("%s", err.msg);
             break;
+        case O_LIKEMODEL: {
+            /* --like the library that trained the model (its .qsm's source) */
+            qs_scorer *s = qs_scorer_load_file(optarg, &err);
+            if (!s)
+                tool_die_err(NULL, &err);
+            qs_model_info mi;
+            qs_model_get_info(qs_scorer_model(s), &mi);
+            qs_scorer_free(s);
+            const char *like = qs_eval_preset_of_source(mi.source);
+            if (!like)
+                usage_die("--like-model %s: qs-eval has no convention for the library of this "
+                          "model (%s); give --like TOOL", optarg,
+                          mi.source == QS_SRC_CATBOOST ? "CatBoost" : mi.source == QS_SRC_ONNX
+                                                                          ? "ONNX Runtime"
+                                                                          : "unknown");
+            if (qs_eval_conv_preset(&o.conv, like, &err) != 0)
+                tool_die_err(NULL, &err);
+            break;
+        }
         case O_CONV:
             if (qs_eval_conv_set(&o.conv, opts[idx].name, optarg, &err) != 0)
                 usage_die("%s", err.msg);
