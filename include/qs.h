@@ -705,6 +705,14 @@ QS_API int qs_eval_conv_set(qs_eval_conv *c, const char *knob, const char *value
 /* Names of the presets, NULL-terminated (for --help). */
 extern QS_API const char *const qs_eval_preset_names[];
 
+/* The knobs of c as text, "gain=exp2 ties=input norel=0 beyond=clamp
+ * discount=log2 score-type=double group=block", into dst (cap >= 1,
+ * truncated to fit); returns dst. */
+QS_API const char *qs_eval_conv_describe(const qs_eval_conv *c, char *dst, size_t cap);
+/* The first preset (qs_eval_preset_names) that sets every knob as c has
+ * them, or NULL. */
+QS_API const char *qs_eval_conv_preset_of(const qs_eval_conv *c);
+
 /* The preset of the library a model comes from (QS_SRC_LIGHTGBM:
  * "lightgbm", QS_SRC_XGBOOST: "xgboost", QS_SRC_QUICKRANK: "quickrank"), or
  * NULL for a source whose library has no preset here (CatBoost, ONNX). */

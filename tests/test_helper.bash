@@ -281,3 +281,12 @@ pipeline() {
     layout_backends "$BATS_TEST_TMPDIR/r.qsm" "$dir/docs.letor" "$want" "$@"
     cp "$BATS_TEST_TMPDIR/got.${QS_BACKEND:-qs}" "$BATS_TEST_TMPDIR/out"
 }
+
+# qs_eval_rows ARGS...: qs-eval's output without its first line, the '#'
+# line naming the convention (tests/eval.bats checks that line itself).
+qs_eval_rows() {
+    qs-eval "$@" > "$BATS_TEST_TMPDIR/qs_eval_rows.out"
+    local rc=$?
+    sed '1{/^# /d}' "$BATS_TEST_TMPDIR/qs_eval_rows.out"
+    return $rc
+}

@@ -93,8 +93,9 @@ static void help(void)
         "  -h, --help         this help\n"
         "  -V, --version      version\n"
         "\n"
-        "Output: tab-separated; a header `qid<TAB>ndcg@1<TAB>...`, the rows of\n"
-        "--per-query, then a `mean` row; values with 12 decimals.\n"
+        "Output: tab-separated; first a line `# METRIC: gain=... group=... (as --like\n"
+        "TOOL)` naming the convention used, then a header `qid<TAB>ndcg@1<TAB>...`, the\n"
+        "rows of --per-query, then a `mean` row; values with 12 decimals.\n"
         "\n"
         "exit: 0 ok, 1 malformed input (bad label or score, files of different\n"
         "lengths, no documents), 2 usage, 4 system error\n");
@@ -180,6 +181,7 @@ static void print_value(double v)
 static const unsigned *ks_print;
 static size_t nk_print;
 static const char *metric_print;
+static const qs_eval_conv *conv_print;
 
 static void print_header(void)
 {
@@ -187,6 +189,16 @@ static void print_header(void)
     if (done)
         return;
     done = 1;
+    /* The convention first, on a '#' line (README.md, qs-eval, Output). */
+    char d[256];
+    const char *like = qs_eval_conv_preset_of(conv_print);
+    printf("# %s: %s", metric_print, qs_eval_conv_describe(conv_print, d, sizeof d));
+    if (like)
+        printf(" (as --like %s%s)", like, strcmp(like, "quickrank") == 0 ? ", the default" : "");
+    if (conv_print->norel == QS_NOREL_ZERO)
+        fputs("; a query without relevant documents scores 0 (1 with --norel=1, --like "
+              "lightgbm or xgboost)", stdout);
+    putchar('\n');
     fputs("qid", stdout);
     for (size_t j = 0; j < nk_print; j++) {
         if (ks_print[j])
@@ -440,6 +452,7 @@ int main(int argc, char **argv)
     nk_print = nk;
     ks_print = ks;
     metric_print = qs_metric_name(o.metric);
+    conv_print = &o.conv;
     qs_eval *ev = tool_hold(qs_eval_new(&o, &err), release_eval);
     if (!ev) {
         if (err.code == QS_ERR_ARG)
