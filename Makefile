@@ -3,9 +3,14 @@
 #
 #   CC=cc            C compiler (gcc or clang)
 #   CFLAGS=...       extra flags (the defaults keep -O2, no -march=native)
-#   PREFIX=/usr/local DESTDIR=   install location (MANDIR=$(PREFIX)/share/man)
+#   CPPFLAGS=...     extra preprocessor flags (Debian's -D_FORTIFY_SOURCE=2)
+#   PREFIX=/usr/local DESTDIR=   install location (MANDIR=$(PREFIX)/share/man,
+#                    DOCDIR=$(PREFIX)/share/doc/qs: the format specifications)
 #   HAVE_OPENMP=auto|0|1  HAVE_NUMA=auto|0|1  HAVE_CUDA=auto|0|1
 #   SANITIZE=address,undefined   build with sanitizers (separate build dir)
+#   READERS=0        the library without the model readers (make lib): the
+#                    scoring half of qs.h, no libexpat or protobuf-c
+#                    (build-scoring/)
 #   V=1              show full command lines
 
 CC      ?= cc
@@ -15,6 +20,7 @@ LIBDIR  ?= $(PREFIX)/lib
 INCDIR  ?= $(PREFIX)/include
 PKGDIR  ?= $(LIBDIR)/pkgconfig
 MANDIR  ?= $(PREFIX)/share/man
+DOCDIR  ?= $(PREFIX)/share/doc/qs
 HAVE_OPENMP ?= auto
 HAVE_NUMA   ?= auto
 HAVE_CUDA   ?= auto
@@ -27,10 +33,17 @@ else
 Q := @
 endif
 
-BUILD := build$(if $(SANITIZE),-san)
+READERS ?= 1
+BUILD := build$(if $(SANITIZE),-san)$(if $(filter 0,$(READERS)),-scoring)
 OPT   ?= -O2
 WARN  := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -g $(WARN) -Iinclude -Ilib -I$(BUILD)/gen -Itools/common -fPIC
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -g $(WARN) -Iinclude -fPIC
+# Include paths by part: the library (and the unit tests and fuzz targets,
+# which test its insides) sees lib/ and the generated headers; the tools see
+# qs.h and tools/common/ only, so that "tools use only qs.h" is checked by
+# the compiler.
+LIB_INC  := -Ilib -I$(BUILD)/gen
+TOOL_INC := -Itools/common
 ifneq ($(SANITIZE),)
 BASE_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDSAN := -fsanitize=$(SANITIZE)
@@ -65,7 +78,13 @@ FEATURE_DEFS := -DQS_HAVE_OPENMP=$(HAVE_OPENMP) -DQS_HAVE_NUMA=$(HAVE_NUMA) -DQS
 PROTOC_C ?= protoc-c
 PROTOBUF_C_CFLAGS := $(shell pkg-config --cflags libprotobuf-c 2>/dev/null)
 PROTOBUF_C_LIBS := $(or $(shell pkg-config --libs libprotobuf-c 2>/dev/null),-lprotobuf-c)
+ifeq ($(READERS),0)
+LIBS := -lzstd -lm
+FEATURE_DEFS += -DQS_HAVE_READERS=0
+else
 LIBS := -lzstd -lexpat $(PROTOBUF_C_LIBS) -lm
+FEATURE_DEFS += -DQS_HAVE_READERS=1
+endif
 # OpenMP: the threaded paths (qs-score --threads, qs_score_matrix).
 ifeq ($(HAVE_OPENMP),1)
 FEATURE_DEFS += -fopenmp
@@ -88,7 +107,7 @@ ifeq ($(HAVE_NUMA),1)
 TOOL_LIBS := -lnuma
 endif
 
-ALL_CFLAGS = $(BASE_CFLAGS) $(FEATURE_DEFS) $(CFLAGS)
+ALL_CFLAGS = $(BASE_CFLAGS) $(FEATURE_DEFS) $(CPPFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(LDSAN) $(LDFLAGS)
 
 # ------------------------------------------------------------ sources
@@ -102,6 +121,8 @@ SHARED_LIB := $(BUILD)/libqs.so.$(LIB_VERSION)
 TOOL_COMMON_SRC := $(wildcard tools/common/*.c)
 TOOL_COMMON_OBJ := $(TOOL_COMMON_SRC:%.c=$(BUILD)/%.o)
 TOOLS    := qs-convert qs-compile qs-score qs-eval qs-blocktune
+# The file formats' specifications, installed with the docs (DOCDIR).
+FORMAT_DOCS := $(wildcard format/*.md)
 TOOL_BIN := $(TOOLS:%=$(BUILD)/bin/%)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -120,8 +141,18 @@ BENCH_BIN := $(BUILD)/bench/parse $(BUILD)/bench/qs-matrix $(BUILD)/bench/cuda-k
 
 include fuzz/fuzz.mk
 
-.PHONY: all check check-unit demo install uninstall clean help features
+.PHONY: all lib check check-all check-unit demo install uninstall clean help features
+ifeq ($(READERS),0)
+all:
+	@echo "make READERS=0 builds the library only (the tools and tests need the readers): make READERS=0 lib" >&2; exit 2
+else
 all: features $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN) $(BENCH_BIN) $(SHARED_LIB) bin-links
+endif
+
+# The library alone: libqs.a and libqs.so in $(BUILD)/ (with READERS=0, in
+# build-scoring/: no model readers, no libexpat or protobuf-c).
+lib: $(STATIC_LIB) $(SHARED_LIB)
+	@echo "qs build: $(STATIC_LIB) $(SHARED_LIB)$(if $(filter 0,$(READERS)), (without the model readers))"
 
 features:
 	@echo "qs build: CC=$(CC) zstd=$(HAVE_ZSTD) openmp=$(HAVE_OPENMP) numa=$(HAVE_NUMA) cuda=$(HAVE_CUDA)$(CUDA_WHY)$(if $(SANITIZE), sanitize=$(SANITIZE))"
@@ -137,10 +168,15 @@ $(BUILD)/.flags: FORCE
 FORCE:
 .SECONDARY:
 
+$(BUILD)/tools/%.o $(BUILD)/bench/%.o: INC := $(TOOL_INC)
+$(BUILD)/tests/%.o $(BUILD)/fuzz/%.o: INC := $(LIB_INC) $(TOOL_INC)
+# bench/cuda-kernel times the GPU-QS kernel through the library's internals,
+# as the unit tests do.
+$(BUILD)/bench/cuda_kernel.o: INC := $(LIB_INC) $(TOOL_INC)
 $(BUILD)/%.o: %.c $(BUILD)/.flags
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
-	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(INC) -MMD -MP -c $< -o $@
 
 # Generated protobuf-c parsers: lib/X.proto -> $(BUILD)/gen/X.pb-c.{c,h},
 # included as "X.pb-c.h" (e.g. "convert/onnx.pb-c.h").
@@ -152,7 +188,7 @@ $(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: lib/%.proto
 $(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c $(BUILD)/.flags
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
-	$(Q)$(CC) $(ALL_CFLAGS) $(PROTOBUF_C_CFLAGS) -fvisibility=hidden -MMD -MP -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(LIB_INC) $(PROTOBUF_C_CFLAGS) -fvisibility=hidden -MMD -MP -c $< -o $@
 
 # Sources that include a generated header wait for it.
 $(LIB_GEN_USERS:%.c=$(BUILD)/%.o): $(LIB_GEN:%=$(BUILD)/gen/%.h)
@@ -167,7 +203,7 @@ $(BUILD)/lib/%.o: lib/%.cu lib/score/cuda/phases.h lib/score/cuda/device.h $(BUI
 $(BUILD)/lib/%.o: lib/%.c $(BUILD)/.flags
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
-	$(Q)$(CC) $(ALL_CFLAGS) -fvisibility=hidden -MMD -MP -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(LIB_INC) -fvisibility=hidden -MMD -MP -c $< -o $@
 
 $(STATIC_LIB): $(LIB_OBJ)
 	$(if $(Q),@echo "  AR      $@")
@@ -210,7 +246,7 @@ define MUTANT_RULES
 $(BUILD)/mutant$(1)/%.o: %.c $(BUILD)/.flags
 	@mkdir -p $$(dir $$@)
 	$$(if $$(Q),@echo "  CC      $$< (mutation $(1))")
-	$$(Q)$$(CC) $$(ALL_CFLAGS) -fvisibility=hidden -DQS_CU_MUTATION=$(1) -MMD -MP -c $$< -o $$@
+	$$(Q)$$(CC) $$(ALL_CFLAGS) $$(LIB_INC) $$(TOOL_INC) -fvisibility=hidden -DQS_CU_MUTATION=$(1) -MMD -MP -c $$< -o $$@
 $(BUILD)/tests/test_cuda_emu_mut$(1): $(BUILD)/mutant$(1)/tests/unit/test_cuda_emu.o $(CUDA_C_SRC:%.c=$(BUILD)/mutant$(1)/%.o) $(STATIC_LIB)
 	@mkdir -p $$(dir $$@)
 	$$(if $$(Q),@echo "  LD      $$@")
@@ -237,27 +273,29 @@ bin-links: $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN)
 # The whole suite, then (plain build) the conformance tests once more per
 # SIMD level this CPU has, with the wider levels disabled
 # (QS_DISABLE_CPU_FEATURES), on auto and the back ends that read the
-# QuickScorer layout.  The sanitizer build runs the suite once.
+# QuickScorer layout.  The sanitizer build runs its pass (a subset of the
+# files: scripts/check-all.sh says which).  Every part runs whatever became
+# of the others, and a summary names each one, run or not.  check-all: the
+# plain parts, then the sanitizer build and its pass (scripts/setup.sh test).
 check: all
-	SANITIZE='$(SANITIZE)' ./scripts/check.sh
-ifeq ($(SANITIZE),)
-	@cpu=$$(bin/qs-score --version -v | sed -n 's/^cpu: \([a-z0-9,]*\).*/\1/p'); \
-	for off in avx512 avx2; do \
-	    case ",$$cpu," in *",$$off,"*) ;; *) echo "# conformance with $$off disabled: skipped, this CPU lacks $$off"; continue ;; esac; \
-	    echo "# conformance with QS_DISABLE_CPU_FEATURES=$$off"; \
-	    QS_DISABLE_CPU_FEATURES=$$off QS_TEST_LAYOUT_ONLY=1 \
-	        ./scripts/check.sh -- tests/20-conformance.bats || exit 1; \
-	done
+	+SANITIZE='$(SANITIZE)' MAKE='$(MAKE)' ./scripts/check-all.sh
+
+check-all: all
+ifneq ($(SANITIZE),)
+	@echo "make check-all builds both: run it without SANITIZE" >&2; exit 2
 endif
+	+MAKE='$(MAKE)' ./scripts/check-all.sh --with-sanitizers
 
 demo: all
 	./scripts/demo.sh
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PKGDIR) \
-	    $(DESTDIR)$(MANDIR)/man1
+	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(DOCDIR)/format
 	install -m 755 $(TOOL_BIN) $(DESTDIR)$(BINDIR)/
 	install -m 644 $(TOOLS:%=man/%.1) $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 man/libqs.3 $(DESTDIR)$(MANDIR)/man3/
+	install -m 644 $(FORMAT_DOCS) $(DESTDIR)$(DOCDIR)/format/
 	install -m 644 $(STATIC_LIB) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(LIBDIR)/
 	ln -sf libqs.so.$(LIB_VERSION) $(DESTDIR)$(LIBDIR)/libqs.so.$(SOVERSION)
@@ -272,16 +310,20 @@ uninstall:
 	      $(DESTDIR)$(LIBDIR)/libqs.so $(DESTDIR)$(LIBDIR)/libqs.so.$(SOVERSION) \
 	      $(DESTDIR)$(LIBDIR)/libqs.so.$(LIB_VERSION) \
 	      $(DESTDIR)$(INCDIR)/qs.h $(DESTDIR)$(PKGDIR)/qs.pc \
-	      $(TOOLS:%=$(DESTDIR)$(MANDIR)/man1/%.1)
+	      $(TOOLS:%=$(DESTDIR)$(MANDIR)/man1/%.1) $(DESTDIR)$(MANDIR)/man3/libqs.3 \
+	      $(FORMAT_DOCS:format/%=$(DESTDIR)$(DOCDIR)/format/%)
+	-rmdir $(DESTDIR)$(DOCDIR)/format $(DESTDIR)$(DOCDIR) 2>/dev/null
 
 clean:
-	rm -rf build build-san build-fuzz bin
+	rm -rf build build-san build-scoring build-fuzz bin
 
 help:
 	@echo "make            build the tools (build/bin/) and link them into bin/"
-	@echo "make check      build, then run the whole bats suite (tests/)"
+	@echo "make lib        the library alone (READERS=0: without the model readers, libexpat, protobuf-c)"
+	@echo "make check      build, then run the whole bats suite (tests/) and the SIMD-off passes"
+	@echo "make check-all  make check, then the sanitizer build and its pass (scripts/setup.sh test)"
 	@echo "make demo       convert, compile and score the bundled example model"
-	@echo "make install    install tools, their manual pages, libqs.a, libqs.so, qs.h and qs.pc (PREFIX=$(PREFIX) DESTDIR=)"
+	@echo "make install    install tools, their manual pages, libqs(3), libqs.a, libqs.so, qs.h, qs.pc and format/*.md (PREFIX=$(PREFIX) DESTDIR=)"
 	@echo "make uninstall  remove what install put there"
 	@echo "make fuzz       build the libFuzzer targets with clang and run each FUZZ_SECONDS (60)"
 	@echo "make clean      remove build outputs"

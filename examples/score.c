@@ -11,50 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static unsigned char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    unsigned char *buf = NULL;
-    size_t cap = 0, n = 0, r;
-    do {
-        if (n == cap) {
-            unsigned char *q = realloc(buf, cap = cap ? cap * 2 : 1 << 16);
-            if (!q) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = q;
-        }
-        r = fread(buf + n, 1, cap - n, f);
-        n += r;
-    } while (r > 0);
-    fclose(f);
-    *len = n;
-    return buf;
-}
-
 int main(int argc, char **argv)
 {
     if (argc != 2) {
         fprintf(stderr, "usage: %s MODEL.qsm < DOCS\n", argv[0]);
         return 2;
     }
-    size_t len;
-    unsigned char *img = read_file(argv[1], &len);
-    if (!img) {
-        perror(argv[1]);
-        return 4;
-    }
     qs_error err;
     qs_error_clear(&err);
-    qs_scorer *s = qs_scorer_load(img, len, &err); /* prepares the `auto` back end */
-    free(img);
+    /* reads the file, validates it, prepares the `auto` back end */
+    qs_scorer *s = qs_scorer_load_file(argv[1], &err);
     if (!s) {
-        fprintf(stderr, "%s: %s\n", argv[1], err.msg);
-        return 1;
+        fprintf(stderr, "%s\n", err.msg); /* names the file */
+        return err.code == QS_ERR_IO ? 4 : err.code == QS_ERR_UNSUPPORTED ? 3 : 1;
     }
     /* One workspace per thread; this program has one. */
     qs_workspace *w = qs_workspace_new(s, &err);

@@ -22,6 +22,14 @@ extern "C" {
 #endif
 
 #define QS_VERSION_STRING "0.2.0"
+/* The same as numbers, for #if: QS_VERSION_NUMBER is
+ * MAJOR * 10000 + MINOR * 100 + PATCH (0.2.0: 200), e.g.
+ * #if defined(QS_VERSION_NUMBER) && QS_VERSION_NUMBER >= 200.  The ABI policy
+ * (what libqs.so.0 keeps, what may change) is in libqs(3). */
+#define QS_VERSION_MAJOR 0
+#define QS_VERSION_MINOR 2
+#define QS_VERSION_PATCH 0
+#define QS_VERSION_NUMBER (QS_VERSION_MAJOR * 10000 + QS_VERSION_MINOR * 100 + QS_VERSION_PATCH)
 
 /* Every public function and object carries QS_API: exported from the
  * shared library, which hides everything else. */
@@ -221,6 +229,11 @@ typedef struct qs_workspace qs_workspace; /* per-thread scratch */
 /* Load (and fully validate) a .qsm image, and prepare the back end that
  * QS_BACKEND_AUTO runs as.  The buffer may be freed after. */
 QS_API qs_scorer *qs_scorer_load(const unsigned char *buf, size_t len, qs_error *err);
+/* The same from a file: the whole .qsm at `path` is read, loaded and let go
+ * (QS_ERR_IO, with the system's reason, when it cannot be opened or read;
+ * QS_ERR_LIMIT beyond QS_MAX_QSM_FILE bytes). */
+#define QS_MAX_QSM_FILE ((size_t)1 << 34)
+QS_API qs_scorer *qs_scorer_load_file(const char *path, qs_error *err);
 /* The same, the layout's blocks built by up to `threads` threads (OpenMP;
  * 1 as qs_scorer_load), here and at every qs_scorer_relayout: the scorer is
  * the same whatever the count, only its load is faster. */
@@ -591,6 +604,19 @@ QS_API void qs_count_node_outcomes(const qs_scorer *s, const qs_workspace *w, ui
 QS_API void qs_transform(const qs_scorer *s, double *scores);
 QS_API uint32_t qs_transform_columns(const qs_scorer *s);
 
+/* Choose the output function qs_transform applies, by name: "none" (the raw
+ * sums; a LightGBM random forest's divided by its iterations, as LightGBM's
+ * raw_score), the model's own (qs_model_info.transform), or another one that
+ * the source library computes for the model with arithmetic qs reproduces:
+ * for a one-output CatBoost model, which picks its prediction type at
+ * predict time, "sigmoid" (Probability) and "exp" (Exponent).  Anything
+ * else is refused, the scorer unchanged: QS_ERR_UNSUPPORTED for a function
+ * that would not be exact for this model (and for a model whose own is
+ * "unsupported"), QS_ERR_ARG for an unknown name.  Call before the scorer is
+ * shared between threads and before its workspaces are made (the output
+ * columns may change: qs_transform_columns). */
+QS_API int qs_scorer_set_transform(qs_scorer *s, const char *name, qs_error *err);
+
 /* Parse one feature value token with the model's precision: strtod for
  * double models, strtof for float32 models (never (float)strtod).
  * Accepts nan, inf, signs, exponents.  Returns 0 on success. */
@@ -776,6 +802,19 @@ QS_API int qs_eval_conv_set(qs_eval_conv *c, const char *knob, const char *value
 
 /* Names of the presets, NULL-terminated (for --help). */
 extern QS_API const char *const qs_eval_preset_names[];
+
+/* The knobs of c as text, "gain=exp2 ties=input norel=0 beyond=clamp
+ * discount=log2 score-type=double group=block", into dst (cap >= 1,
+ * truncated to fit); returns dst. */
+QS_API const char *qs_eval_conv_describe(const qs_eval_conv *c, char *dst, size_t cap);
+/* The first preset (qs_eval_preset_names) that sets every knob as c has
+ * them, or NULL. */
+QS_API const char *qs_eval_conv_preset_of(const qs_eval_conv *c);
+
+/* The preset of the library a model comes from (QS_SRC_LIGHTGBM:
+ * "lightgbm", QS_SRC_XGBOOST: "xgboost", QS_SRC_QUICKRANK: "quickrank"), or
+ * NULL for a source whose library has no preset here (CatBoost, ONNX). */
+QS_API const char *qs_eval_preset_of_source(qs_source src);
 
 /* Metric by name ("ndcg", "err", "map", "p"); -1 when unknown. */
 QS_API int qs_metric_from_name(const char *name);

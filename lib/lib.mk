@@ -2,22 +2,29 @@
 # says what each folder may include).  Included by the Makefile.
 
 # common: errors, number parsing, score printing, CRC-32C, CPU features and
-# cache sizes, growing arrays
+# cache sizes, growing arrays, whole-file reads
 LIB_SRC += lib/common/error.c lib/common/number.c lib/common/format.c lib/common/crc32c.c \
-           lib/common/cpu.c lib/common/vec.c
+           lib/common/cpu.c lib/common/vec.c lib/common/file.c
 
 # model: the canonical ensemble, its validation, walk and text form
 LIB_SRC += lib/model/model.c lib/model/text.c lib/model/stats.c
 
-# convert: the table of readers, one file per format
-LIB_SRC += lib/convert/convert.c lib/convert/json.c lib/convert/lightgbm.c \
-           lib/convert/xgboost.c lib/convert/quickrank.c lib/convert/catboost.c \
-           lib/convert/version.c \
-           lib/convert/onnx.c
+# convert: the table of readers, one file per format (READERS=0: the table
+# and the canonical text only; no libexpat, no protobuf-c)
+LIB_SRC += lib/convert/convert.c lib/convert/json.c
+READER_SRC := lib/convert/lightgbm.c lib/convert/xgboost.c lib/convert/quickrank.c \
+              lib/convert/catboost.c lib/convert/version.c lib/convert/onnx.c
+ifneq ($(READERS),0)
+LIB_SRC += $(READER_SRC)
 # generated from lib/convert/onnx.proto by protoc-c (into $(BUILD)/gen), and
 # the sources that include its header
 LIB_GEN := convert/onnx.pb-c
 LIB_GEN_USERS := lib/convert/onnx.c
+else
+LIB_SRC += lib/convert/noreaders.c
+LIB_GEN :=
+LIB_GEN_USERS :=
+endif
 
 # layout: the QuickScorer layout and the .qsm container
 LIB_SRC += lib/layout/layout.c lib/layout/qsm.c

@@ -76,7 +76,7 @@ setup() { T="$BATS_TEST_TMPDIR"; }
     assert_success
 }
 
-@test "sanitizer builds: a UBSan report exits 87 and an ASan report 86 (scripts/check.sh's codes)" {
+@test "sanitizer builds: a UBSan report exits 87, an ASan or LeakSanitizer report 86 (scripts/check.sh's codes)" {
     case "${SANITIZE:-}" in
         *undefined* | *address*) ;;
         *) skip "not a sanitizer build (scripts/check.sh sets SANITIZE for make check SANITIZE=...)" ;;
@@ -94,6 +94,16 @@ setup() { T="$BATS_TEST_TMPDIR"; }
         run "$UNIT/sanitizer_trip" heap
         assert_failure 86
         assert_output --partial "heap-buffer-overflow"
+        # A block a local variable still points at when the program exits:
+        # a leak every time (scripts/check.sh has LeakSanitizer skip stacks
+        # and registers), not only when the stack happens to have lost it.
+        [[ ":$LSAN_OPTIONS:" == *:use_stacks=0:* ]] || { echo "LSAN_OPTIONS=$LSAN_OPTIONS"; return 1; }
+        local i
+        for i in 1 2 3; do
+            run "$UNIT/sanitizer_trip" leak
+            assert_failure 86
+            assert_output --partial "ERROR: LeakSanitizer: detected memory leaks"
+        done
     fi
 }
 
@@ -131,8 +141,8 @@ fake_bats() {
     assert_failure
     assert_output --partial "only 1 of the suite's 3 tests ran"
     # The sanitizer options it exports.
-    printf '#!/bin/sh\nif [ "$1" = --count ]; then echo 1; exit 0; fi\necho 1..1; echo "ok 1 $ASAN_OPTIONS $UBSAN_OPTIONS"\n' > "$T/fake/bats"
+    printf '#!/bin/sh\nif [ "$1" = --count ]; then echo 1; exit 0; fi\necho 1..1; echo "ok 1 $ASAN_OPTIONS $LSAN_OPTIONS $UBSAN_OPTIONS"\n' > "$T/fake/bats"
     SANITIZE=undefined PATH="$T/fake:$PATH" run "$QS_ROOT/scripts/check.sh"
     assert_success
-    assert_output --regexp "ok 1 exitcode=86:.* exitcode=87:"
+    assert_output --regexp "ok 1 exitcode=86:detect_leaks=1:.* use_stacks=0:use_registers=0.* exitcode=87:"
 }

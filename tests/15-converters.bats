@@ -248,3 +248,11 @@ score_fixture() { # score_fixture MODEL DOCS WANT [qs-score options]: every back
     B="$BATS_TEST_DIRNAME/fixtures/lightgbm-bigcat"
     SCORE_COMPARE=values conform "$B/bigcat.txt.zst" "$B/docs.letor" "$B/bigcat.pred.txt"
 }
+
+@test "canonical text round-trips: convert(text) == text" {
+    for f in lgb-l8/model.txt.zst lgb-multiclass/model.txt.zst qr-oblivious/model.xml.zst xgb-agaricus/model.json.zst; do
+        qs-convert "$FIX/$f" > "$BATS_TEST_TMPDIR/a.txt"
+        qs-convert "$BATS_TEST_TMPDIR/a.txt" > "$BATS_TEST_TMPDIR/b.txt"
+        cmp "$BATS_TEST_TMPDIR/a.txt" "$BATS_TEST_TMPDIR/b.txt"
+    done
+}

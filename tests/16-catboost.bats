@@ -87,8 +87,12 @@ N="$BATS_TEST_DIRNAME/fixtures/catboost-nonsym"
     shared float_binary pred_probability.txt --transform
 }
 
-@test "catboost shared: float_regression, Exponent = exp of the raw score (bias -0.013)" {
-    require_shared
+@test "catboost shared: float_regression, Exponent = exp of the raw score (bias -0.013): --transform exp" {
+    # RMSE's own output is the raw value; the oracle holds CatBoost's
+    # Exponent prediction type, which is exp(raw), picked at predict time:
+    # --transform exp picks it here.
+    shared float_regression pred_exponent.txt --transform exp
+    # the same written into the text (the canonical text's transform line)
     local d t
     d=$(CB float_regression)
     t="$BATS_TEST_TMPDIR/m.txt"
@@ -102,6 +106,52 @@ N="$BATS_TEST_DIRNAME/fixtures/catboost-nonsym"
     assert_output 1
     sed 's/^transform none 0x1p+0$/transform exp 0x1p+0/' "$t" > "$BATS_TEST_TMPDIR/exp.txt"
     conform "$BATS_TEST_TMPDIR/exp.txt" "$d/test.letor" "$d/pred_exponent.txt" --transform
+}
+
+@test "catboost: --transform NAME picks the prediction type (sigmoid, exp, fmath-exp, none); the rest refused (exit 3)" {
+    require_shared
+    local d
+    d=$(CB float_binary)
+    qs-convert "$d/model.json" | qs-compile -o "$BATS_TEST_TMPDIR/b.qsm" -
+    # Probability is the model's own: --transform and --transform sigmoid agree
+    qs-score --transform "$BATS_TEST_TMPDIR/b.qsm" "$d/test.letor" > "$BATS_TEST_TMPDIR/own"
+    qs-score --transform sigmoid "$BATS_TEST_TMPDIR/b.qsm" "$d/test.letor" > "$BATS_TEST_TMPDIR/sig"
+    cmp "$BATS_TEST_TMPDIR/own" "$BATS_TEST_TMPDIR/sig"
+    compare_scores "$BATS_TEST_TMPDIR/sig" "$d/pred_probability.txt"
+    # none: the raw scores; exp: exp of them, in double
+    qs-score "$BATS_TEST_TMPDIR/b.qsm" "$d/test.letor" > "$BATS_TEST_TMPDIR/raw"
+    qs-score --transform=none "$BATS_TEST_TMPDIR/b.qsm" "$d/test.letor" > "$BATS_TEST_TMPDIR/none"
+    cmp "$BATS_TEST_TMPDIR/raw" "$BATS_TEST_TMPDIR/none"
+    qs-score --transform exp "$BATS_TEST_TMPDIR/b.qsm" "$d/test.letor" > "$BATS_TEST_TMPDIR/exp"
+    python3 -c '
+import math, sys
+raw = [float(l) for l in open(sys.argv[1])]
+got = [float(l) for l in open(sys.argv[2])]
+assert len(raw) == len(got) > 0
+for r, g in zip(raw, got):
+    assert math.exp(r) == g, (r, g)
+' "$BATS_TEST_TMPDIR/raw" "$BATS_TEST_TMPDIR/exp"
+    # fmath-exp: CatBoost's own Exponent on x86-64 (fmath's expd)
+    qs-score --transform fmath-exp "$BATS_TEST_TMPDIR/b.qsm" "$d/test.letor" > "$BATS_TEST_TMPDIR/fexp"
+    [ "$(wc -l < "$BATS_TEST_TMPDIR/fexp")" -eq "$(wc -l < "$BATS_TEST_TMPDIR/raw")" ]
+    run qs-score --transform softmax "$BATS_TEST_TMPDIR/b.qsm" "$d/test.letor"
+    assert_failure 3
+    assert_output --partial "transform 'softmax' is not exact for this model: CatBoost computes 'sigmoid' for it"
+    run qs-score --transform=bogus "$BATS_TEST_TMPDIR/b.qsm" "$d/test.letor"
+    assert_failure 2
+    assert_output --partial "bad --transform 'bogus'"
+    # (written apart, a word that names no transform is the next argument)
+    run qs-score --transform bogus "$BATS_TEST_TMPDIR/b.qsm" "$d/test.letor"
+    assert_failure 2
+    assert_output --partial "too many arguments"
+    # a multiclass model: its own softmax (CatBoost's exp) or none
+    qs-convert "$C/multi.json" | qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" -
+    run qs-score --transform exp "$BATS_TEST_TMPDIR/m.qsm" "$C/multi.letor"
+    assert_failure 3
+    assert_output --partial "transform 'exp' is not exact for this model: CatBoost computes 'fmath-softmax' for it"
+    qs-score "$BATS_TEST_TMPDIR/m.qsm" "$C/multi.letor" > "$BATS_TEST_TMPDIR/mraw"
+    qs-score --transform none "$BATS_TEST_TMPDIR/m.qsm" "$C/multi.letor" > "$BATS_TEST_TMPDIR/mnone"
+    cmp "$BATS_TEST_TMPDIR/mraw" "$BATS_TEST_TMPDIR/mnone"
 }
 
 @test "catboost: MultiClass's softmax is CatBoost's (fmath's exp on x86-64), raw scores unchanged" {
@@ -132,6 +182,10 @@ cb_exp() { # cb_exp NAME [TRANSFORM]: raw, then --transform, every back end
 
 @test "catboost 1.2.10: RMSE predicted as Exponent (transform fmath-exp in the text), 3,000 rows" {
     cb_exp rmse fmath-exp
+    # the same prediction type chosen when scoring: --transform fmath-exp
+    qs-convert "$CE/rmse.json.zst" | qs-compile -o "$BATS_TEST_TMPDIR/r.qsm" -
+    qs-score --transform fmath-exp "$BATS_TEST_TMPDIR/r.qsm" "$CE/docs.letor.zst" > "$BATS_TEST_TMPDIR/got"
+    "$UNIT/cmpscores" "$BATS_TEST_TMPDIR/got" "$(plain "$CE/rmse.out.txt.zst")"
 }
 
 @test "catboost 1.2.10: Logloss Probability (the C library's exp), 3,000 rows" {

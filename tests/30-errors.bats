@@ -3,6 +3,7 @@
 # no crash and no partial output file.
 
 load test_helper
+bats_require_minimum_version 1.5.0
 
 setup() {
     T="$BATS_TEST_TMPDIR"
@@ -180,4 +181,45 @@ no_leftovers() { # no output file and no temporary file in $T
     assert_output --partial "bad --absent 'sometimes'"
     run qs-score "$T/nonexistent.qsm"
     assert_failure 4
+}
+
+@test "usage errors: one line naming the mistake, then Try 'TOOL --help' (every tool)" {
+    # check TOOL EXPECTED-FIRST-LINE ARGS...: exit 2, nothing on stdout, two
+    # lines on stderr: the mistake and the pointer to --help.
+    check() {
+        local tool="$1" want="$2"; shift 2
+        run --separate-stderr "$tool" "$@"
+        [ "$status" = 2 ] || { echo "$tool $*: exit $status"; return 1; }
+        [ -z "$output" ] || { echo "$tool $*: wrote to stdout: $output"; return 1; }
+        [ "$stderr" = "$tool: $want"$'\n'"Try '$tool --help' for more information." ] ||
+            { printf '%s %s: stderr:\n%s\n' "$tool" "$*" "$stderr"; return 1; }
+    }
+    check qs-score "unknown option '-q'" -q "$T/m.qsm"
+    check qs-score "unknown option '-T'" -T2 "$T/m.qsm"
+    check qs-score "unknown option '--bogus'" --bogus=1 "$T/m.qsm"
+    check qs-score "option '--input' needs a value" "$T/m.qsm" --input
+    check qs-score "missing MODEL.qsm (qs-score MODEL.qsm [DOCS|-])"
+    check qs-score "too many arguments: one model and at most one documents file (for several, concatenate them: cat A B | qs-score MODEL.qsm)" "$T/m.qsm" a b
+    check qs-score "bad --absent 'sometimes' (expected zero or missing)" --absent sometimes "$T/m.qsm"
+    check qs-convert "unknown option '-q'" -q
+    check qs-convert "option '-f' needs a value" -f
+    check qs-convert "unknown format 'nosuch' (expected lightgbm, xgboost, catboost, onnx or quickrank)" --from nosuch "$T/m.txt"
+    check qs-convert "too many arguments: one model at a time" a b
+    check qs-compile "unknown option '--bogus'" --bogus
+    check qs-compile "too many arguments: one model at a time" a b
+    check qs-compile "--json needs --info" --json "$T/m.txt"
+    check qs-eval "unknown option '-x'" -x
+    check qs-eval "option '--gain' needs a value" --gain
+    check qs-eval "too many arguments" a b c
+    check qs-blocktune "missing MODEL.qsm (qs-blocktune [options] MODEL.qsm [SAMPLE|-])"
+    check qs-blocktune "unknown option '-q'" -q "$T/m.qsm"
+    check qs-blocktune "too many arguments: one model and at most one sample file" a b c
+}
+
+@test "--help goes to stdout with exit 0 for every tool" {
+    for t in qs-convert qs-compile qs-score qs-eval; do
+        run "$t" --help
+        assert_success
+        assert_output --partial "usage: $t"
+    done
 }

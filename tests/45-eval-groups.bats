@@ -34,18 +34,18 @@ setup() {
 }
 
 @test "qs-eval: DOCS.query or DOCS.group beside the LETOR file is read as LightGBM does" {
-    qs-eval --per-query "$T/q.letor" "$T/scores" > "$T/want"
+    qs_eval_rows --per-query "$T/q.letor" "$T/scores" > "$T/want"
     cp "$T/groups" "$T/docs.letor.query"
-    run qs-eval --per-query "$T/docs.letor" "$T/scores"
+    run qs_eval_rows --per-query "$T/docs.letor" "$T/scores"
     assert_success
     assert_output "$(cat "$T/want")"
     mv "$T/docs.letor.query" "$T/docs.letor.group"
-    run qs-eval --per-query "$T/docs.letor" "$T/scores"
+    run qs_eval_rows --per-query "$T/docs.letor" "$T/scores"
     assert_success
     assert_output "$(cat "$T/want")"
     # An explicit --group-file wins over the sidecar.
     printf '9\n' > "$T/one"
-    run qs-eval --per-query --group-file "$T/one" "$T/docs.letor" "$T/scores"
+    run qs_eval_rows --per-query --group-file "$T/one" "$T/docs.letor" "$T/scores"
     assert_success
     assert_equal "${#lines[@]}" 3
 }
@@ -95,14 +95,14 @@ setup() {
     run bash -c "qs-eval --gain=linear --per-query '$T/big.letor' '$T/big.scores' 2>&1 >/dev/null"
     assert_failure 1
     assert_output "qs-eval: $T/big.letor:5: label '1.5e308': the gains of query 'b' add up beyond the largest double, so its DCG cannot be computed"
-    run qs-eval --gain=linear --group=qid "$T/big.letor" "$T/big.scores"
+    run qs_eval_rows --gain=linear --group=qid "$T/big.letor" "$T/big.scores"
     assert_failure 1
     assert_output --partial "$T/big.letor:5: label '1.5e308'"
     # A large label whose sums stay finite is fine, and counted: the mean
     # is over all three queries (1/log2(3) for a and b, 1 for c).
     sed -i '5d' "$T/big.letor"
     sed -i '5d' "$T/big.scores"
-    run qs-eval --gain=linear --per-query -k 0 "$T/big.letor" "$T/big.scores"
+    run qs_eval_rows --gain=linear --per-query -k 0 "$T/big.letor" "$T/big.scores"
     assert_success
     assert_output "$(printf 'qid\tndcg\na\t0.630929753571\nb\t0.630929753571\nc\t1.000000000000\nmean\t0.753953169048')"
 }
@@ -114,8 +114,8 @@ setup() {
         /usr/bin/time -f %M -o '$T/rss' qs-eval --per-query > '$T/out'"
     assert_success
     run wc -l < "$T/out"
-    assert_output 4000002
-    run sed -n '2p;4000001,$p' "$T/out"
+    assert_output 4000003
+    run sed -n '3p;4000002,$p' "$T/out"
     assert_output "$(printf 'q1\t1.000000000000\nq4000000\t1.000000000000\nmean\t0.666666750000')"
     rss=$(cat "$T/rss")
     echo "peak RSS: $rss KB"

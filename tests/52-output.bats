@@ -113,11 +113,12 @@ no_tmp() { # no temporary file left in $T/w
     cmp "$T/w/out" <(qs-score "$T/m.qsm" "$D")
 }
 
-@test "signals remove the temporary file" {
+@test "signals remove the temporary file (SIGUSR1 too, in a tool without progress)" {
     # A signal ignored at start stays ignored (a shell starts background
     # jobs with SIGINT ignored; a test runner may ignore others, such as
     # ALRM): env --default-signal gives qs-score every signal at its default.
-    for sig in TERM HUP PIPE XFSZ ALRM USR1 USR2; do
+    # (SIGUSR1 asks qs-score for a progress line: tests/57-progress.bats)
+    for sig in TERM HUP PIPE XFSZ ALRM USR2; do
         rm -f "$T/in"
         mkfifo "$T/in"
         env --default-signal qs-score -o "$T/w/out" "$T/m.qsm" < "$T/in" 2> /dev/null &
@@ -181,4 +182,14 @@ no_tmp() { # no temporary file left in $T/w
     run "$UNIT/test_format"
     assert_success
     assert_output --regexp "^[0-9]+ checks \([0-9]+ halfway cases\), 0 failures$"
+}
+
+@test "--annotate writes label, qid and score" {
+    set -o pipefail
+    qs-convert "$FIX/xgb-tiny/model.json" | qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" -
+    qs-score --annotate "$BATS_TEST_TMPDIR/m.qsm" < "$FIX/xgb-tiny/docs.letor" > "$BATS_TEST_TMPDIR/out"
+    run head -2 "$BATS_TEST_TMPDIR/out"
+    assert_line --index 0 "$(printf '0\t1\t1.01585567')"
+    run awk -F'\t' 'NF != 3' "$BATS_TEST_TMPDIR/out"
+    assert_output ""
 }

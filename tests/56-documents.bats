@@ -4,6 +4,7 @@
 # file of the wrong kind.
 
 load test_helper
+bats_require_minimum_version 1.5.0
 
 setup() {
     T="$BATS_TEST_TMPDIR"
@@ -153,7 +154,7 @@ setup() {
 }
 
 @test "scripts/setup.sh installs every command the tests skip without" {
-    want=$(sed -n 's/^want="\(.*\)"$/ \1 /p' "$BATS_TEST_DIRNAME/../scripts/setup.sh")
+    want=$(sed -n 's/^\(build\|test\)_pkgs="\(.*\)"$/ \2 /p' "$BATS_TEST_DIRNAME/../scripts/setup.sh" | tr '\n' ' ')
     [ -n "$want" ]
     # command -v NAME ... || skip: NAME's Debian package must be in the list.
     for cmd in $(grep -ho 'command -v [a-z/][^ )"]*' "$BATS_TEST_DIRNAME"/*.bats | awk '{ print $3 }' | sort -u); do
@@ -172,4 +173,64 @@ setup() {
             *) echo "tests need $cmd, but setup.sh does not install $pkg"; return 1 ;;
         esac
     done
+}
+
+@test "scripts/setup.sh: demo asks for the build's packages only, test for the tests' too" {
+    # Every package missing (dpkg-query finds none) and not root: setup.sh
+    # names what it would install, and stops.
+    mkdir -p "$T/fake"
+    printf '#!/bin/sh\nexit 1\n' > "$T/fake/dpkg-query"
+    printf '#!/bin/sh\necho 1000\n' > "$T/fake/id"
+    chmod +x "$T/fake/dpkg-query" "$T/fake/id"
+    PATH="$T/fake:$PATH" run "$QS_ROOT/scripts/setup.sh" demo
+    assert_failure 4
+    assert_output --partial "missing Debian packages: gcc make "
+    assert_output --partial " libzstd-dev "
+    local p
+    for p in openssh-server openssh-client bats parallel rsync jq; do
+        if [[ "$output " == *" $p "* ]]; then echo "demo would install $p"; return 1; fi
+    done
+    PATH="$T/fake:$PATH" run "$QS_ROOT/scripts/setup.sh" test
+    assert_failure 4
+    assert_output --partial " libzstd-dev "
+    for p in openssh-server bats parallel; do
+        [[ "$output " == *" $p "* ]] || { echo "test would not install $p"; return 1; }
+    done
+    PATH="$T/fake:$PATH" run "$QS_ROOT/scripts/setup.sh" nothing
+    assert_failure 2
+}
+
+@test "qs-score: files in the wrong order, a .qsm as documents, CSV or TSV read as LETOR, a terminal on stdin: what to type" {
+    # stderr_is STATUS MESSAGE COMMAND...: the exit status and the whole of
+    # standard error (scores before a bad line go to standard output)
+    stderr_is() {
+        local want_status="$1" want="$2"; shift 2
+        run --separate-stderr "$@"
+        [ "$status" = "$want_status" ] || { echo "$*: exit $status: $stderr"; return 1; }
+        [ "$stderr" = "$want" ] || { printf '%s:\n got: %s\nwant: %s\n' "$*" "$stderr" "$want"; return 1; }
+    }
+    # (and no warning about a tuning record before it)
+    stderr_is 2 "qs-score: $D is not a model but $T/m.qsm is: the model comes first (qs-score $T/m.qsm $D)"$'\n'"Try 'qs-score --help' for more information." \
+        qs-score "$D" "$T/m.qsm"
+    stderr_is 1 "qs-score: $T/m.qsm: this is a compiled .qsm model, not documents (qs-score MODEL.qsm DOCS)" \
+        qs-score "$T/m.qsm" "$T/m.qsm"
+    stderr_is 1 "qs-score: (stdin): this is a compiled .qsm model, not documents (qs-score MODEL.qsm DOCS)" \
+        bash -c "qs-score '$T/m.qsm' < '$T/m.qsm'"
+    printf '1,0.5,0.25\n' > "$T/d.csv"
+    stderr_is 1 "qs-score: $T/d.csv:1: bad label '1,0.5,0.25' (expected a number); comma-separated values? (--input csv; --header when the first row names the columns)" \
+        qs-score "$T/m.qsm" "$T/d.csv"
+    printf 'label\tf1\n1\t0.5\n' > "$T/h.tsv"
+    stderr_is 1 "qs-score: $T/h.tsv:1: bad label 'label' (expected a number); a header row? (--input csv or tsv with --header)" \
+        qs-score "$T/m.qsm" "$T/h.tsv"
+    printf '1\t0.5\t0.25\n' > "$T/d.tsv"
+    stderr_is 1 "qs-score: $T/d.tsv:1: bad feature token '0.5' (expected INDEX:VALUE); columns without INDEX:? (--input tsv or csv)" \
+        qs-score "$T/m.qsm" "$T/d.tsv"
+    # A bad label further down is not a header.
+    printf '1 qid:1 1:0.5\nx qid:1 1:0.5\n' > "$T/x.letor"
+    stderr_is 1 "qs-score: $T/x.letor:2: bad label 'x' (expected a number)" qs-score "$T/m.qsm" "$T/x.letor"
+    # A terminal on standard input: refused at once instead of waiting.
+    command -v script > /dev/null || skip "script (bsdutils) is not installed"
+    run script -qec "qs-score '$T/m.qsm'; echo \"exit \$?\"" /dev/null
+    assert_output --partial "qs-score: refusing to read documents from a terminal: give DOCS, or pipe them in (qs-score $T/m.qsm DOCS, or ... | qs-score $T/m.qsm)"
+    assert_output --partial "exit 2"
 }

@@ -68,3 +68,35 @@ transform_exact() {
         [ ! -e "$T/out.qsm" ]
     done
 }
+
+@test "--transform NAME: the model's own or none accepted, another one refused with the reason (exit 3)" {
+    qs-convert "$FIX/xgb-tiny/model.json" > "$BATS_TEST_TMPDIR/x.txt"
+    qs-compile -o "$BATS_TEST_TMPDIR/x.qsm" "$BATS_TEST_TMPDIR/x.txt"
+    local own
+    own=$(sed -n 's/^transform \([a-z-]*\) .*/\1/p' "$BATS_TEST_TMPDIR/x.txt")
+    [ -n "$own" ]
+    qs-score --transform "$BATS_TEST_TMPDIR/x.qsm" "$FIX/xgb-tiny/docs.letor" > "$BATS_TEST_TMPDIR/a"
+    qs-score --transform "$own" "$BATS_TEST_TMPDIR/x.qsm" "$FIX/xgb-tiny/docs.letor" > "$BATS_TEST_TMPDIR/b"
+    cmp "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
+    qs-score "$BATS_TEST_TMPDIR/x.qsm" "$FIX/xgb-tiny/docs.letor" > "$BATS_TEST_TMPDIR/raw"
+    qs-score --transform none "$BATS_TEST_TMPDIR/x.qsm" "$FIX/xgb-tiny/docs.letor" > "$BATS_TEST_TMPDIR/none"
+    cmp "$BATS_TEST_TMPDIR/raw" "$BATS_TEST_TMPDIR/none"
+    local other=exp
+    [ "$own" != exp ] || other=sigmoid
+    run qs-score --transform "$other" -o "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/x.qsm" "$FIX/xgb-tiny/docs.letor"
+    assert_failure 3
+    assert_output --partial "transform '$other' is not exact for this model: XGBoost computes '$own' for it"
+    [ ! -e "$BATS_TEST_TMPDIR/out" ]
+    # a document file named like a transform: --transform=NAME, or ./NAME
+    cp "$FIX/xgb-tiny/docs.letor" "$BATS_TEST_TMPDIR/exp"
+    (cd "$BATS_TEST_TMPDIR" && qs-score --transform x.qsm exp) > "$BATS_TEST_TMPDIR/c"
+    cmp "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/c"
+}
+
+@test "--transform softmax rows sum to 1 (lightgbm multiclass)" {
+    set -o pipefail
+    qs-convert "$FIX/lgb-multiclass/model.txt.zst" | qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" -
+    qs-score --transform "$BATS_TEST_TMPDIR/m.qsm" < "$FIX/lgb-multiclass/docs.letor" > "$BATS_TEST_TMPDIR/out"
+    run awk -F'\t' '{ s = 0; for (i = 1; i <= NF; i++) s += $i; if (s < 0.999999 || s > 1.000001) print NR, s }' "$BATS_TEST_TMPDIR/out"
+    assert_output ""
+}

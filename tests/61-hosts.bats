@@ -29,6 +29,11 @@ teardown() {
         command -v "$c" >/dev/null || skip "$c is not installed (apt-get install parallel openssh-server openssh-client rsync iproute2)"
     done
     ip netns add "${NS}h1" 2>/dev/null || skip "cannot make network namespaces here"
+    # Made is not entered: `ip netns exec` remounts / and /sys, which fails
+    # where / is not a mount point (a chroot, some containers).
+    local why
+    why=$(ip netns exec "${NS}h1" true 2>&1) ||
+        skip "cannot enter a network namespace here (ip netns exec: $(printf '%s' "${why:-failed}" | head -n 1))"
     ip netns add "${NS}h2"
     mkdir -p /run/sshd
     ssh-keygen -q -t ed25519 -N '' -f "$D/id"

@@ -130,6 +130,17 @@ tune_setup() {
     assert_line --regexp '^winner: '
     assert_line --regexp '^gain over the defaults: '
     grep -q '^<svg' "$T/p.svg" && grep -q '</svg>' "$T/p.svg"
+    # the plot: four panels with their axes, one colour bar with its unit,
+    # the defaults and the winner marked on it and named below
+    local o
+    for o in DSD SDS DSDS SDSD; do grep -q ">$o</text>" "$T/p.svg"; done
+    [ "$(grep -c '>d: documents per inner block</text>' "$T/p.svg")" = 4 ]
+    [ "$(grep -c '>s: scorers per inner block</text>' "$T/p.svg")" = 4 ]
+    grep -q '>ns per document per tree (lower is faster' "$T/p.svg"
+    grep -Eq '>defaults [0-9.e+-]+</text>' "$T/p.svg"
+    grep -Eq '>winner [0-9.e+-]+</text>' "$T/p.svg"
+    grep -q '>defaults (black on the bar; order SD, on no panel): SD ' "$T/p.svg"
+    grep -q '>winner (red: ' "$T/p.svg"
     # the record, read back
     run qs-compile --info "$T/t.qsm"
     assert_success

@@ -73,7 +73,7 @@ check_expected() {
             # shellcheck disable=SC2046
             if ! (set -o pipefail; qs-eval --per-query -k 1,3,5,10 $(conv_opts "$conv") \
                     "$NDCG/cases/$c.letor" "$NDCG/cases/$c.scores" 2>"$T/err" |
-                    tail -n +2 > "$T/got") || ! near "$T/got" "$T/want" > "$T/diff"; then
+                    tail -n +3 > "$T/got") || ! near "$T/got" "$T/want" > "$T/diff"; then
                 fails=$((fails + 1))
                 echo "FAIL $c $conv: $(head -3 "$T/diff" "$T/err")"
             fi
@@ -121,17 +121,17 @@ check_expected() {
             grep -q "^$want	" "$f" || want=${want%@*}
             grep "^$want	" "$f" | cut -f2- > "$T/want"
             qs-eval --per-query -k 1,3,5,10 --like "$like" "$NDCG/cases/$c.letor" \
-                "$NDCG/cases/$c.scores" 2>/dev/null | tail -n +2 > "$T/got"
+                "$NDCG/cases/$c.scores" 2>/dev/null | tail -n +3 > "$T/got"
             near "$T/got" "$T/want" || { echo "FAIL --like $like on $c"; fails=$((fails + 1)); }
         done
         # An option after --like overrides it; --like resets what came before.
         grep "^exp2_stable_zero	" "$f" | cut -f2- > "$T/want"
         qs-eval --per-query -k 1,3,5,10 --like lightgbm --norel=0 "$NDCG/cases/$c.letor" \
-            "$NDCG/cases/$c.scores" 2>/dev/null | tail -n +2 > "$T/got"
+            "$NDCG/cases/$c.scores" 2>/dev/null | tail -n +3 > "$T/got"
         near "$T/got" "$T/want" || { echo "FAIL --like lightgbm --norel=0 on $c"; fails=$((fails + 1)); }
         grep "^exp2_stable_one	" "$f" | cut -f2- > "$T/want"
         qs-eval --per-query -k 1,3,5,10 --norel=skip --like lightgbm "$NDCG/cases/$c.letor" \
-            "$NDCG/cases/$c.scores" 2>/dev/null | tail -n +2 > "$T/got"
+            "$NDCG/cases/$c.scores" 2>/dev/null | tail -n +3 > "$T/got"
         near "$T/got" "$T/want" || { echo "FAIL --norel=skip --like lightgbm on $c"; fails=$((fails + 1)); }
     done
     [ "$fails" -eq 0 ]
@@ -150,7 +150,7 @@ check_expected() {
                 { echo "ndcg_ref.py failed on $c $conv"; return 1; }
             # shellcheck disable=SC2046
             qs-eval --per-query -k 2,4,7,15,40 $(conv_opts "$conv") "$f" "$NDCG/cases/$c.scores" \
-                2>/dev/null | tail -n +2 > "$T/got"
+                2>/dev/null | tail -n +3 > "$T/got"
             near "$T/got" "$T/want" || { echo "FAIL $c $conv"; fails=$((fails + 1)); }
         done
     done
@@ -276,46 +276,46 @@ annotate() {
     printf '3 qid:1\n0 qid:1\n1 qid:1\n2 qid:1\n0 qid:2\n0 qid:2\n' > "$T/m.letor"
     printf '4\n3\n2\n1\n1\n2\n' > "$T/m.s"
     # Ranked labels of query 1: 3 0 1 2.  R = 7/16, 0, 1/16, 3/16.
-    run qs-eval --per-query --metric err -k 1,3,4,10 "$T/m.letor" "$T/m.s"
+    run qs_eval_rows --per-query --metric err -k 1,3,4,10 "$T/m.letor" "$T/m.s"
     assert_success
     assert_line --index 0 "qid	err@1	err@3	err@4	err@10"
     assert_line --index 1 "1	0.437500000000	0.449218750000	0.473937988281	0.473937988281"
     assert_line --index 2 "2	0.000000000000	0.000000000000	0.000000000000	0.000000000000"
     # AP: precisions 1, 2/3, 3/4 at the relevant ranks 1, 3, 4, over 3 relevant.
-    run qs-eval --per-query --metric map "$T/m.letor" "$T/m.s"
+    run qs_eval_rows --per-query --metric map "$T/m.letor" "$T/m.s"
     assert_success
     assert_line --index 0 "qid	map"
     assert_line --index 1 "1	0.805555555556"
     assert_line --index 3 "mean	0.402777777778"
-    run qs-eval --metric map -k 2,3 --like xgboost "$T/m.letor" "$T/m.s"
+    run qs_eval_rows --metric map -k 2,3 --like xgboost "$T/m.letor" "$T/m.s"
     assert_line --index 0 "qid	map@2	map@3"
     assert_line --index 1 "mean	0.666666666667	0.777777777778"
-    run qs-eval --metric p -k 1,2,3,10 --norel=skip --per-query "$T/m.letor" "$T/m.s"
+    run qs_eval_rows --metric p -k 1,2,3,10 --norel=skip --per-query "$T/m.letor" "$T/m.s"
     assert_line --index 1 "1	1.000000000000	0.500000000000	0.666666666667	0.750000000000"
     assert_line --index 2 "2	excluded	excluded	excluded	excluded"
     assert_line --index 3 "mean	1.000000000000	0.500000000000	0.666666666667	0.750000000000"
-    run qs-eval --metric p -k 4,5 --beyond=zero "$T/m.letor" "$T/m.s"
+    run qs_eval_rows --metric p -k 4,5 --beyond=zero "$T/m.letor" "$T/m.s"
     assert_line --index 1 "mean	0.375000000000	0.000000000000"
     # A three-way tie at the top holding two relevant documents.
     printf '1 qid:1\n0 qid:1\n1 qid:1\n0 qid:1\n' > "$T/t.letor"
     printf '1\n1\n1\n0\n' > "$T/t.s"
-    run qs-eval --metric p -k 1,2,4 --ties=average "$T/t.letor" "$T/t.s"
+    run qs_eval_rows --metric p -k 1,2,4 --ties=average "$T/t.letor" "$T/t.s"
     assert_line --index 1 "mean	0.666666666667	0.666666666667	0.500000000000"
-    run qs-eval --metric p -k 1,2 --ties=pessimistic "$T/t.letor" "$T/t.s"
+    run qs_eval_rows --metric p -k 1,2 --ties=pessimistic "$T/t.letor" "$T/t.s"
     assert_line --index 1 "mean	0.000000000000	0.500000000000"
-    run qs-eval --metric p -k 1,2 --ties=optimistic "$T/t.letor" "$T/t.s"
+    run qs_eval_rows --metric p -k 1,2 --ties=optimistic "$T/t.letor" "$T/t.s"
     assert_line --index 1 "mean	1.000000000000	1.000000000000"
-    run qs-eval --metric p -k 1,2 --ties=reverse "$T/t.letor" "$T/t.s"
+    run qs_eval_rows --metric p -k 1,2 --ties=reverse "$T/t.letor" "$T/t.s"
     assert_line --index 1 "mean	1.000000000000	0.500000000000"
     # k = 0 is the whole list.
-    run qs-eval -k 0,10 "$T/t.letor" "$T/t.s"
+    run qs_eval_rows -k 0,10 "$T/t.letor" "$T/t.s"
     assert_line --index 0 "qid	ndcg	ndcg@10"
 }
 
 @test "qs-eval: LETOR comments, CRLF, no final newline, lines without qid, odd score spellings, zstd" {
     printf '1 1:0 # c\r\n0 2:1 x:y anything\r\n# only a comment\r\n\r\n   \n2 qid:7 3:3 #qid:9\r\n0 qid:7' > "$T/a.letor"
     printf '0.1\r\n0.9\r\n1e-3\r\n+2.50' > "$T/a.s"
-    run --separate-stderr qs-eval --per-query -k 1,2 "$T/a.letor" "$T/a.s"
+    run --separate-stderr qs_eval_rows --per-query -k 1,2 "$T/a.letor" "$T/a.s"
     assert_success
     assert_line --index 1 "	0.000000000000	0.630929753571"
     assert_line --index 2 "7	0.000000000000	0.630929753571"
@@ -323,40 +323,40 @@ annotate() {
     local want="$output"
     zstd -q -c "$T/a.letor" > "$T/a.letor.zst"
     zstd -q -c "$T/a.s" > "$T/a.s.zst"
-    run qs-eval --per-query -k 1,2 "$T/a.letor.zst" "$T/a.s.zst"
+    run qs_eval_rows --per-query -k 1,2 "$T/a.letor.zst" "$T/a.s.zst"
     assert_success
     assert_output "$want"
     # -0 ties with 0.0 and 1e-3 with 0.001: input order decides.
     printf '1 qid:1\n0 qid:1\n2 qid:2\n0 qid:2\n' > "$T/z.letor"
     printf -- '-0\n0.0\n1e-3\n0.001\n' > "$T/z.s"
-    run qs-eval -k 1 --per-query "$T/z.letor" "$T/z.s"
+    run qs_eval_rows -k 1 --per-query "$T/z.letor" "$T/z.s"
     assert_line --index 1 "1	1.000000000000"
     assert_line --index 2 "2	1.000000000000"
-    run qs-eval -k 1 --per-query --ties=reverse "$T/z.letor" "$T/z.s"
+    run qs_eval_rows -k 1 --per-query --ties=reverse "$T/z.letor" "$T/z.s"
     assert_line --index 1 "1	0.000000000000"
     # --column picks a column of a multi-column score file; float32 rounding
     # makes 1.0000000001 and 1.0 a tie.
     printf '0 qid:1\n1 qid:1\n' > "$T/c.letor"
     printf '9\t1.0000000001\n9\t1.0\n' > "$T/c.s"
-    run qs-eval -k 1 --column 2 "$T/c.letor" "$T/c.s"
+    run qs_eval_rows -k 1 --column 2 "$T/c.letor" "$T/c.s"
     assert_line --index 1 "mean	0.000000000000"
-    run qs-eval -k 1 --column 2 --score-type=float --ties=reverse "$T/c.letor" "$T/c.s"
+    run qs_eval_rows -k 1 --column 2 --score-type=float --ties=reverse "$T/c.letor" "$T/c.s"
     assert_line --index 1 "mean	1.000000000000"
     # A 2 MiB line (many features) is fine.
     { printf '1 qid:1'; seq 1 200000 | awk '{ printf " %d:0.5", $1 }'; printf '\n0 qid:1\n'; } > "$T/long.letor"
     printf '1\n2\n' > "$T/long.s"
-    run qs-eval -k 1 "$T/long.letor" "$T/long.s"
+    run qs_eval_rows -k 1 "$T/long.letor" "$T/long.s"
     assert_success
     assert_line --index 1 "mean	0.000000000000"
 }
 
 @test "qs-eval: a qid that comes back after another qid is warned about (block) and merged with --group=qid" {
     require_shared
-    run --separate-stderr qs-eval --per-query -k 3 "$NDCG/cases/splitblock.letor" "$NDCG/cases/splitblock.scores"
+    run --separate-stderr qs_eval_rows --per-query -k 3 "$NDCG/cases/splitblock.letor" "$NDCG/cases/splitblock.scores"
     assert_success
     [ "${#lines[@]}" -eq 5 ]
     [[ "$stderr" == "qs-eval: $NDCG/cases/splitblock.letor:"[0-9]*": qid '1' comes back after another qid"* ]]
-    run --separate-stderr qs-eval --group=qid --per-query -k 3 "$NDCG/cases/splitblock.letor" "$NDCG/cases/splitblock.scores"
+    run --separate-stderr qs_eval_rows --group=qid --per-query -k 3 "$NDCG/cases/splitblock.letor" "$NDCG/cases/splitblock.scores"
     assert_success
     [ "${#lines[@]}" -eq 4 ]
     [ -z "$stderr" ]
@@ -472,7 +472,7 @@ annotate() {
     assert_output --partial "qs-eval: $T/nonexistent: cannot open"
 }
 
-@test "qs-eval: usage errors exit 2 with a usage line" {
+@test "qs-eval: usage errors exit 2 with the mistake and a pointer to --help" {
     printf '1 qid:1\n' > "$T/d.letor"
     printf '1\n' > "$T/d.s"
     local args
@@ -482,7 +482,8 @@ annotate() {
         # shellcheck disable=SC2086
         run --separate-stderr qs-eval $args "$T/d.letor" "$T/d.s"
         [ "$status" -eq 2 ] || { echo "[$args] exit $status"; return 1; }
-        [[ "$stderr" == "qs-eval: "*"usage: qs-eval"* ]] || { echo "[$args] $stderr"; return 1; }
+        [[ "$stderr" == "qs-eval: "*$'\n'"Try 'qs-eval --help' for more information." ]] ||
+            { echo "[$args] $stderr"; return 1; }
         [ -z "$output" ]
     done
     run --separate-stderr qs-eval "$T/d.letor" "$T/d.s" "$T/d.s"
@@ -493,4 +494,53 @@ annotate() {
     run --separate-stderr qs-eval --gain
     assert_failure 2
     [[ "$stderr" == "qs-eval: option '--gain' needs a value"* ]]
+}
+
+@test "qs-eval --like-model MODEL.qsm: the convention of the library that trained the model" {
+    local m
+    # a query without relevant documents: 0 by default, 1 for LightGBM and XGBoost
+    printf '0 qid:1\n0 qid:1\n2 qid:2\n0 qid:2\n' > "$T/n.letor"
+    printf '0.5\n0.25\n0.1\n0.9\n' > "$T/n.s"
+    qs-convert "$FIX/xgb-tiny/model.json" | qs-compile -o "$T/x.qsm" -
+    qs-convert "$FIX/lgb-l8/model.txt.zst" | qs-compile -o "$T/l.qsm" -
+    qs-convert "$FIX/catboost/tiny.json" | qs-compile -o "$T/c.qsm" -
+    for m in x:xgboost l:lightgbm; do
+        run qs_eval_rows --per-query -k 1,2 --like-model "$T/${m%%:*}.qsm" "$T/n.letor" "$T/n.s"
+        assert_success
+        assert_output "$(qs_eval_rows --per-query -k 1,2 --like "${m#*:}" "$T/n.letor" "$T/n.s")"
+        assert_line --index 1 "$(printf '1\t1.000000000000\t1.000000000000')"
+    done
+    # the defaults differ here, and options after it override it
+    run qs_eval_rows --per-query -k 1,2 --like-model "$T/l.qsm" --norel=0 "$T/n.letor" "$T/n.s"
+    assert_output "$(qs_eval_rows --per-query -k 1,2 "$T/n.letor" "$T/n.s")"
+    assert_line --index 1 "$(printf '1\t0.000000000000\t0.000000000000')"
+    run --separate-stderr qs_eval_rows --like-model "$T/c.qsm" "$T/n.letor" "$T/n.s"
+    assert_failure 2
+    [[ "$stderr" == "qs-eval: --like-model $T/c.qsm: qs-eval has no convention for the library of this model (CatBoost); give --like TOOL"$'\n'"Try 'qs-eval --help' for more information." ]] || { echo "$stderr"; return 1; }
+    run qs_eval_rows --like-model "$T/missing.qsm" "$T/n.letor" "$T/n.s"
+    assert_failure 4
+    assert_output "qs-eval: $T/missing.qsm: cannot open: No such file or directory"
+    run qs_eval_rows --like-model "$T/n.letor" "$T/n.letor" "$T/n.s"
+    assert_failure 1
+    assert_output --partial "qs-eval: $T/n.letor: "
+}
+
+@test "qs-eval: the output's first line names the convention used (every knob, the preset it equals)" {
+    printf '0 qid:1\n0 qid:1\n2 qid:2\n0 qid:2\n' > "$T/n.letor"
+    printf '0.5\n0.25\n0.1\n0.9\n' > "$T/n.s"
+    run qs-eval "$T/n.letor" "$T/n.s"
+    assert_success
+    assert_line --index 0 "# ndcg: gain=exp2 ties=input norel=0 beyond=clamp discount=log2 score-type=double group=block (as --like quickrank, the default); a query without relevant documents scores 0 (1 with --norel=1, --like lightgbm or xgboost)"
+    assert_line --index 1 "$(printf 'qid\tndcg@10')"
+    run qs-eval --like xgboost -k 5 "$T/n.letor" "$T/n.s"
+    assert_line --index 0 "# ndcg: gain=exp2 ties=input norel=1 beyond=clamp discount=log2 score-type=float group=block (as --like xgboost)"
+    run qs-eval --metric err --like trec --ties=reverse "$T/n.letor" "$T/n.s"
+    assert_line --index 0 "# err: gain=linear ties=reverse norel=0 beyond=clamp discount=log2 score-type=double group=qid; a query without relevant documents scores 0 (1 with --norel=1, --like lightgbm or xgboost)"
+    qs-convert "$FIX/xgb-tiny/model.json" | qs-compile -o "$T/x.qsm" -
+    run qs-eval --like-model "$T/x.qsm" "$T/n.letor" "$T/n.s"
+    assert_line --index 0 --partial "(as --like xgboost)"
+    # with --per-query too, once, first
+    run qs-eval --per-query "$T/n.letor" "$T/n.s"
+    assert_line --index 0 --partial "# ndcg: gain=exp2 "
+    [ "$(printf '%s\n' "$output" | grep -c '^# ')" = 1 ]
 }

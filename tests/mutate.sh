@@ -192,7 +192,7 @@ mut_ubsan_pipe() {
 # depend on how the option is written.
 what_empty_list_backends="qs-score --list-backends prints nothing"
 build_empty_list_backends=plain
-files_empty_list_backends="tests/10-pipeline.bats tests/20-conformance.bats"
+files_empty_list_backends="tests/12-backends.bats tests/20-conformance.bats"
 needs_empty_list_backends() {
     bin/qs-score --list-backends > /dev/null 2>&1 ||
         { echo "this qs-score has no --list-backends yet"; return 1; }

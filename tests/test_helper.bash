@@ -267,3 +267,27 @@ for s in range(struct.unpack_from("<I", q, 20)[0]):
 sys.exit("no section " + sys.argv[2])
 PY
 }
+
+# pipeline FIXTURE_DIR MODEL_FILE WANT [qs-score options]: a fixture of
+# tests/fixtures/ converted, compiled and scored with every back end
+# (score_all), then on a second layout (every tree reversed, small blocks)
+# with the layout back ends; the scores of the last back end in
+# $BATS_TEST_TMPDIR/out.
+pipeline() {
+    local dir="$FIX/$1" model="$2" want="$FIX/$1/$3"; shift 3
+    qs-convert "$dir/$model" > "$BATS_TEST_TMPDIR/m.txt"
+    qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" "$BATS_TEST_TMPDIR/m.txt"
+    qs-compile --reverse-all --tree-block 9 --doc-block 3 -o "$BATS_TEST_TMPDIR/r.qsm" "$BATS_TEST_TMPDIR/m.txt"
+    score_all "$BATS_TEST_TMPDIR/m.qsm" "$dir/docs.letor" "$want" "$@"
+    layout_backends "$BATS_TEST_TMPDIR/r.qsm" "$dir/docs.letor" "$want" "$@"
+    cp "$BATS_TEST_TMPDIR/got.${QS_BACKEND:-qs}" "$BATS_TEST_TMPDIR/out"
+}
+
+# qs_eval_rows ARGS...: qs-eval's output without its first line, the '#'
+# line naming the convention (tests/eval.bats checks that line itself).
+qs_eval_rows() {
+    qs-eval "$@" > "$BATS_TEST_TMPDIR/qs_eval_rows.out"
+    local rc=$?
+    sed '1{/^# /d}' "$BATS_TEST_TMPDIR/qs_eval_rows.out"
+    return $rc
+}

@@ -21,6 +21,12 @@ int qs_fail_at(qs_error *err, qs_status code, long long offset, const char *fmt,
  * memory or the size would overflow (*v is then unchanged). */
 int qs_vec_reserve(void **v, size_t *cap, size_t n, size_t size);
 
+/* Read the whole file at path into *out (malloc'd, free() it; a NUL byte
+ * after the *len bytes).  0, or -1 with err: QS_ERR_IO (the system's
+ * reason, the path named), QS_ERR_LIMIT beyond `limit` bytes, QS_ERR_NOMEM. */
+int qs_read_file(const char *path, size_t limit, unsigned char **out, size_t *len,
+                 qs_error *err);
+
 /* Printable, bounded copy of a token for error messages (control and
  * non-ASCII bytes become '?', a long token ends in "..."); cap >= 5.
  * Returns dst. */

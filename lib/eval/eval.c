@@ -82,16 +82,60 @@ static int pick(const char *v, const char *const *names)
     return -1;
 }
 
+static const char *const conv_gain[] = { "exp2", "linear", NULL };
+static const char *const conv_ties[] = { "input", "reverse", "average", "pessimistic",
+                                         "optimistic", NULL };
+static const char *const conv_norel[] = { "0", "1", "skip", NULL };
+static const char *const conv_beyond[] = { "clamp", "zero", NULL };
+static const char *const conv_discount[] = { "log2", "letor", NULL };
+static const char *const conv_stype[] = { "double", "float", NULL };
+static const char *const conv_group[] = { "block", "qid", NULL };
+
+static const char *conv_name(const char *const *names, size_t n, unsigned v)
+{
+    return v < n - 1 ? names[v] : "?";
+}
+
+#define CONV_NAME(names, v) conv_name(names, sizeof names / sizeof names[0], (unsigned)(v))
+
+const char *qs_eval_conv_describe(const qs_eval_conv *c, char *dst, size_t cap)
+{
+    snprintf(dst, cap, "gain=%s ties=%s norel=%s beyond=%s discount=%s score-type=%s group=%s",
+             CONV_NAME(conv_gain, c->gain), CONV_NAME(conv_ties, c->ties),
+             CONV_NAME(conv_norel, c->norel), CONV_NAME(conv_beyond, c->beyond),
+             CONV_NAME(conv_discount, c->discount), CONV_NAME(conv_stype, c->score_type),
+             CONV_NAME(conv_group, c->group));
+    return dst;
+}
+
+const char *qs_eval_conv_preset_of(const qs_eval_conv *c)
+{
+    for (size_t i = 0; qs_eval_preset_names[i]; i++) {
+        qs_eval_conv p;
+        qs_eval_conv_default(&p);
+        if (qs_eval_conv_preset(&p, qs_eval_preset_names[i], NULL) == 0 && p.gain == c->gain &&
+            p.ties == c->ties && p.norel == c->norel && p.beyond == c->beyond &&
+            p.discount == c->discount && p.score_type == c->score_type && p.group == c->group)
+            return qs_eval_preset_names[i];
+    }
+    return NULL;
+}
+
+const char *qs_eval_preset_of_source(qs_source src)
+{
+    switch (src) {
+    case QS_SRC_LIGHTGBM: return "lightgbm";
+    case QS_SRC_XGBOOST: return "xgboost";
+    case QS_SRC_QUICKRANK: return "quickrank";
+    default: return NULL;
+    }
+}
+
 int qs_eval_conv_set(qs_eval_conv *c, const char *knob, const char *value, qs_error *err)
 {
-    static const char *const gain[] = { "exp2", "linear", NULL };
-    static const char *const ties[] = { "input", "reverse", "average", "pessimistic",
-                                        "optimistic", NULL };
-    static const char *const norel[] = { "0", "1", "skip", NULL };
-    static const char *const beyond[] = { "clamp", "zero", NULL };
-    static const char *const discount[] = { "log2", "letor", NULL };
-    static const char *const stype[] = { "double", "float", NULL };
-    static const char *const group[] = { "block", "qid", NULL };
+    const char *const *gain = conv_gain, *const *ties = conv_ties, *const *norel = conv_norel,
+                      *const *beyond = conv_beyond, *const *discount = conv_discount,
+                      *const *stype = conv_stype, *const *group = conv_group;
     const char *expect;
     int i;
     if (strcmp(knob, "gain") == 0) {

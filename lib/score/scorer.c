@@ -191,6 +191,32 @@ qs_scorer *qs_scorer_load(const unsigned char *buf, size_t len, qs_error *err)
     return qs_scorer_load_threads(buf, len, 1, err);
 }
 
+qs_scorer *qs_scorer_load_file(const char *path, qs_error *err)
+{
+    unsigned char *buf;
+    size_t len;
+    if (qs_read_file(path, QS_MAX_QSM_FILE, &buf, &len, err) != 0)
+        return NULL;
+    qs_scorer *s = qs_scorer_load(buf, len, err);
+    free(buf);
+    if (!s && err && err->code != QS_ERR_NOMEM && strncmp(err->msg, path, strlen(path)) != 0) {
+        /* name the file in the message: "PATH: what" */
+        char m[sizeof err->msg];
+        size_t k = strlen(path);
+        if (k > sizeof m / 2)
+            k = sizeof m / 2;
+        memcpy(m, path, k);
+        memcpy(m + k, ": ", 2);
+        size_t rest = strlen(err->msg);
+        if (rest > sizeof m - k - 3)
+            rest = sizeof m - k - 3;
+        memcpy(m + k + 2, err->msg, rest);
+        m[k + 2 + rest] = '\0';
+        memcpy(err->msg, m, sizeof m);
+    }
+    return s;
+}
+
 qs_scorer *qs_scorer_load_threads(const unsigned char *buf, size_t len, unsigned threads,
                                   qs_error *err)
 {

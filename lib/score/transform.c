@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ------------------------------------------------------------ CatBoost's exp */
@@ -67,6 +68,58 @@ static double catboost_exp_tail(double x)
     if (x >= 709.78271289338397)
         return INFINITY;
     return fmath_core(x);
+}
+
+static const char *source_library(qs_source src)
+{
+    switch (src) {
+    case QS_SRC_LIGHTGBM: return "LightGBM";
+    case QS_SRC_XGBOOST: return "XGBoost";
+    case QS_SRC_QUICKRANK: return "QuickRank/RankLib";
+    case QS_SRC_CATBOOST: return "CatBoost";
+    case QS_SRC_ONNX: return "ONNX Runtime";
+    default: return "the source library";
+    }
+}
+
+int qs_scorer_set_transform(qs_scorer *s, const char *name, qs_error *err)
+{
+    qs_model *m = s->m;
+    if (!name || strlen(name) >= sizeof m->transform || !qs_transform_known(name) ||
+        strcmp(name, "unsupported") == 0)
+        return qs_fail(err, QS_ERR_ARG, 0,
+                       "unknown transform '%s' (expected none, sigmoid, softmax, exp, "
+                       "ova-sigmoid, hinge, argmax, signed-square, fmath-exp or fmath-softmax)",
+                       name ? name : "");
+    if (strcmp(name, m->transform) == 0)
+        return 0;
+    /* CatBoost picks the prediction type at predict time: for a one-output
+     * model Probability (sigmoid), Exponent (fmath-exp: CatBoost's own exp
+     * on x86-64, fmath's expd) or exp (the C library's, as CatBoost's
+     * builds elsewhere compute it). */
+    const int catboost_pick = m->source == QS_SRC_CATBOOST && m->num_classes == 1 &&
+                              strcmp(m->transform, "unsupported") != 0 &&
+                              (strcmp(name, "sigmoid") == 0 || strcmp(name, "exp") == 0 ||
+                               strcmp(name, "fmath-exp") == 0);
+    /* "none": the raw sums, exact for every model (LightGBM's random-forest
+     * average stays). */
+    if (strcmp(name, "none") != 0 && !catboost_pick) {
+        if (strcmp(m->transform, "unsupported") == 0)
+            return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                           "transform '%s' is not exact for this model: its output function "
+                           "cannot be reproduced exactly ('none' gives the raw scores)", name);
+        return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                       "transform '%s' is not exact for this model: %s computes '%s' for it "
+                       "(%s%s%s'none' gives the raw scores)%s", name,
+                       source_library(m->source), m->transform, m->objective[0] ? "objective '" : "",
+                       m->objective, m->objective[0] ? "'; " : "",
+                       m->source == QS_SRC_CATBOOST ? "; CatBoost's sigmoid and exp apply to "
+                                                      "one-output models" : "");
+    }
+    snprintf(m->transform, sizeof m->transform, "%s", name);
+    if (catboost_pick)
+        m->transform_param = 1.0;
+    return 0;
 }
 
 /* ------------------------------------------------------------ transforms */

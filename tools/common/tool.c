@@ -9,7 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <zstd.h>
 
 static const char *progname = "qs";
@@ -47,8 +50,11 @@ void tool_check_stdin(void)
         tool_die(EXIT_SYSTEM, "(stdin): cannot read: standard input is closed");
 }
 
+static void progress_clear(void);
+
 static void vwarn(const char *fmt, va_list ap)
 {
+    progress_clear();
     fprintf(stderr, "%s: ", progname);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
@@ -66,17 +72,106 @@ static int threads_running;
 
 void tool_threads_running(int on) { __atomic_store_n(&threads_running, on, __ATOMIC_SEQ_CST); }
 
+/* ------------------------------------------------------------ held blocks */
+
+/* A fixed table: the tools hold a handful of blocks at a time. */
+#define TOOL_MAX_HELD 64
+static struct {
+    void *p;
+    tool_release_fn release;
+} held[TOOL_MAX_HELD];
+static size_t nheld;
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void *tool_hold(void *p, tool_release_fn release)
+{
+    if (!p)
+        return NULL;
+    pthread_mutex_lock(&held_lock);
+    size_t n = nheld;
+    if (n < TOOL_MAX_HELD) {
+        held[n].p = p;
+        held[n].release = release ? release : free;
+        nheld = n + 1;
+    }
+    pthread_mutex_unlock(&held_lock);
+    if (n == TOOL_MAX_HELD) {
+        (release ? release : free)(p);
+        tool_die(EXIT_SYSTEM, "internal error: more than %d blocks held", TOOL_MAX_HELD);
+    }
+    return p;
+}
+
+/* Forget p; its release function, or NULL when p is not held. */
+static tool_release_fn forget(void *p)
+{
+    tool_release_fn fn = NULL;
+    pthread_mutex_lock(&held_lock);
+    for (size_t i = nheld; i-- > 0;)
+        if (held[i].p == p) {
+            fn = held[i].release;
+            memmove(&held[i], &held[i + 1], (nheld - i - 1) * sizeof held[0]);
+            nheld--;
+            break;
+        }
+    pthread_mutex_unlock(&held_lock);
+    return fn;
+}
+
+void tool_unhold(void *p)
+{
+    if (p)
+        forget(p);
+}
+
+void tool_release(void *p)
+{
+    if (!p)
+        return;
+    tool_release_fn fn = forget(p);
+    if (fn)
+        fn(p);
+}
+
+_Noreturn void tool_exit(int code)
+{
+    if (pending_out)
+        tool_out_abort(pending_out);
+    if (__atomic_load_n(&threads_running, __ATOMIC_SEQ_CST))
+        _exit(code);
+    while (nheld > 0) {
+        nheld--;
+        held[nheld].release(held[nheld].p);
+    }
+    exit(code);
+}
+
 _Noreturn void tool_die(int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vwarn(fmt, ap);
     va_end(ap);
-    if (pending_out)
-        tool_out_abort(pending_out);
-    if (__atomic_load_n(&threads_running, __ATOMIC_SEQ_CST))
-        _exit(code);
-    exit(code);
+    if (code == EXIT_USAGE)
+        fprintf(stderr, "Try '%s --help' for more information.\n", progname);
+    tool_exit(code);
+}
+
+_Noreturn void tool_bad_option(int c, char **argv)
+{
+    const char *arg = optind > 0 ? argv[optind - 1] : "";
+    /* A long option is named as given (up to its '='), a short one alone
+     * (it may sit in a cluster such as -vq). */
+    int is_long = strncmp(arg, "--", 2) == 0;
+    int n = is_long ? (int)strcspn(arg, "=") : 0;
+    if (c == ':') {
+        if (is_long)
+            tool_die(EXIT_USAGE, "option '%.*s' needs a value", n, arg);
+        tool_die(EXIT_USAGE, "option '-%c' needs a value", optopt);
+    }
+    if (!is_long && optopt > 0 && optopt < 256)
+        tool_die(EXIT_USAGE, "unknown option '-%c'", optopt);
+    tool_die(EXIT_USAGE, "unknown option '%.*s'", is_long ? n : (int)strlen(arg), arg);
 }
 
 int tool_exit_code(qs_status st)
@@ -137,19 +232,21 @@ static _Noreturn void too_big(const char *name, const char *what)
                         "raise it)", name, what, tool_max_input());
 }
 
+static void free_dstream(void *p) { ZSTD_freeDStream(p); }
+
 static char *decompress(const char *name, char *src, size_t n, size_t *len)
 {
     const size_t limit = tool_max_input();
     unsigned long long claim = ZSTD_getFrameContentSize(src, n);
     if (claim != ZSTD_CONTENTSIZE_UNKNOWN && claim != ZSTD_CONTENTSIZE_ERROR && claim > limit)
         too_big(name, "decompressed content");
-    ZSTD_DStream *ds = ZSTD_createDStream();
+    ZSTD_DStream *ds = tool_hold(ZSTD_createDStream(), free_dstream);
     if (!ds)
         tool_die(EXIT_SYSTEM, "%s: out of memory (starting to decompress)", name);
     size_t cap = n < limit / 4 ? n * 4 + 1024 : limit, used = 0;
     if (claim != ZSTD_CONTENTSIZE_UNKNOWN && claim != ZSTD_CONTENTSIZE_ERROR)
         cap = (size_t)claim + 1;
-    char *dst = malloc(cap + 1);
+    char *dst = tool_hold(malloc(cap + 1), free);
     if (!dst)
         tool_die(EXIT_SYSTEM, "%s: out of memory (decompressing to %zu bytes)", name, cap);
     ZSTD_inBuffer in = { src, n, 0 };
@@ -159,11 +256,14 @@ static char *decompress(const char *name, char *src, size_t n, size_t *len)
             if (cap > limit)
                 too_big(name, "decompressed content");
             cap = cap > limit / 2 ? limit + 1 : cap * 2;
+            tool_unhold(dst);
             char *nd = realloc(dst, cap + 1);
-            if (!nd)
+            if (!nd) {
+                free(dst);
                 tool_die(EXIT_SYSTEM, "%s: out of memory (decompressing, %zu bytes so far)",
                          name, used);
-            dst = nd;
+            }
+            dst = tool_hold(nd, free);
         }
         ZSTD_outBuffer out = { dst, cap, used };
         size_t before_in = in.pos;
@@ -177,8 +277,9 @@ static char *decompress(const char *name, char *src, size_t n, size_t *len)
     }
     if (used > limit)
         too_big(name, "decompressed content");
-    ZSTD_freeDStream(ds);
-    free(src);
+    tool_release(ds);
+    tool_release(src);
+    tool_unhold(dst); /* the caller's now */
     dst[used] = '\0';
     *len = used;
     return dst;
@@ -195,7 +296,7 @@ char *tool_read_all(const char *path, size_t *len)
         tool_die(EXIT_SYSTEM, "%s: cannot open: %s", path, strerror(errno));
     const size_t limit = tool_max_input();
     size_t cap = 1 << 16, n = 0;
-    char *b = malloc(cap + 1);
+    char *b = tool_hold(malloc(cap + 1), free);
     if (!b)
         tool_die(EXIT_SYSTEM, "%s: out of memory", name);
     for (;;) {
@@ -204,10 +305,13 @@ char *tool_read_all(const char *path, size_t *len)
                 too_big(name, "input");
             /* One byte past the limit tells "at the limit" from "beyond". */
             size_t nc = cap > limit / 2 ? limit + 1 : cap * 2;
+            tool_unhold(b);
             char *nb = realloc(b, nc + 1);
-            if (!nb)
+            if (!nb) {
+                free(b);
                 tool_die(EXIT_SYSTEM, "%s: out of memory (reading, %zu bytes so far)", name, n);
-            b = nb;
+            }
+            b = tool_hold(nb, free);
             cap = nc;
         }
         size_t r = fread(b + n, 1, cap - n, f);
@@ -225,6 +329,7 @@ char *tool_read_all(const char *path, size_t *len)
     if (n >= 4 && (unsigned char)b[0] == 0x28 && (unsigned char)b[1] == 0xB5 &&
         (unsigned char)b[2] == 0x2F && (unsigned char)b[3] == 0xFD)
         return decompress(name, b, n, len);
+    tool_unhold(b); /* the caller's now */
     *len = n;
     return b;
 }
@@ -236,7 +341,22 @@ static size_t read_raw(tool_reader *r, void *dst, size_t n)
     size_t got = fread(dst, 1, n, r->f);
     if (got == 0 && ferror(r->f))
         tool_die(EXIT_SYSTEM, "%s: read error: %s", r->name, strerror(errno));
+    r->bytes_in += got;
     return got;
+}
+
+static void reader_release(void *p)
+{
+    tool_reader *r = p;
+    if (r->f && r->f != stdin)
+        fclose(r->f);
+    ZSTD_freeDStream(r->zs);
+    free(r->raw);
+    free(r->buf);
+    r->f = NULL;
+    r->zs = NULL;
+    r->raw = NULL;
+    r->buf = NULL;
 }
 
 void tool_reader_open(tool_reader *r, const char *path)
@@ -249,8 +369,12 @@ void tool_reader_open(tool_reader *r, const char *path)
     r->f = use_stdin ? stdin : fopen(path, "rb");
     if (!r->f)
         tool_die(EXIT_SYSTEM, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    r->size = fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size : -1;
     r->raw_cap = (size_t)1 << 16;
     r->cap = (size_t)1 << 16;
+    /* held until tool_reader_close */
+    tool_hold(r, reader_release);
     r->raw = malloc(r->raw_cap);
     r->buf = malloc(r->cap);
     if (!r->raw || !r->buf)
@@ -269,11 +393,8 @@ void tool_reader_open(tool_reader *r, const char *path)
 
 void tool_reader_close(tool_reader *r)
 {
-    if (r->f != stdin)
-        fclose(r->f);
-    ZSTD_freeDStream(r->zs);
-    free(r->raw);
-    free(r->buf);
+    tool_unhold(r);
+    reader_release(r);
 }
 
 /* Append text to buf[end .. cap); returns the bytes added, 0 at the end. */
@@ -351,10 +472,11 @@ int tool_reader_line(tool_reader *r, const char **line, size_t *len)
 
 /* ------------------------------------------------------------ models */
 
+static const unsigned char qsm_magic[8];
+
 int tool_is_qsm(const char *buf, size_t len)
 {
-    static const unsigned char magic[8] = { 0x89, 'Q', 'S', 'M', '\r', '\n', 0x1A, '\n' };
-    return len >= 8 && memcmp(buf, magic, 8) == 0;
+    return len >= 8 && memcmp(buf, qsm_magic, 8) == 0;
 }
 
 const char *tool_model_kind(const char *buf, size_t len)
@@ -502,7 +624,16 @@ FILE *tool_open_input(const char *path, const char **name)
     if (!f)
         tool_die(EXIT_SYSTEM, "%s: cannot open: %s", path, strerror(errno));
     zin *z = calloc(1, sizeof *z);
-    if (!z || !(z->raw = malloc(z->raw_cap = (size_t)1 << 16)))
+    if (!z)
+        tool_die(EXIT_SYSTEM, "%s: out of memory (input buffer)", *name);
+    /* Listed at once, so that a dying exit from here on (a read error
+     * below) leaves it reachable, not leaked. */
+    for (size_t i = 0; i < sizeof open_zin / sizeof open_zin[0]; i++)
+        if (!open_zin[i]) {
+            open_zin[i] = z;
+            break;
+        }
+    if (!(z->raw = malloc(z->raw_cap = (size_t)1 << 16)))
         tool_die(EXIT_SYSTEM, "%s: out of memory (input buffer)", *name);
     z->f = f;
     z->name = *name;
@@ -542,11 +673,6 @@ FILE *tool_open_input(const char *path, const char **name)
     if (z->rbuf)
         setvbuf(r, z->rbuf, _IOFBF, TOOL_INPUT_BUFFER);
     z->r = r;
-    for (size_t i = 0; i < sizeof open_zin / sizeof open_zin[0]; i++)
-        if (!open_zin[i]) {
-            open_zin[i] = z;
-            break;
-        }
     return r;
 }
 
@@ -558,11 +684,200 @@ long long tool_input_size(FILE *in)
     return -1;
 }
 
+static const unsigned char qsm_magic[8] = { 0x89, 'Q', 'S', 'M', '\r', '\n', 0x1A, '\n' };
+
+int tool_input_is_qsm(FILE *in)
+{
+    for (size_t i = 0; i < sizeof open_zin / sizeof open_zin[0]; i++)
+        if (open_zin[i] && open_zin[i]->r == in)
+            return !open_zin[i]->zs && open_zin[i]->raw_len >= 4 &&
+                   memcmp(open_zin[i]->raw, qsm_magic, 4) == 0;
+    return 0;
+}
+
+int tool_file_is_qsm(const char *path)
+{
+    unsigned char b[8];
+    FILE *f = strcmp(path, "-") == 0 ? NULL : fopen(path, "rb");
+    if (!f)
+        return 0;
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    return n == sizeof b && memcmp(b, qsm_magic, sizeof b) == 0;
+}
+
 _Noreturn void tool_input_error(const char *name, int err)
 {
     if (zin_msg[0])
         tool_die(EXIT_DATA, "%s", zin_msg);
     tool_die(EXIT_SYSTEM, "%s: read error: %s", name, strerror(err));
+}
+
+/* ------------------------------------------------------------ progress */
+
+static int prog_started;
+static int prog_show;                 /* 1: redrawn on a terminal; 2: a line a second; 0: none */
+static const char *prog_what = "items";
+static long long prog_total = -1;
+static double prog_t0, prog_last;
+static char prog_line[2][256];        /* the current line is prog_line[prog_cur] */
+static volatile sig_atomic_t prog_cur = -1;
+static volatile sig_atomic_t prog_drawn; /* a redrawn line is on the terminal */
+static int prog_shown;                /* the current line has been shown */
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* SIGUSR1: the current line, on a line of its own (write(2) only). */
+static void on_usr1(int sig)
+{
+    (void)sig;
+    int e = errno;
+    int i = prog_cur;
+    if (i >= 0) {
+        const char *l = prog_line[i];
+        size_t n = 0;
+        while (l[n])
+            n++;
+        ssize_t w = 0;
+        if (prog_drawn)
+            w += write(STDERR_FILENO, "\r", 1);
+        w += write(STDERR_FILENO, l, n);
+        w += write(STDERR_FILENO, prog_drawn ? "\033[K\n" : "\n", prog_drawn ? 4 : 1);
+        (void)w;
+    }
+    errno = e;
+}
+
+static void progress_clear(void)
+{
+    if (prog_drawn) {
+        fputs("\r\033[K", stderr);
+        prog_drawn = 0;
+    }
+}
+
+/* Make line `text` the current one, and show it as the mode says. */
+static void progress_set(const char *text, int force)
+{
+    int next = prog_cur == 0 ? 1 : 0;
+    snprintf(prog_line[next], sizeof prog_line[next], "%s", text);
+    prog_cur = next;
+    prog_shown = 0;
+    if (!prog_show)
+        return;
+    double now = mono_s();
+    if (!force && prog_last > 0 && now - prog_last < (prog_show == 1 ? 0.2 : 1.0))
+        return;
+    prog_last = now;
+    prog_shown = 1;
+    if (prog_show == 1) {
+        fprintf(stderr, "\r%s\033[K", prog_line[next]);
+        prog_drawn = 1;
+    } else {
+        fprintf(stderr, "%s\n", prog_line[next]);
+    }
+    fflush(stderr);
+}
+
+void tool_progress_start(int mode, const char *what)
+{
+    prog_what = what;
+    prog_t0 = mono_s();
+    if (mode == TOOL_PROGRESS_AUTO)
+        prog_show = isatty(STDERR_FILENO) && !isatty(STDOUT_FILENO) ? 1 : 0;
+    else if (mode == TOOL_PROGRESS_ON)
+        prog_show = isatty(STDERR_FILENO) ? 1 : 2;
+    else
+        prog_show = 0;
+    char l[128];
+    snprintf(l, sizeof l, "%s: 0 %s, starting", progname, what);
+    int next = prog_cur == 0 ? 1 : 0;
+    snprintf(prog_line[next], sizeof prog_line[next], "%s", l);
+    prog_cur = next;
+    /* (a SIGUSR1 ignored by whoever started us stays ignored) */
+    struct sigaction old, sa;
+    if (sigaction(SIGUSR1, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+        return;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
+    prog_started = 1;
+}
+
+void tool_progress_total(long long bytes) { prog_total = bytes; }
+
+/* "456.7 MB" (decimal units, as dd and df -H). */
+static void human(char *dst, size_t cap, double b)
+{
+    static const char *const unit[] = { "B", "kB", "MB", "GB", "TB" };
+    int u = 0;
+    while (b >= 1000 && u < 4) {
+        b /= 1000;
+        u++;
+    }
+    snprintf(dst, cap, u == 0 ? "%.0f %s" : "%.1f %s", b, unit[u]);
+}
+
+void tool_progress_count(unsigned long long items, unsigned long long bytes)
+{
+    if (!prog_started && !prog_show)
+        return;
+    double t = mono_s() - prog_t0;
+    char done[32], total[48] = "", rate[32], l[256];
+    human(done, sizeof done, (double)bytes);
+    if (prog_total > 0) {
+        char tb[32];
+        human(tb, sizeof tb, (double)prog_total);
+        snprintf(total, sizeof total, " of %s (%.0f%%)", tb,
+                 100.0 * (double)bytes / (double)prog_total);
+    }
+    human(rate, sizeof rate, t > 0 ? (double)bytes / t : 0);
+    snprintf(l, sizeof l, "%s: %llu %s, %s%s, %s/s, %.1f s", progname, items, prog_what, done,
+             total, rate, t);
+    progress_set(l, 0);
+}
+
+void tool_progress_add(const char *out, size_t out_len, size_t in_bytes)
+{
+    static unsigned long long items, bytes;
+    if (!prog_started && !prog_show)
+        return;
+    for (const char *p = out, *end = out + out_len; p < end; p++) {
+        p = memchr(p, '\n', (size_t)(end - p));
+        if (!p)
+            break;
+        items++;
+    }
+    bytes += in_bytes;
+    tool_progress_count(items, bytes);
+}
+
+void tool_progress_phase(const char *fmt, ...)
+{
+    if (!prog_started && !prog_show)
+        return;
+    char what[160], l[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    snprintf(l, sizeof l, "%s: %s (at %.1f s)", progname, what, mono_s() - prog_t0);
+    progress_set(l, 1);
+}
+
+void tool_progress_done(void)
+{
+    if (prog_show == 2 && prog_cur >= 0 && !prog_shown)
+        fprintf(stderr, "%s\n", prog_line[prog_cur]);
+    prog_shown = 1;
+    progress_clear();
 }
 
 /* ------------------------------------------------------------ output */
@@ -597,6 +912,9 @@ static void catch_signals(void)
     atexit(cleanup_pending);
     for (size_t i = 0; i < sizeof cleanup_signals / sizeof cleanup_signals[0]; i++) {
         struct sigaction old, sa;
+        /* SIGUSR1 asks for a progress line where the tool gives one. */
+        if (cleanup_signals[i] == SIGUSR1 && prog_started)
+            continue;
         /* A signal ignored by whoever started us stays ignored (nohup,
          * `trap '' XFSZ`): then the failing write is reported instead. */
         if (sigaction(cleanup_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
@@ -627,12 +945,15 @@ void tool_out_open(tool_out *o, const char *path, int binary)
     o->path = strdup(path);
     if (!o->path)
         tool_die(EXIT_SYSTEM, "%s: out of memory", path);
+    /* From here on a dying exit frees what o holds (tool_out_abort). */
+    pending_out = o;
     struct stat st, lst;
     int exists = stat(path, &st) == 0;
     if (exists && S_ISDIR(st.st_mode))
         tool_die(EXIT_SYSTEM, "%s: cannot write: %s", path, strerror(EISDIR));
     int is_link = lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode);
     char *real = is_link ? realpath(path, NULL) : NULL;
+    o->dest = real; /* (the rename's target, when path is a link) */
     /* A device, a named pipe, or a name under /dev or /proc (/dev/stdout is
      * a link to /proc/self/fd/1, which may name a regular file): a rename
      * would replace the node, or the link, so write to it in place. */
@@ -648,6 +969,7 @@ void tool_out_open(tool_out *o, const char *path, int binary)
             tool_die(EXIT_SYSTEM, "%s: %s", path, strerror(errno));
         o->direct = 1;
         free(real);
+        o->dest = NULL;
         return;
     }
     /* A link to a regular file: replace the file, keep the link. */
@@ -670,10 +992,8 @@ void tool_out_open(tool_out *o, const char *path, int binary)
         tool_die(EXIT_SYSTEM, "%s: out of memory", path);
     memcpy(o->tmp, path, dirlen + base);
     memcpy(o->tmp + dirlen + base, suffix, sizeof suffix);
-    if (real) {
-        /* The rename goes to the link's target; messages keep the name given. */
-        o->dest = real;
-    }
+    /* (with a link, the rename goes to its target, o->dest; messages keep
+     * the name given) */
     catch_signals();
     /* No signal between creating the file and recording its name. */
     sigset_t all, old;
@@ -684,7 +1004,6 @@ void tool_out_open(tool_out *o, const char *path, int binary)
     if (fd >= 0) {
         memcpy(sig_tmp, o->tmp, strlen(o->tmp) + 1);
         sig_tmp_set = 1;
-        pending_out = o;
     }
     sigprocmask(SIG_SETMASK, &old, NULL);
     if (fd < 0) {
@@ -703,7 +1022,7 @@ void tool_out_write(tool_out *o, const void *buf, size_t n)
 {
     if (n && fwrite(buf, 1, n, o->fp) != n) {
         if (errno == EPIPE && o->fp == stdout)
-            exit(EXIT_OK);
+            tool_exit(EXIT_OK);
         tool_die(EXIT_SYSTEM, "%s: write error: %s", o->path ? o->path : "(stdout)",
                  strerror(errno));
     }
@@ -745,8 +1064,9 @@ void tool_out_commit(tool_out *o)
         sig_tmp_set = 0;
         free(o->tmp);
         o->tmp = NULL;
-        pending_out = NULL;
     }
+    if (pending_out == o)
+        pending_out = NULL;
     free(o->path);
     free(o->dest);
     o->path = o->dest = NULL;
@@ -763,6 +1083,9 @@ void tool_out_abort(tool_out *o)
         o->tmp = NULL;
         sig_tmp_set = 0;
     }
+    free(o->path);
+    free(o->dest);
+    o->path = o->dest = NULL;
     if (pending_out == o)
         pending_out = NULL;
 }
@@ -773,7 +1096,7 @@ void tool_close_stdout(void)
         tool_die(EXIT_SYSTEM, "(stdout): cannot write: standard output is closed");
     if (fflush(stdout) != 0 || ferror(stdout)) {
         if (errno == EPIPE)
-            exit(EXIT_OK);
+            tool_exit(EXIT_OK);
         tool_die(EXIT_SYSTEM, "write error on standard output: %s", strerror(errno));
     }
     if (fclose(stdout) != 0 && errno != EPIPE)

@@ -19,6 +19,24 @@ enum {
                              a failed launch or copy */
 };
 
+/* What a tool holds while it runs (the model's bytes, scorers, workspaces,
+ * buffers) is registered here, so that every way out frees it: tool_die,
+ * tool_exit and the quiet exit on a closed pipe release the held blocks,
+ * newest first, before exit().  A leak checker's verdict on an error path
+ * then follows from the code, not from what the stack happens to hold when
+ * the process ends (the sanitizer pass of `make check` does not scan stacks
+ * and registers: a block still held at exit is always a leak there).
+ * tool_hold(p, release) returns p (NULL: nothing held); tool_release(p)
+ * releases p now and forgets it; tool_unhold(p) forgets it (freed or handed
+ * on by the caller).  Nothing is released while other threads run (the exit
+ * is then _exit, which checks nothing). */
+typedef void (*tool_release_fn)(void *);
+void *tool_hold(void *p, tool_release_fn release);
+void tool_release(void *p);
+void tool_unhold(void *p);
+/* Release what is held, then exit(code) (_exit while threads run). */
+_Noreturn void tool_exit(int code);
+
 /* Set the program name used as the message prefix (call first in main). */
 void tool_init(const char *progname);
 const char *tool_name(void);
@@ -26,8 +44,13 @@ const char *tool_name(void);
 /* "prog: message\n" on stderr. */
 void tool_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* tool_warn, then exit(code) (or, while threads run, _exit(code): see
- * tool_threads_running). */
+ * tool_threads_running).  A usage error (EXIT_USAGE) is followed by the
+ * line "Try 'PROG --help' for more information." */
 _Noreturn void tool_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* After getopt_long returned '?' or ':' (with opterr = 0 and an optstring
+ * that begins with ':'): "unknown option 'X'" or "option 'X' needs a value",
+ * and the Try line; exit 2. */
+_Noreturn void tool_bad_option(int c, char **argv);
 /* on = 1 while other threads may be inside stdio (reading the input):
  * a dying exit then skips exit()'s stdio teardown, which would pull the
  * streams from under them (a crash), with _exit.  qs-score dies there only
@@ -73,6 +96,8 @@ typedef struct tool_reader {
     size_t cap, start, end;
     int eof;
     long line;               /* number of the last line returned */
+    unsigned long long bytes_in; /* bytes read from the file (compressed or not) */
+    long long size;          /* the file's size when it is a regular file, else -1 */
 } tool_reader;
 void tool_reader_open(tool_reader *r, const char *path);
 /* Next line without its '\n' (a missing final newline is fine): 1, or 0 at
@@ -92,6 +117,11 @@ FILE *tool_open_input(const char *path, const char **name);
  * is plain text from a regular file (counted from where reading began),
  * else -1 (zstd, a pipe, a terminal). */
 long long tool_input_size(FILE *in);
+/* For a stream from tool_open_input: whether its first bytes are a .qsm's
+ * magic number (a model given where documents belong). */
+int tool_input_is_qsm(FILE *in);
+/* Whether the file at path (not "-") begins with a .qsm's magic number. */
+int tool_file_is_qsm(const char *path);
 /* Die for a failed read of an input opened by tool_open_input: a corrupt or
  * truncated zstd stream (exit 1, what zstd said), else the system error
  * `err` (exit 4). */
@@ -127,6 +157,28 @@ void tool_out_write(tool_out *o, const void *buf, size_t n);
 void tool_out_commit(tool_out *o);
 /* Remove the temporary file (registered for exit paths automatically). */
 void tool_out_abort(tool_out *o);
+
+/* Progress on standard error, as zstd and dd give it.  mode: TOOL_PROGRESS_AUTO
+ * (shown when standard error is a terminal and standard output is not),
+ * _ON (--progress: on a terminal, one line redrawn; elsewhere one line a
+ * second) or _OFF (--no-progress).  Whatever the mode, SIGUSR1 prints the
+ * current line once, on a line of its own, and the work goes on (the
+ * handler is installed by tool_progress_start: call it early).  `what`
+ * names the items counted ("documents", "lines").  A warning clears a
+ * line being redrawn first. */
+enum { TOOL_PROGRESS_OFF = 0, TOOL_PROGRESS_ON = 1, TOOL_PROGRESS_AUTO = 2 };
+void tool_progress_start(int mode, const char *what);
+/* The input's size in bytes, when known (-1: unknown). */
+void tool_progress_total(long long bytes);
+/* Counts so far (cumulative): items and input bytes. */
+void tool_progress_count(unsigned long long items, unsigned long long bytes);
+/* Add to the counts: one item per line of out[0 .. out_len) (qs-score: a
+ * document per line written), and in_bytes bytes of input. */
+void tool_progress_add(const char *out, size_t out_len, size_t in_bytes);
+/* For work without counts: what is being done now ("converting m.txt"). */
+void tool_progress_phase(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The work is over: clear a redrawn line (forced elsewhere: a last line). */
+void tool_progress_done(void);
 
 /* Flush and close stdout, dying on a write error (EPIPE exits quietly). */
 void tool_close_stdout(void);

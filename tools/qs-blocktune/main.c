@@ -47,8 +47,9 @@ static void usage(FILE *f)
             "                         thread; the record then leaves threads to qs-score)\n"
             "  --absent zero|missing  what an absent feature means (default: the source\n"
             "                         library's)\n"
-            "  --plot FILE.svg        heat map of the time over (s, d) for each order, the\n"
-            "                         points measured marked\n"
+            "  --plot FILE.svg        heat maps of the time over (d, s), one per blocked\n"
+            "                         order, with a colour bar (ns/doc/tree) marking the\n"
+            "                         defaults and the winner\n"
             "  --time                 no search: print the ns per document per tree of\n"
             "                         MODEL's setting (its tuning record applied) on DOCS\n"
             "  -h, --help             this help\n"
@@ -83,11 +84,13 @@ typedef struct sample {
     size_t n, F;
 } sample;
 
+static void release_workspace(void *w) { qs_workspace_free(w); }
+
 static void read_sample(const qs_scorer *s, const char *path, qs_absent absent, sample *S)
 {
     qs_error err;
     qs_error_clear(&err);
-    qs_workspace *w = qs_workspace_new(s, &err);
+    qs_workspace *w = tool_hold(qs_workspace_new(s, &err), release_workspace);
     if (!w)
         tool_die_err(NULL, &err);
     const qs_model *m = qs_scorer_model(s);
@@ -112,15 +115,16 @@ static void read_sample(const qs_scorer *s, const char *path, qs_absent absent, 
             continue;
         if (S->n == cap) {
             cap = cap ? cap * 2 : 1024;
-            S->x = realloc(S->x, cap * S->F * sizeof *S->x);
-            if (!S->x)
+            double *x = realloc(S->x, cap * S->F * sizeof *S->x);
+            if (!x)
                 tool_die(EXIT_SYSTEM, "out of memory (sample of %zu documents)", cap);
+            S->x = x;
         }
         memcpy(S->x + S->n * S->F, qs_doc_values(w), mi.num_features * sizeof *S->x);
         S->n++;
     }
     tool_reader_close(&r);
-    qs_workspace_free(w);
+    tool_release(w);
 }
 
 /* A reproducible subsample of k rows (partial Fisher-Yates on the row
@@ -135,8 +139,8 @@ static void subsample(sample *S, size_t k, uint64_t seed)
 {
     if (k >= S->n)
         return;
-    size_t *idx = malloc(S->n * sizeof *idx);
-    double *y = malloc(k * S->F * sizeof *y);
+    size_t *idx = tool_hold(malloc(S->n * sizeof *idx), free);
+    double *y = tool_hold(malloc(k * S->F * sizeof *y), free);
     if (!idx || !y)
         tool_die(EXIT_SYSTEM, "out of memory");
     for (size_t i = 0; i < S->n; i++)
@@ -155,7 +159,8 @@ static void subsample(sample *S, size_t k, uint64_t seed)
     for (size_t i = 0; i < k; i++)
         memcpy(y + i * S->F, S->x + idx[i] * S->F, S->F * sizeof *y);
     free(S->x);
-    free(idx);
+    tool_release(idx);
+    tool_unhold(y);
     S->x = y;
     S->n = k;
 }
@@ -193,6 +198,17 @@ typedef struct tuner {
     unsigned inner;       /* passes per timed measurement */
     uint64_t cache[3];
 } tuner;
+
+/* Release function for tool_hold. */
+static void release_tuner(void *p)
+{
+    tuner *T = p;
+    qs_scorer_free(T->sc);
+    free(T->S.x);
+    free(T->out);
+    free(T->ref);
+    free(T->pts);
+}
 
 static void die_err(const qs_error *e) { tool_die_err(NULL, e); }
 
@@ -505,64 +521,213 @@ static void grid_orders(tuner *T, setting base)
 
 /* ------------------------------------------------------------ the plot */
 
-static void plot(tuner *T, const char *path, const point *win)
+/* A colour for t in [0, 1]: a ramp from dark blue (fast) through teal and
+ * green to yellow (slow), like viridis, readable in grey too. */
+static void ramp(double t, int *r, int *g, int *b)
+{
+    static const int stop[5][3] = { { 68, 1, 84 }, { 59, 82, 139 }, { 33, 145, 140 },
+                                    { 94, 201, 98 }, { 253, 231, 37 } };
+    if (!(t >= 0))
+        t = 0;
+    if (t > 1)
+        t = 1;
+    double x = t * 4;
+    int k = (int)x;
+    if (k > 3)
+        k = 3;
+    double f = x - k;
+    *r = (int)(stop[k][0] + f * (stop[k + 1][0] - stop[k][0]) + 0.5);
+    *g = (int)(stop[k][1] + f * (stop[k + 1][1] - stop[k][1]) + 0.5);
+    *b = (int)(stop[k][2] + f * (stop[k + 1][2] - stop[k][2]) + 0.5);
+}
+
+static const char *setting_str(const setting *st, char *buf, size_t cap);
+
+/* Sorted distinct values of v[0 .. n), in place; their count. */
+static size_t distinct_u32(uint32_t *v, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            uint32_t t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (m == 0 || v[m - 1] != v[i])
+            v[m++] = v[i];
+    return m;
+}
+
+static size_t index_u32(const uint32_t *v, size_t n, uint32_t x)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i] == x)
+            return i;
+    return 0;
+}
+
+/* --plot: one heat map per blocked traversal order (DSD, SDS, DSDS, SDSD),
+ * d (documents per inner block) across, s (scorers per inner block) up,
+ * each cell the fastest setting measured there (any τ, Δ, δ, back end); one
+ * colour scale for all panels, from the fastest to the slowest point
+ * measured, with a colour bar in ns per document per tree on which the
+ * defaults (order SD, not on a panel) and the winner are marked. */
+static void plot(tuner *T, const char *path, const point *win, const point *def)
 {
     tool_out so;
     tool_out_open(&so, path, 0);
     FILE *f = so.fp;
-    const int W = 300, H = 240, M = 50;
-    double lo = 1e300, hi = 0;
+    const int PW = 330, PH = 250, ML = 70, MT = 70, GX = 110, GY = 80, CB = 60;
+    const int W = ML + 2 * PW + GX + CB + 190, H = MT + 2 * PH + GY + 130;
+    double lo = def->ns, hi = def->ns;
     for (size_t i = 0; i < T->npts; i++) {
         if (T->pts[i].ns < lo)
             lo = T->pts[i].ns;
         if (T->pts[i].ns > hi)
             hi = T->pts[i].ns;
     }
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-               "font-family=\"sans-serif\" font-size=\"11\">\n",
-            4 * (W + M) + M, H + 2 * M + 20);
-    fprintf(f, "<text x=\"%d\" y=\"16\">qs-blocktune: ns per document per tree over (d, s), "
-               "%.3g (blue) to %.3g (red); dots: points measured; ring: the winner</text>\n",
-            M, lo, hi);
-    for (int o = QS_ORDER_DSD; o <= QS_ORDER_SDSD; o++) {
-        const int x0 = M + (o - QS_ORDER_DSD) * (W + M), y0 = M;
-        double smax = 1, dmax = 1;
-        for (size_t i = 0; i < T->npts; i++) {
-            const point *p = &T->pts[i];
-            if (p->st.order != o)
-                continue;
-            if (p->st.s > smax)
-                smax = p->st.s;
-            if (p->st.d > dmax)
-                dmax = p->st.d;
-        }
-        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#eee\" "
-                   "stroke=\"#888\"/>\n", x0, y0, W, H);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">%s</text>\n", x0, y0 - 6,
-                qs_order_name((qs_order)o));
-        fprintf(f, "<text x=\"%d\" y=\"%d\">d (log, 1..%.0f)</text>\n", x0 + W / 2 - 30,
-                y0 + H + 16, dmax);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" transform=\"rotate(-90 %d %d)\">s (log, 1..%.0f)"
-                   "</text>\n", x0 - 8, y0 + H / 2 + 30, x0 - 8, y0 + H / 2 + 30, smax);
-        for (size_t i = 0; i < T->npts; i++) {
-            const point *p = &T->pts[i];
-            if (p->st.order != o)
-                continue;
-            double fx = dmax > 1 && p->st.d ? log((double)p->st.d) / log(dmax) : 0.5;
-            double fy = smax > 1 && p->st.s ? log((double)p->st.s) / log(smax) : 0.5;
-            double t = hi > lo ? (p->ns - lo) / (hi - lo) : 0;
-            int r = (int)(255 * t), b = 255 - r;
-            int cx = x0 + 10 + (int)(fx * (W - 20)), cy = y0 + H - 10 - (int)(fy * (H - 20));
-            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"18\" height=\"18\" fill=\"rgb(%d,60,%d)\" "
-                       "opacity=\"0.8\"><title>s=%u d=%u %.3f ns</title></rect>\n",
-                    cx - 9, cy - 9, r, b, p->st.s, p->st.d, p->ns);
-            fprintf(f, "<circle cx=\"%d\" cy=\"%d\" r=\"2\" fill=\"black\"/>\n", cx, cy);
-            if (p == win)
-                fprintf(f, "<circle cx=\"%d\" cy=\"%d\" r=\"12\" fill=\"none\" stroke=\"black\" "
-                           "stroke-width=\"2\"/>\n", cx, cy);
-        }
+    if (!(hi > lo))
+        hi = lo * 1.001 + 1e-9;
+    /* a logarithmic scale when the times span more than a factor of 3 (a few
+     * slow settings would otherwise squeeze the fast ones into one colour) */
+    const int logscale = lo > 0 && hi / lo > 3;
+#define SCALE(v) (logscale ? log((v) / lo) / log(hi / lo) : ((v) - lo) / (hi - lo))
+    uint32_t *ds = malloc((T->npts + 1) * sizeof *ds), *ss = malloc((T->npts + 1) * sizeof *ss);
+    const point **best = NULL;
+    if (!ds || !ss) {
+        free(ds);
+        free(ss);
+        tool_die(EXIT_SYSTEM, "out of memory (plot)");
     }
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+               "font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
+    fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
+    fprintf(f, "<text x=\"%d\" y=\"24\" font-size=\"16\" font-weight=\"bold\">qs-blocktune: "
+               "time per document per tree over the inner block, by traversal order</text>\n",
+            ML);
+    fprintf(f, "<text x=\"%d\" y=\"44\">each cell: the fastest setting measured at (d, s), over "
+               "the tree blocks, Δ, document batches and back ends tried; grey: not measured; "
+               "%zu points</text>\n", ML, T->npts);
+    for (int o = QS_ORDER_DSD; o <= QS_ORDER_SDSD; o++) {
+        const int col = (o - QS_ORDER_DSD) % 2, row = (o - QS_ORDER_DSD) / 2;
+        const int x0 = ML + col * (PW + GX), y0 = MT + row * (PH + GY);
+        size_t nd = 0, ns = 0;
+        for (size_t i = 0; i < T->npts; i++)
+            if (T->pts[i].st.order == o) {
+                ds[nd++] = T->pts[i].st.d;
+                ss[ns++] = T->pts[i].st.s;
+            }
+        nd = distinct_u32(ds, nd);
+        ns = distinct_u32(ss, ns);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"14\" font-weight=\"bold\">%s</text>\n",
+                x0, y0 - 8, qs_order_name((qs_order)o));
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#d9d9d9\" "
+                   "stroke=\"#555\"/>\n", x0, y0, PW, PH);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">d: documents per inner block"
+                   "</text>\n", x0 + PW / 2, y0 + PH + 32);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 %d %d)\">"
+                   "s: scorers per inner block</text>\n",
+                x0 - 45, y0 + PH / 2, x0 - 45, y0 + PH / 2);
+        if (nd == 0 || ns == 0) {
+            fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">not measured</text>\n",
+                    x0 + PW / 2, y0 + PH / 2);
+            continue;
+        }
+        const double cw = (double)PW / (double)nd, ch = (double)PH / (double)ns;
+        const point **nb = realloc(best, nd * ns * sizeof *best);
+        if (!nb) {
+            free(best);
+            free(ds);
+            free(ss);
+            tool_die(EXIT_SYSTEM, "out of memory (plot)");
+        }
+        best = nb;
+        for (size_t k = 0; k < nd * ns; k++)
+            best[k] = NULL;
+        for (size_t i = 0; i < T->npts; i++) {
+            const point *p = &T->pts[i];
+            if (p->st.order != o)
+                continue;
+            size_t k = index_u32(ss, ns, p->st.s) * nd + index_u32(ds, nd, p->st.d);
+            if (!best[k] || p->ns < best[k]->ns)
+                best[k] = p;
+        }
+        for (size_t a = 0; a < ns; a++)
+            for (size_t b = 0; b < nd; b++) {
+                const point *p = best[a * nd + b];
+                if (!p)
+                    continue;
+                int r, g, bl;
+                ramp(SCALE(p->ns), &r, &g, &bl);
+                char st[160];
+                fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                           "fill=\"rgb(%d,%d,%d)\"><title>%s: %.4f ns</title></rect>\n",
+                        x0 + b * cw, y0 + PH - (a + 1) * ch, cw, ch, r, g, bl,
+                        setting_str(&p->st, st, sizeof st), p->ns);
+                if (p == win)
+                    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                               "fill=\"none\" stroke=\"red\" stroke-width=\"3\"/>\n"
+                               "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"red\" "
+                               "font-weight=\"bold\">winner</text>\n",
+                            x0 + b * cw + 1.5, y0 + PH - (a + 1) * ch + 1.5, cw - 3, ch - 3,
+                            x0 + b * cw + cw / 2, y0 + PH - (a + 1) * ch + ch / 2 + 4);
+            }
+        /* axes: a tick per value, labels thinned to fit */
+        const size_t dstep = nd > 12 ? (nd + 11) / 12 : 1, sstep = ns > 10 ? (ns + 9) / 10 : 1;
+        for (size_t b = 0; b < nd; b += dstep)
+            fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%u</text>\n",
+                    x0 + b * cw + cw / 2, y0 + PH + 15, ds[b]);
+        for (size_t a = 0; a < ns; a += sstep)
+            fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%u</text>\n", x0 - 5,
+                    y0 + PH - a * ch - ch / 2 + 4, ss[a]);
+    }
+    /* the colour bar, fast at the bottom */
+    const int bx = ML + 2 * PW + GX + 10, by = MT, bh = 2 * PH + GY, bw = 24;
+    for (int i = 0; i < 100; i++) {
+        int r, g, b;
+        ramp((i + 0.5) / 100.0, &r, &g, &b);
+        fprintf(f, "<rect x=\"%d\" y=\"%.2f\" width=\"%d\" height=\"%.2f\" fill=\"rgb(%d,%d,%d)\"/>\n",
+                bx, by + bh - (i + 1) * bh / 100.0, bw, bh / 100.0 + 0.5, r, g, b);
+    }
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#555\"/>\n",
+            bx, by, bw, bh);
+    for (int i = 0; i <= 4; i++) {
+        double v = logscale ? lo * pow(hi / lo, i / 4.0) : lo + (hi - lo) * i / 4.0;
+        double y = by + bh - bh * i / 4.0;
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#555\"/>\n"
+                   "<text x=\"%d\" y=\"%.1f\">%.3g</text>\n",
+                bx + bw, y, bx + bw + 5, y, bx + bw + 8, y + 4, v);
+    }
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 %d %d)\">"
+               "ns per document per tree (lower is faster%s)</text>\n",
+            bx + bw + 120, by + bh / 2, bx + bw + 120, by + bh / 2,
+            logscale ? "; logarithmic" : "");
+    const struct { const point *p; const char *name, *colour; } mark[2] = {
+        { def, "defaults", "black" }, { win, "winner", "red" } };
+    for (int m = 0; m < 2; m++) {
+        double y = by + bh - bh * SCALE(mark[m].p->ns);
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" "
+                   "stroke-width=\"3\"/>\n<text x=\"%d\" y=\"%.1f\" fill=\"%s\" "
+                   "font-weight=\"bold\">%s %.3g</text>\n",
+                bx - 4, y, bx + bw + 4, y, mark[m].colour, bx + bw + 58, y + (m ? 14 : -4),
+                mark[m].colour, mark[m].name, mark[m].p->ns);
+    }
+    char b1[160], b2[160];
+    fprintf(f, "<text x=\"%d\" y=\"%d\">defaults (black on the bar; order SD, on no panel): "
+               "%s, %.4f ns</text>\n", ML, H - 70, setting_str(&def->st, b1, sizeof b1), def->ns);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"red\">winner (red: ringed%s): %s, %.4f ns, "
+               "%.2fx the defaults' speed</text>\n", ML, H - 48,
+            win->st.order >= QS_ORDER_DSD ? " on its panel" : "; its order has no panel",
+            setting_str(&win->st, b2, sizeof b2), win->ns, win->ns > 0 ? def->ns / win->ns : 0);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"#555\">colour: one %s scale for every "
+               "panel, from the fastest point measured (%.4f ns) to the slowest (%.4f ns)</text>\n",
+            ML, H - 26, logscale ? "logarithmic" : "linear", lo, hi);
     fprintf(f, "</svg>\n");
+#undef SCALE
+    free(best);
+    free(ds);
+    free(ss);
     tool_out_commit(&so);
 }
 
@@ -601,7 +766,8 @@ int main(int argc, char **argv)
     uint32_t sample_docs = 0, seed = 1, repeat = 3, max_threads = 1;
     qs_absent absent = QS_ABSENT_DEFAULT;
     int c;
-    while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
+    opterr = 0; /* our own one-line messages (tool_bad_option) */
+    while ((c = getopt_long(argc, argv, ":o:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'o': outpath = optarg; break;
         case 'B': {
@@ -630,14 +796,13 @@ int main(int argc, char **argv)
         case 'T': time_only = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': printf("qs-blocktune %s\n", QS_VERSION_STRING); return EXIT_OK;
-        default: usage(stderr); return EXIT_USAGE;
+        default: tool_bad_option(c, argv);
         }
     }
-    if (argc - optind < 1 || argc - optind > 2) {
-        tool_warn(argc - optind < 1 ? "missing MODEL.qsm" : "too many arguments");
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    if (argc - optind < 1)
+        tool_die(EXIT_USAGE, "missing MODEL.qsm (qs-blocktune [options] MODEL.qsm [SAMPLE|-])");
+    if (argc - optind > 2)
+        tool_die(EXIT_USAGE, "too many arguments: one model and at most one sample file");
     if (!time_only && !outpath)
         tool_die(EXIT_USAGE, "missing -o TUNED.qsm (the tuned model)");
     if (time_only && (outpath || exhaustive || plotpath))
@@ -651,7 +816,8 @@ int main(int argc, char **argv)
     const char *mpath = argv[optind];
     const char *dpath = optind + 1 < argc ? argv[optind + 1] : "-";
     size_t mlen;
-    char *mbuf = tool_read_all(mpath, &mlen);
+    /* Every block is held (tool_hold) until freed, so that each exit frees it. */
+    char *mbuf = tool_hold(tool_read_all(mpath, &mlen), free);
     if (!tool_is_qsm(mbuf, mlen)) {
         const char *kind = tool_model_kind(mbuf, mlen);
         tool_die(EXIT_DATA, "%s: %s%s, not a .qsm: compile it first (qs-compile -o MODEL.qsm)",
@@ -665,6 +831,7 @@ int main(int argc, char **argv)
     qs_error_clear(&err);
     tuner T;
     memset(&T, 0, sizeof T);
+    tool_hold(&T, release_tuner);
     T.qsm = (const unsigned char *)mbuf;
     T.qsm_len = mlen;
     T.repeat = repeat;
@@ -718,10 +885,8 @@ int main(int argc, char **argv)
         char b[160];
         printf("%.4f\t%s\n", ns, setting_str(&def, b, sizeof b));
         tool_close_stdout();
-        qs_scorer_free(T.sc);
-        free(T.S.x);
-        free(T.out);
-        free(mbuf);
+        tool_release(&T);
+        tool_release(mbuf);
         return EXIT_OK;
     }
 
@@ -932,19 +1097,16 @@ int main(int argc, char **argv)
     size_t ilen;
     if (qs_qsm_set_tuning(T.qsm, T.qsm_len, &tr, &img, &ilen, &err) != 0)
         tool_die_err(mpath, &err);
+    tool_hold(img, free);
     if (plotpath)
-        plot(&T, plotpath, win);
+        plot(&T, plotpath, win, pd);
     tool_out o;
     tool_out_open(&o, outpath, 1);
     tool_out_write(&o, img, ilen);
     tool_out_commit(&o);
-    free(img);
+    tool_release(img);
     tool_close_stdout();
-    qs_scorer_free(T.sc);
-    free(T.S.x);
-    free(T.out);
-    free(T.ref);
-    free(T.pts);
-    free(mbuf);
+    tool_release(&T);
+    tool_release(mbuf);
     return EXIT_OK;
 }

@@ -41,6 +41,10 @@ static void usage(FILE *f)
             "                    not a .qsm, the one qs-compile would write with these\n"
             "                    options), the tuning record, and a .qsm's sections\n"
             "  --json            with --info: one JSON object\n"
+            "  --progress        show what is being done on standard error (reading,\n"
+            "                    laying out, writing)\n"
+            "  --no-progress     do not (default: shown when standard error is a terminal\n"
+            "                    and standard output is not); SIGUSR1 prints the phase\n"
             "  -h, --help        this help\n"
             "  -V, --version     version\n"
             "\n"
@@ -57,6 +61,12 @@ static uint32_t parse_u32(const char *s, const char *what, uint32_t min, uint32_
     return (uint32_t)v;
 }
 
+/* Release functions for tool_hold (every block is held until freed, so
+ * that each exit frees it). */
+static void release_scorer(void *s) { qs_scorer_free(s); }
+static void release_workspace(void *w) { qs_workspace_free(w); }
+static void release_model(void *m) { qs_model_free(m); }
+
 /* Tree reversal: count each tree's false and true nodes over the sample
  * documents and reverse the trees with more false than true ones. */
 static uint8_t *decide_reversal(const unsigned char *img, size_t ilen, const char *path,
@@ -64,21 +74,22 @@ static uint8_t *decide_reversal(const unsigned char *img, size_t ilen, const cha
 {
     qs_error err;
     qs_error_clear(&err);
-    qs_scorer *s = qs_scorer_load(img, ilen, &err);
+    qs_scorer *s = tool_hold(qs_scorer_load(img, ilen, &err), release_scorer);
     if (!s)
         tool_die_err(NULL, &err);
-    qs_workspace *w = qs_workspace_new(s, &err);
+    qs_workspace *w = tool_hold(qs_workspace_new(s, &err), release_workspace);
     if (!w)
         tool_die_err(NULL, &err);
     qs_model_info info;
     qs_model_get_info(qs_scorer_model(s), &info);
     uint64_t nt = info.num_trees;
-    uint64_t *fals = calloc(nt ? nt : 1, sizeof *fals), *tru = calloc(nt ? nt : 1, sizeof *tru);
-    uint8_t *rev = calloc(nt ? nt : 1, 1);
+    uint64_t *fals = tool_hold(calloc(nt ? nt : 1, sizeof *fals), free);
+    uint64_t *tru = tool_hold(calloc(nt ? nt : 1, sizeof *tru), free);
+    uint8_t *rev = tool_hold(calloc(nt ? nt : 1, 1), free);
     if (!fals || !tru || !rev)
         tool_die(EXIT_SYSTEM, "out of memory");
     size_t len;
-    char *buf = tool_read_all(path, &len);
+    char *buf = tool_hold(tool_read_all(path, &len), free);
     const char *name = strcmp(path, "-") == 0 ? "(stdin)" : path;
     long ln = 0, docs = 0;
     for (size_t i = 0; i < len;) {
@@ -106,12 +117,12 @@ static uint8_t *decide_reversal(const unsigned char *img, size_t ilen, const cha
         tool_warn("reversal chosen for %llu of %llu trees (sample of %ld documents; "
                   "oblivious and one-leaf trees are never reversed)",
                   (unsigned long long)nrev, (unsigned long long)nt, docs);
-    free(buf);
-    free(fals);
-    free(tru);
-    qs_workspace_free(w);
-    qs_scorer_free(s);
-    return rev;
+    tool_release(buf);
+    tool_release(fals);
+    tool_release(tru);
+    tool_release(w);
+    tool_release(s);
+    return rev; /* still held: the caller releases it */
 }
 
 int main(int argc, char **argv)
@@ -129,14 +140,17 @@ int main(int argc, char **argv)
         { "version", no_argument, 0, 'V' },
         { "info", no_argument, 0, 'i' },
         { "json", no_argument, 0, 'j' },
+        { "progress", no_argument, 0, 'p' },
+        { "no-progress", no_argument, 0, 'X' },
         { 0, 0, 0, 0 },
     };
     const char *outpath = NULL;
     qs_compile_options opt = { 0, 0, 0, NULL };
     const char *sample = NULL;
-    int verbose = 0, reverse_all = 0, show_info = 0, json = 0;
+    int verbose = 0, reverse_all = 0, show_info = 0, json = 0, progress = TOOL_PROGRESS_AUTO;
     int c;
-    while ((c = getopt_long(argc, argv, "o:hVv", opts, NULL)) != -1) {
+    opterr = 0; /* our own one-line messages (tool_bad_option) */
+    while ((c = getopt_long(argc, argv, ":o:hVv", opts, NULL)) != -1) {
         switch (c) {
         case 'o': outpath = optarg; break;
         case 'd':
@@ -151,27 +165,29 @@ int main(int argc, char **argv)
         case 'R': reverse_all = 1; break;
         case 'i': show_info = 1; break;
         case 'j': json = 1; break;
+        case 'p': progress = TOOL_PROGRESS_ON; break;
+        case 'X': progress = TOOL_PROGRESS_OFF; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': printf("qs-compile %s\n", QS_VERSION_STRING); return EXIT_OK;
-        default: usage(stderr); return EXIT_USAGE;
+        default: tool_bad_option(c, argv);
         }
     }
-    if (argc - optind > 1) {
-        tool_warn("too many arguments");
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    if (argc - optind > 1)
+        tool_die(EXIT_USAGE, "too many arguments: one model at a time");
     if (json && !show_info)
         tool_die(EXIT_USAGE, "--json needs --info");
     if (sample && reverse_all)
         tool_die(EXIT_USAGE, "--reverse-sample and --reverse-all exclude each other");
     const char *in = optind < argc ? argv[optind] : "-";
     const char *name = strcmp(in, "-") == 0 ? "(stdin)" : in;
+    /* The phases, on a terminal; SIGUSR1 prints the current one. */
+    tool_progress_start(progress, "phases");
+    tool_progress_phase("reading %s", name);
     tool_out out;
     /* Refuse a terminal before reading anything (the report is text). */
     tool_out_open(&out, outpath, !show_info);
     size_t len;
-    char *buf = tool_read_all(in, &len);
+    char *buf = tool_hold(tool_read_all(in, &len), free); /* (tool_hold: freed on any exit) */
     qs_error err;
     qs_error_clear(&err);
     info_input ii = { name, tool_model_kind(buf, len), len, NULL, NULL, NULL, NULL, 0 };
@@ -181,7 +197,8 @@ int main(int argc, char **argv)
     if (show_info && tool_is_qsm(buf, len)) {
         if (qs_qsm_get_file_info((const unsigned char *)buf, len, &fi, &err) != 0)
             tool_die_err(name, &err);
-        qs_scorer *s = qs_scorer_load((const unsigned char *)buf, len, &err);
+        qs_scorer *s = tool_hold(qs_scorer_load((const unsigned char *)buf, len, &err),
+                                 release_scorer);
         if (!s)
             tool_die_err(name, &err);
         ii.qsm = &fi;
@@ -189,9 +206,10 @@ int main(int argc, char **argv)
         if (have < 0)
             tool_die_err(name, &err);
         ii.tuning = have ? &tune : NULL;
+        tool_progress_done();
         info_report(out.fp, json, &ii, s);
-        free(buf);
-        qs_scorer_free(s);
+        tool_release(s);
+        tool_release(buf);
         tool_out_commit(&out);
         return EXIT_OK;
     }
@@ -208,24 +226,29 @@ int main(int argc, char **argv)
     if (qs_detect_format(buf, len) == QS_FMT_UNKNOWN)
         tool_die(EXIT_DATA, "%s: not canonical ensemble text (expected 'qs-ensemble 1' on the "
                             "first line; convert models with qs-convert)", name);
-    qs_model *m = qs_convert(QS_FMT_UNKNOWN, buf, len, &err);
+    tool_progress_phase("reading the trees of %s (%zu bytes)", name, len);
+    qs_model *m = tool_hold(qs_convert(QS_FMT_UNKNOWN, buf, len, &err), release_model);
     if (show_info) {
         ii.src = buf;   /* kept for the report (an XGBoost model's categories) */
         ii.src_len = len;
     } else {
-        free(buf);
+        tool_release(buf);
     }
     if (!m)
         tool_die_err(name, &err);
+    qs_model_info minfo;
+    qs_model_get_info(m, &minfo);
+    tool_progress_phase("laying out %llu trees", (unsigned long long)minfo.num_trees);
     unsigned char *img;
     size_t ilen;
     if (qs_compile(m, &opt, &img, &ilen, &err) != 0)
         tool_die_err(name, &err);
+    tool_hold(img, free);
     uint8_t *rev = NULL;
     if (reverse_all) {
         qs_model_info info;
         qs_model_get_info(m, &info);
-        rev = malloc(info.num_trees ? info.num_trees : 1);
+        rev = tool_hold(malloc(info.num_trees ? info.num_trees : 1), free);
         if (!rev)
             tool_die(EXIT_SYSTEM, "out of memory");
         memset(rev, 1, info.num_trees);
@@ -233,30 +256,39 @@ int main(int argc, char **argv)
             tool_warn("reversal chosen for every tree (oblivious and one-leaf trees are never "
                       "reversed)");
     }
-    if (sample)
+    if (sample) {
+        tool_progress_phase("choosing the trees to reverse on %s", sample);
         rev = decide_reversal(img, ilen, sample, verbose);
+    }
     if (rev) {
-        free(img);
+        tool_progress_phase("laying out %llu trees, reversed as chosen",
+                            (unsigned long long)minfo.num_trees);
+        tool_release(img);
         opt.reverse = rev;
         if (qs_compile(m, &opt, &img, &ilen, &err) != 0)
             tool_die_err(name, &err);
+        tool_hold(img, free);
     }
-    free(rev);
-    qs_model_free(m);
+    tool_release(rev);
+    tool_release(m);
     if (show_info) {
         /* The layout qs-compile would write, as qs-score would load it. */
-        qs_scorer *s = qs_scorer_load(img, ilen, &err);
+        qs_scorer *s = tool_hold(qs_scorer_load(img, ilen, &err), release_scorer);
         if (!s)
             tool_die_err(name, &err);
-        free(img);
+        tool_release(img);
+        tool_progress_done();
         info_report(out.fp, json, &ii, s);
-        free(buf);
-        qs_scorer_free(s);
+        tool_release(buf);
+        tool_release(s);
         tool_out_commit(&out);
         return EXIT_OK;
     }
+    tool_progress_phase("writing %s (%zu bytes)", outpath && strcmp(outpath, "-") ? outpath
+                                                                                  : "(stdout)", ilen);
     tool_out_write(&out, img, ilen);
-    free(img);
+    tool_release(img);
     tool_out_commit(&out);
+    tool_progress_done();
     return EXIT_OK;
 }

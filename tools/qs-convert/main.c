@@ -36,6 +36,8 @@ static void usage(FILE *f)
             bar, tool_reader_list(kinds, sizeof kinds, 0), tool_reader_list(names, sizeof names, 1));
 }
 
+static void release_model(void *m) { qs_model_free(m); }
+
 int main(int argc, char **argv)
 {
     tool_init(argv[0]);
@@ -49,16 +51,15 @@ int main(int argc, char **argv)
     qs_format fmt = QS_FMT_UNKNOWN;
     const char *outpath = NULL;
     int c;
-    while ((c = getopt_long(argc, argv, "f:o:hV", opts, NULL)) != -1) {
+    opterr = 0; /* our own one-line messages (tool_bad_option) */
+    while ((c = getopt_long(argc, argv, ":f:o:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'f': {
             const qs_reader_info *r = qs_reader_by_name(optarg);
             if (!r) {
                 char list[256];
-                tool_warn("unknown format '%s' (expected %s)", optarg,
-                          tool_reader_list(list, sizeof list, 1));
-                usage(stderr);
-                return EXIT_USAGE;
+                tool_die(EXIT_USAGE, "unknown format '%s' (expected %s)", optarg,
+                         tool_reader_list(list, sizeof list, 1));
             }
             fmt = r->format;
             break;
@@ -66,18 +67,16 @@ int main(int argc, char **argv)
         case 'o': outpath = optarg; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': printf("qs-convert %s\n", QS_VERSION_STRING); return EXIT_OK;
-        default: usage(stderr); return EXIT_USAGE;
+        default: tool_bad_option(c, argv);
         }
     }
-    if (argc - optind > 1) {
-        tool_warn("too many arguments");
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    if (argc - optind > 1)
+        tool_die(EXIT_USAGE, "too many arguments: one model at a time");
     const char *in = optind < argc ? argv[optind] : "-";
     const char *name = strcmp(in, "-") == 0 ? "(stdin)" : in;
     size_t len;
-    char *buf = tool_read_all(in, &len);
+    /* Every block is held (tool_hold) until freed, so that each exit frees it. */
+    char *buf = tool_hold(tool_read_all(in, &len), free);
     qs_error err;
     qs_error_clear(&err);
     if (tool_is_qsm(buf, len))
@@ -87,19 +86,20 @@ int main(int argc, char **argv)
     if (fmt == QS_FMT_UNKNOWN && qs_detect_format(buf, len) == QS_FMT_UNKNOWN)
         tool_die(EXIT_DATA, "%s: unrecognised model format (expected %s; use --from to say which)",
                  name, tool_reader_list(list, sizeof list, 0));
-    qs_model *m = qs_convert(fmt, buf, len, &err);
-    free(buf);
+    qs_model *m = tool_hold(qs_convert(fmt, buf, len, &err), release_model);
+    tool_release(buf);
     if (!m)
         tool_die_err(name, &err);
     char *text;
     size_t tlen;
     if (qs_model_to_text(m, &text, &tlen, &err) != 0)
         tool_die_err(name, &err);
-    qs_model_free(m);
+    tool_release(m);
+    tool_hold(text, free);
     tool_out out;
     tool_out_open(&out, outpath, 0);
     tool_out_write(&out, text, tlen);
-    free(text);
+    tool_release(text);
     tool_out_commit(&out);
     return EXIT_OK;
 }

@@ -84,11 +84,18 @@ static void help(void)
         "      sklearn             --gain=linear --ties=average        (ndcg_score)\n"
         "      rankeval            --ties=reverse --norel=1\n"
         "      letor               --discount=letor --beyond=zero --group=qid\n"
+        "  --like-model MODEL.qsm      as --like the library that trained MODEL (its\n"
+        "                              .qsm says: LightGBM, XGBoost, QuickRank); CatBoost\n"
+        "                              and ONNX models have no preset (exit 2)\n"
+        "  --progress         show progress on standard error (lines, MB, rate)\n"
+        "  --no-progress      do not (default: shown when standard error is a terminal\n"
+        "                     and standard output is not); SIGUSR1 prints one line\n"
         "  -h, --help         this help\n"
         "  -V, --version      version\n"
         "\n"
-        "Output: tab-separated; a header `qid<TAB>ndcg@1<TAB>...`, the rows of\n"
-        "--per-query, then a `mean` row; values with 12 decimals.\n"
+        "Output: tab-separated; first a line `# METRIC: gain=... group=... (as --like\n"
+        "TOOL)` naming the convention used, then a header `qid<TAB>ndcg@1<TAB>...`, the\n"
+        "rows of --per-query, then a `mean` row; values with 12 decimals.\n"
         "\n"
         "exit: 0 ok, 1 malformed input (bad label or score, files of different\n"
         "lengths, no documents), 2 usage, 4 system error\n");
@@ -97,13 +104,12 @@ static void help(void)
 static _Noreturn void usage_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static _Noreturn void usage_die(const char *fmt, ...)
 {
+    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "%s: ", tool_name());
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\n%sTry 'qs-eval --help' for more information.\n", usage_line);
-    exit(EXIT_USAGE);
+    tool_die(EXIT_USAGE, "%s", msg);
 }
 
 /* ------------------------------------------------------------ input */
@@ -143,7 +149,7 @@ static unsigned *parse_ks(const char *s, size_t *nk)
     size_t n = 1;
     for (const char *p = s; *p; p++)
         n += *p == ',';
-    unsigned *ks = malloc(n * sizeof *ks);
+    unsigned *ks = tool_hold(malloc(n * sizeof *ks), free); /* (freed on any exit) */
     if (!ks)
         tool_die(EXIT_SYSTEM, "out of memory");
     const char *p = s;
@@ -175,6 +181,7 @@ static void print_value(double v)
 static const unsigned *ks_print;
 static size_t nk_print;
 static const char *metric_print;
+static const qs_eval_conv *conv_print;
 
 static void print_header(void)
 {
@@ -182,6 +189,16 @@ static void print_header(void)
     if (done)
         return;
     done = 1;
+    /* The convention first, on a '#' line (README.md, qs-eval, Output). */
+    char d[256];
+    const char *like = qs_eval_conv_preset_of(conv_print);
+    printf("# %s: %s", metric_print, qs_eval_conv_describe(conv_print, d, sizeof d));
+    if (like)
+        printf(" (as --like %s%s)", like, strcmp(like, "quickrank") == 0 ? ", the default" : "");
+    if (conv_print->norel == QS_NOREL_ZERO)
+        fputs("; a query without relevant documents scores 0 (1 with --norel=1, --like "
+              "lightgbm or xgboost)", stdout);
+    putchar('\n');
     fputs("qid", stdout);
     for (size_t j = 0; j < nk_print; j++) {
         if (ks_print[j])
@@ -269,15 +286,19 @@ static void groups_end(groups *g, const char *docs, unsigned long long ndocs)
 /* Without qids and groups, a long file is one query: most likely a mistake. */
 #define ONE_QUERY_WARN 1000
 
+static void release_eval(void *ev) { qs_eval_free(ev); }
+
 int main(int argc, char **argv)
 {
     tool_init(argv[0]);
-    enum { O_METRIC = 256, O_PERQ, O_COLUMN, O_LIKE, O_CONV, O_GROUPFILE };
+    enum { O_METRIC = 256, O_PERQ, O_COLUMN, O_LIKE, O_CONV, O_GROUPFILE, O_PROGRESS,
+           O_NOPROGRESS, O_LIKEMODEL };
     static const struct option opts[] = {
         { "metric", required_argument, 0, O_METRIC },
         { "per-query", no_argument, 0, O_PERQ },
         { "column", required_argument, 0, O_COLUMN },
         { "like", required_argument, 0, O_LIKE },
+        { "like-model", required_argument, 0, O_LIKEMODEL },
         { "gain", required_argument, 0, O_CONV },
         { "ties", required_argument, 0, O_CONV },
         { "norel", required_argument, 0, O_CONV },
@@ -286,6 +307,8 @@ int main(int argc, char **argv)
         { "score-type", required_argument, 0, O_CONV },
         { "group", required_argument, 0, O_CONV },
         { "group-file", required_argument, 0, O_GROUPFILE },
+        { "progress", no_argument, 0, O_PROGRESS },
+        { "no-progress", no_argument, 0, O_NOPROGRESS },
         { "help", no_argument, 0, 'h' },
         { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 },
@@ -296,7 +319,7 @@ int main(int argc, char **argv)
     o.metric = QS_METRIC_NDCG;
     unsigned *ks = NULL;
     size_t nk = 0;
-    int per_query = 0;
+    int per_query = 0, progress = TOOL_PROGRESS_AUTO;
     const char *group_file = NULL;
     unsigned column = 1;
     qs_error err;
@@ -306,7 +329,7 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":k:hV", opts, &idx)) != -1) {
         switch (c) {
         case 'k':
-            free(ks);
+            tool_release(ks);
             ks = parse_ks(optarg, &nk);
             break;
         case O_METRIC: {
@@ -317,6 +340,8 @@ int main(int argc, char **argv)
             break;
         }
         case O_PERQ: per_query = 1; break;
+        case O_PROGRESS: progress = TOOL_PROGRESS_ON; break;
+        case O_NOPROGRESS: progress = TOOL_PROGRESS_OFF; break;
         case O_GROUPFILE: group_file = optarg; break;
         case O_COLUMN: {
             char *e;
@@ -331,6 +356,25 @@ int main(int argc, char **argv)
             if (qs_eval_conv_preset(&o.conv, optarg, &err) != 0)
                 usage_die("%s", err.msg);
             break;
+        case O_LIKEMODEL: {
+            /* --like the library that trained the model (its .qsm's source) */
+            qs_scorer *s = qs_scorer_load_file(optarg, &err);
+            if (!s)
+                tool_die_err(NULL, &err);
+            qs_model_info mi;
+            qs_model_get_info(qs_scorer_model(s), &mi);
+            qs_scorer_free(s);
+            const char *like = qs_eval_preset_of_source(mi.source);
+            if (!like)
+                usage_die("--like-model %s: qs-eval has no convention for the library of this "
+                          "model (%s); give --like TOOL", optarg,
+                          mi.source == QS_SRC_CATBOOST ? "CatBoost" : mi.source == QS_SRC_ONNX
+                                                                          ? "ONNX Runtime"
+                                                                          : "unknown");
+            if (qs_eval_conv_preset(&o.conv, like, &err) != 0)
+                tool_die_err(NULL, &err);
+            break;
+        }
         case O_CONV:
             if (qs_eval_conv_set(&o.conv, opts[idx].name, optarg, &err) != 0)
                 usage_die("%s", err.msg);
@@ -343,18 +387,15 @@ int main(int argc, char **argv)
             printf("qs-eval %s\n", QS_VERSION_STRING);
             tool_close_stdout();
             return EXIT_OK;
-        case ':':
-            usage_die("option '%s' needs a value", argv[optind - 1]);
-        default:
-            if (optopt && optopt < 256)
-                usage_die("unknown option '-%c'", optopt);
-            usage_die("unknown option '%s'", argv[optind - 1]);
+        default: tool_bad_option(c, argv);
         }
     }
+    /* From here on SIGUSR1 prints a progress line (lines and bytes read). */
+    tool_progress_start(progress, "lines");
     if (!ks) {
         /* MAP is usually reported over the whole list (RankLib, XGBoost map). */
         static unsigned dflt_ndcg = 10, dflt_map = 0;
-        ks = malloc(sizeof *ks);
+        ks = tool_hold(malloc(sizeof *ks), free);
         if (!ks)
             tool_die(EXIT_SYSTEM, "out of memory");
         ks[0] = o.metric == QS_METRIC_MAP ? dflt_map : dflt_ndcg;
@@ -387,14 +428,14 @@ int main(int argc, char **argv)
         static const char *const ext[] = { ".query", ".group" };
         for (size_t i = 0; i < 2 && !group_file; i++) {
             size_t n = strlen(letor_path) + strlen(ext[i]) + 1;
-            auto_group = malloc(n);
+            auto_group = tool_hold(malloc(n), free);
             if (!auto_group)
                 tool_die(EXIT_SYSTEM, "out of memory");
             snprintf(auto_group, n, "%s%s", letor_path, ext[i]);
             if (access(auto_group, F_OK) == 0)
                 group_file = auto_group;
             else {
-                free(auto_group);
+                tool_release(auto_group);
                 auto_group = NULL;
             }
         }
@@ -411,7 +452,8 @@ int main(int argc, char **argv)
     nk_print = nk;
     ks_print = ks;
     metric_print = qs_metric_name(o.metric);
-    qs_eval *ev = qs_eval_new(&o, &err);
+    conv_print = &o.conv;
+    qs_eval *ev = tool_hold(qs_eval_new(&o, &err), release_eval);
     if (!ev) {
         if (err.code == QS_ERR_ARG)
             usage_die("%s", err.msg);
@@ -426,8 +468,11 @@ int main(int argc, char **argv)
     if (ann_path) {
         tool_reader A;
         tool_reader_open(&A, ann_path);
+        tool_progress_total(A.size);
         where = A.name;
         while (tool_reader_line(&A, &line, &len)) {
+            if ((A.line & 1023) == 0)
+                tool_progress_count((unsigned long long)A.line, A.bytes_in);
             if (len == 0 || (len == 1 && line[0] == '\r'))
                 continue; /* an empty line carries no document and shifts nothing */
             if (qs_eval_parse_annotated(line, len, column, &doc, &err) != 0)
@@ -442,14 +487,18 @@ int main(int argc, char **argv)
             if (rc > 0)
                 came_back(&A, &doc);
         }
+        tool_progress_count((unsigned long long)A.line, A.bytes_in);
         tool_reader_close(&A);
     } else {
         tool_reader L, S;
         tool_reader_open(&L, letor_path);
         tool_reader_open(&S, score_path);
+        tool_progress_total(L.size);
         where = L.name;
         size_t ndocs = 0;
         while (tool_reader_line(&L, &line, &len)) {
+            if ((L.line & 1023) == 0)
+                tool_progress_count((unsigned long long)L.line, L.bytes_in);
             int is_doc;
             if (qs_eval_parse_letor(line, len, &doc, &is_doc, &err) != 0)
                 die_at(&L, &err);
@@ -479,11 +528,13 @@ int main(int argc, char **argv)
             if (!blank(line, len))
                 tool_die(EXIT_DATA, "%s:%ld: more scores than documents (%s has %zu)", S.name,
                          S.line, L.name, ndocs);
+        tool_progress_count((unsigned long long)L.line, L.bytes_in);
         tool_reader_close(&L);
         tool_reader_close(&S);
     }
+    tool_progress_done();
     groups_end(&G, where, ndocs_all);
-    free(auto_group);
+    tool_release(auto_group);
     if (!G.on && with_qid == 0 && ndocs_all > ONE_QUERY_WARN)
         tool_warn("%s: %llu documents without qid: and no group file: they are evaluated as one "
                   "query (give --group-file FILE, or put the group sizes in %s.query)",
@@ -500,7 +551,7 @@ int main(int argc, char **argv)
         print_value(mean[j]);
     putchar('\n');
     tool_close_stdout();
-    qs_eval_free(ev);
-    free(ks);
+    tool_release(ev);
+    tool_release(ks);
     return EXIT_OK;
 }

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 
 static void usage(FILE *f)
@@ -37,7 +38,10 @@ static void usage(FILE *f)
             "  --features N           f32: values per row (1..67108864)\n"
             "  --absent zero|missing  what an absent feature means (default: the source\n"
             "                         library's: LightGBM, QuickRank zero; XGBoost missing)\n"
-            "  --transform            apply the objective's output function (sigmoid, softmax...)\n"
+            "  --transform [NAME]     apply the objective's output function (sigmoid,\n"
+            "                         softmax...); NAME picks another one exact for the model:\n"
+            "                         none (raw), or for CatBoost sigmoid or exp (its\n"
+            "                         Probability, Exponent); others are refused (exit 3)\n"
             "  --annotate             write `label<TAB>qid<TAB>score` lines (for qs-eval)\n"
             "  --trees N              score the first N iterations only (N trees per class:\n"
             "                         LightGBM's num_iteration, XGBoost's iteration_range\n"
@@ -83,6 +87,10 @@ static void usage(FILE *f)
             "                         chunks grow to hold one); other back ends ignore it\n"
             "  --device N             the accelerator device back ends use (its ordinal,\n"
             "                         default 0); other back ends ignore it\n"
+            "  --progress             show progress on standard error (documents, MB, rate)\n"
+            "  --no-progress          do not (default: shown when standard error is a\n"
+            "                         terminal and standard output is not); SIGUSR1 prints\n"
+            "                         one progress line whatever the mode\n"
             "  -o, --output FILE      write to FILE, which appears only when complete\n"
             "  -h, --help             this help\n"
             "  --list-backends        one line per back end, tab-separated: name, available\n"
@@ -230,6 +238,7 @@ typedef struct load_ctx {
     qs_backend backend;
     int device;                 /* --device */
     int transform;
+    const char *transform_name; /* --transform NAME (NULL: the model's own) */
     unsigned nrep;              /* scorers: one per NUMA node, or forced */
     int by_node;
     int input;
@@ -263,7 +272,10 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
                                              tree_block, delta, &err);
         if (!s)
             tool_die_err(mpath, &err);
+        c->rep[r] = s; /* freed by any exit from now on (release_replicas) */
         if (c->iterations && qs_scorer_truncate(s, c->iterations, &err) != 0)
+            tool_die_err(mpath, &err);
+        if (c->transform_name && qs_scorer_set_transform(s, c->transform_name, &err) != 0)
             tool_die_err(mpath, &err);
         if (doc_block != QS_KEEP && qs_scorer_relayout(s, QS_KEEP, doc_block, QS_KEEP, &err) != 0)
             tool_die_err(NULL, &err);
@@ -274,7 +286,6 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
             tool_die_err(NULL, &err);
         if (qs_scorer_prepare(s, c->backend, &err) != 0)
             tool_die_err(mpath, &err);
-        c->rep[r] = s;
         if (r) {
             numa_enter(-1);
             continue;
@@ -284,7 +295,7 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
             tool_die(EXIT_UNSUPPORTED, "%s: the model's output transform cannot be reproduced "
                                        "exactly; score without --transform", mpath);
     }
-    free(c->mbuf);
+    tool_release(c->mbuf);
     c->mbuf = NULL;
 
     const qs_model_info *info = &c->info;
@@ -310,12 +321,32 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
     job->replica_by_node = c->by_node;
 }
 
+static int is_transform_name(const char *s)
+{
+    static const char *const names[] = { "none", "sigmoid", "softmax", "exp", "ova-sigmoid",
+                                         "hinge", "argmax", "signed-square" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(s, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* The scorers load_model made (tool_hold: freed on every exit). */
+static void release_replicas(void *ctx)
+{
+    load_ctx *c = ctx;
+    for (unsigned r = 0; c->rep && r < c->nrep; r++)
+        qs_scorer_free(c->rep[r]);
+    free(c->rep);
+    c->rep = NULL;
+}
+
 int main(int argc, char **argv)
 {
     tool_init(argv[0]);
     static const struct option opts[] = {
         { "absent", required_argument, 0, 'a' },
-        { "transform", no_argument, 0, 't' },
+        { "transform", optional_argument, 0, 't' },
         { "annotate", no_argument, 0, 'n' },
         { "strict-features", no_argument, 0, 'S' },
         { "backend", required_argument, 0, 'b' },
@@ -343,6 +374,8 @@ int main(int argc, char **argv)
         { "gpu-batch", required_argument, 0, 'B' },
         { "device", required_argument, 0, 'U' },
         { "lightgbm-dense", no_argument, 0, 'Z' },
+        { "progress", no_argument, 0, 'p' },
+        { "no-progress", no_argument, 0, 'X' },
         { 0, 0, 0, 0 },
     };
     qs_absent absent = QS_ABSENT_DEFAULT;
@@ -355,12 +388,14 @@ int main(int argc, char **argv)
     const char *outpath = NULL, *bname = getenv("QS_BACKEND");
     const char *threads_arg = getenv("QS_THREADS"), *numa_arg = "auto";
     uint32_t tree_block = QS_KEEP, doc_block = QS_KEEP, delta = QS_KEEP;
-    int order = -1, ignore_tuning = 0;
+    int order = -1, ignore_tuning = 0, progress = TOOL_PROGRESS_AUTO;
+    const char *transform_name = NULL;
     uint32_t order_s = 0, order_d = 0;
     uint32_t gpu_batch = PIPE_GPU_BATCH;
     int device = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "o:hVv", opts, NULL)) != -1) {
+    opterr = 0; /* our own one-line messages (tool_bad_option) */
+    while ((c = getopt_long(argc, argv, ":o:hVv", opts, NULL)) != -1) {
         switch (c) {
         case 'a':
             if (strcmp(optarg, "zero") == 0)
@@ -370,7 +405,17 @@ int main(int argc, char **argv)
             else
                 tool_die(EXIT_USAGE, "bad --absent '%s' (expected zero or missing)", optarg);
             break;
-        case 't': transform = 1; break;
+        case 't':
+            /* --transform, --transform=NAME, or --transform NAME when NAME
+             * is a transform's name and more arguments follow */
+            transform = 1;
+            transform_name = optarg;
+            if (!optarg && optind + 1 < argc && is_transform_name(argv[optind]))
+                transform_name = argv[optind++];
+            if (transform_name && !is_transform_name(transform_name))
+                tool_die(EXIT_USAGE, "bad --transform '%s' (expected none, sigmoid, softmax, exp, "
+                                     "ova-sigmoid, hinge, argmax or signed-square)", transform_name);
+            break;
         case 'n': annotate = 1; break;
         case 'S': strict_features = 1; break;
         case 'b': bname = optarg; break;
@@ -435,7 +480,9 @@ int main(int argc, char **argv)
             device = (int)v;
             break;
         }
-        default: usage(stderr); return EXIT_USAGE;
+        case 'p': progress = TOOL_PROGRESS_ON; break;
+        case 'X': progress = TOOL_PROGRESS_OFF; break;
+        default: tool_bad_option(c, argv);
         }
     }
     if ((order_s || order_d) && order < 0)
@@ -458,11 +505,11 @@ int main(int argc, char **argv)
         if (backend == QS_BACKEND_UNKNOWN)
             tool_die(EXIT_USAGE, "unknown back end '%s' (see qs-score --list-backends)", bname);
     }
-    if (argc - optind < 1 || argc - optind > 2) {
-        tool_warn(argc - optind < 1 ? "missing MODEL.qsm" : "too many arguments");
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    if (argc - optind < 1)
+        tool_die(EXIT_USAGE, "missing MODEL.qsm (qs-score MODEL.qsm [DOCS|-])");
+    if (argc - optind > 2)
+        tool_die(EXIT_USAGE, "too many arguments: one model and at most one documents file "
+                             "(for several, concatenate them: cat A B | qs-score MODEL.qsm)");
     const int dsv = input == PIPE_CSV || input == PIPE_TSV;
     if (!dsv && (header || label_col || qid_col))
         tool_die(EXIT_USAGE, "--%s needs --input csv or tsv",
@@ -520,9 +567,20 @@ int main(int argc, char **argv)
     if (cb && *cb)
         chunk_bytes = parse_u32(cb, "QS_CHUNK_BYTES", 1, 1u << 30);
 
+    /* From here on SIGUSR1 prints a progress line (and on a terminal one is
+     * redrawn as the documents are scored). */
+    tool_progress_start(progress, "documents");
+    /* Documents typed at a terminal are almost never what was meant. */
+    if (strcmp(dpath, "-") == 0 && isatty(STDIN_FILENO))
+        tool_die(EXIT_USAGE, "refusing to read documents from a terminal: give DOCS, or pipe "
+                             "them in (qs-score %s DOCS, or ... | qs-score %s)", mpath, mpath);
     size_t mlen;
-    char *mbuf = tool_read_all(mpath, &mlen);
-    const char *kind = tool_is_qsm(mbuf, mlen) ? NULL : tool_model_kind(mbuf, mlen);
+    char *mbuf = tool_hold(tool_read_all(mpath, &mlen), free);
+    const int is_qsm = tool_is_qsm(mbuf, mlen);
+    if (!is_qsm && strcmp(dpath, "-") != 0 && tool_file_is_qsm(dpath))
+        tool_die(EXIT_USAGE, "%s is not a model but %s is: the model comes first (qs-score %s %s)",
+                 mpath, dpath, dpath, mpath);
+    const char *kind = is_qsm ? NULL : tool_model_kind(mbuf, mlen);
     if (kind && qs_detect_format(mbuf, mlen) == QS_FMT_CANONICAL)
         tool_die(EXIT_DATA, "%s: this is %s, not a .qsm: compile it first "
                             "(qs-compile -o MODEL.qsm %s)", mpath, kind, mpath);
@@ -534,7 +592,8 @@ int main(int argc, char **argv)
     /* A tuning record (qs-blocktune) fills in what the command line leaves
      * open, when it was measured on a machine like this one. */
     qs_tuning tune;
-    int tuned = ignore_tuning ? 0 : qs_qsm_get_tuning((const unsigned char *)mbuf, mlen, &tune, &err);
+    /* (not a .qsm: the load below says what is wrong with it) */
+    int tuned = ignore_tuning || !is_qsm ? 0 : qs_qsm_get_tuning((const unsigned char *)mbuf, mlen, &tune, &err);
     if (tuned < 0) {
         tool_warn("%s: the tuning record is unreadable (%s): using the stored defaults", mpath,
                   err.msg);
@@ -592,11 +651,12 @@ int main(int argc, char **argv)
         .mbuf = mbuf, .mlen = mlen, .mpath = mpath, .dname = dname,
         .tree_block = tree_block, .doc_block = doc_block, .delta = delta,
         .iterations = iterations, .order = order, .order_s = order_s, .order_d = order_d,
-        .backend = backend, .device = device, .transform = transform, .nrep = nrep,
-        .by_node = by_node,
+        .backend = backend, .device = device, .transform = transform,
+        .transform_name = transform_name, .nrep = nrep, .by_node = by_node,
         .input = input, .f32_features = f32_features, .strict_features = strict_features,
         .lightgbm_dense = lightgbm_dense,
     };
+    tool_hold(&lc, release_replicas);
     /* With threads, LETOR text is read and parsed while the model loads
      * (QS_PARSE_AHEAD=0 turns that off; =wait, for tests, loads only once
      * the reading ahead has stopped): the documents need only the model's
@@ -639,14 +699,17 @@ int main(int argc, char **argv)
     tool_out_open(&out, outpath, 0);
     /* Plain or zstd-compressed text, streamed. */
     FILE *in = tool_open_input(dpath, &dname);
+    tool_progress_total(tool_input_size(in));
+    if (tool_input_is_qsm(in) && input != PIPE_F32)
+        tool_die(EXIT_DATA, "%s: this is a compiled .qsm model, not documents (qs-score MODEL.qsm "
+                            "DOCS)", dname);
     setvbuf(out.fp, NULL, _IOFBF, 1 << 20);
     job.in = in;
     job.out = &out;
     pipe_run(&job);
     fclose(in);
+    tool_progress_done();
     tool_out_commit(&out);
-    for (unsigned r = 0; r < lc.nrep; r++)
-        qs_scorer_free(lc.rep[r]);
-    free(lc.rep);
+    tool_release(&lc);
     return EXIT_OK;
 }

@@ -724,6 +724,28 @@ static int features_from_data(const pipe_job *job)
     return job->info->source == QS_SRC_LIGHTGBM || job->info->source == QS_SRC_XGBOOST;
 }
 
+/* A LETOR line that fails as CSV or TSV would: say which --input reads it. */
+static void letor_hint(qs_error *e)
+{
+    const char *hint = NULL;
+    const char *q = strchr(e->msg, '\'');
+    const char *q2 = q ? strchr(q + 1, '\'') : NULL;
+    if (!q2)
+        return;
+    int comma = memchr(q, ',', (size_t)(q2 - q)) != NULL;
+    if (strncmp(e->msg, "bad label ", 10) == 0 && comma)
+        hint = "comma-separated values? (--input csv; --header when the first row names the "
+               "columns)";
+    else if (strncmp(e->msg, "bad label ", 10) == 0 && e->line == 1)
+        hint = "a header row? (--input csv or tsv with --header)";
+    else if (strncmp(e->msg, "bad feature token ", 18) == 0 && !memchr(q, ':', (size_t)(q2 - q)))
+        hint = "columns without INDEX:? (--input tsv or csv)";
+    if (hint) {
+        size_t k = strlen(e->msg);
+        snprintf(e->msg + k, sizeof e->msg - k, "; %s", hint);
+    }
+}
+
 /* Write chunk c, the next in input order; a failed chunk ends the process
  * after its output. */
 static void emit(writer *wr, const chunk *c)
@@ -738,6 +760,7 @@ static void emit(writer *wr, const chunk *c)
         wr->extra_warned = 1;
     }
     tool_out_write(job->out, c->out, c->out_len);
+    tool_progress_add(c->out, c->out_len, c->in_len);
     if (c->oom)
         tool_die(EXIT_SYSTEM, "%s: out of memory (reading or scoring near line %ld)", job->dname,
                  wr->lines + c->lines + 1);
@@ -748,6 +771,8 @@ static void emit(writer *wr, const chunk *c)
             size_t k = strlen(e.msg);
             snprintf(e.msg + k, sizeof e.msg - k, "; a header row? (--header)");
         }
+        if (job->input == PIPE_LETOR)
+            letor_hint(&e);
         tool_die_err(job->dname, &e);
     }
     if (c->bad_line < 0)
@@ -859,12 +884,29 @@ static void chunk_release(chunk *c)
  * read and parse ahead meanwhile).  Once it is loaded at most 3 per thread
  * are in flight again, always in the lowest free slots, and the extra
  * slots' buffers are freed as they are written. */
+typedef struct ring_held {
+    chunk *ring;
+    unsigned *at;
+    unsigned n;
+} ring_held;
+
+static void ring_release(void *p)
+{
+    ring_held *h = p;
+    for (unsigned i = 0; h->ring && i < h->n; i++)
+        chunk_release(&h->ring[i]);
+    free(h->ring);
+    free(h->at);
+}
+
 static void run_threads(pipe_job *job, reader *rd, writer *wr)
 {
     const unsigned T = job->threads, live = 3 * T;
     const unsigned R = live + (job->load ? PIPE_AHEAD_SLOTS : 0);
     chunk *ring = calloc(R, sizeof *ring);
     unsigned *at = calloc(R, sizeof *at); /* at[seq % R]: the slot of chunk seq */
+    ring_held held = { ring, at, R }; /* freed by any exit (tool_hold) */
+    tool_hold(&held, ring_release);
     if (!ring || !at)
         tool_die(EXIT_SYSTEM, "out of memory (%u chunks in flight)", R);
     uint64_t next_read = 0, next_write = 0; /* atomic */
@@ -1009,10 +1051,7 @@ static void run_threads(pipe_job *job, reader *rd, writer *wr)
     }
     if (setup_failed)
         tool_die_err(NULL, &setup_err);
-    for (unsigned i = 0; i < R; i++)
-        chunk_release(&ring[i]);
-    free(ring);
-    free(at);
+    tool_release(&held);
 }
 #endif
 
@@ -1171,6 +1210,12 @@ static long dsv_setup(pipe_job *job, reader *r)
     return lines;
 }
 
+/* Release functions for tool_hold: what pipe_run holds is freed on every
+ * exit, error paths included. */
+static void reader_release(void *p) { free(((reader *)p)->carry); }
+static void worker_release(void *p) { worker_free(p); }
+static void chunk_held_release(void *p) { chunk_release(p); }
+
 void pipe_run(const pipe_job *job_in)
 {
     pipe_job local = *job_in;
@@ -1185,6 +1230,7 @@ void pipe_run(const pipe_job *job_in)
     }
     reader rd = { .f = job->in, .chunk_bytes = job->chunk_bytes, .left = -1,
                   .threads = job->threads };
+    tool_hold(&rd, reader_release); /* (so is every buffer below: tool_hold) */
     writer wr = { job, 0, 0, 0 };
     if (job->input == PIPE_CSV || job->input == PIPE_TSV) {
         wr.lines = dsv_setup(&local, &rd);
@@ -1217,24 +1263,27 @@ void pipe_run(const pipe_job *job_in)
             rd.ramp = ahead || job->gpu_batch ? 0 : PIPE_FIRST_CHUNK;
         }
         run_threads(&local, &rd, &wr);
-        free(rd.carry);
+        tool_release(&rd);
         return;
     }
 #endif
     worker wk;
     qs_error e;
     qs_error_clear(&e);
-    if (worker_init(&wk, job, job->replicas[0], &e) != 0)
+    if (worker_init(&wk, job, job->replicas[0], &e) != 0) {
+        worker_free(&wk);
         tool_die_err(NULL, &e);
+    }
+    tool_hold(&wk, worker_release);
     chunk c;
     memset(&c, 0, sizeof c);
+    tool_hold(&c, chunk_held_release);
     while (read_chunk(&rd, &c)) {
         if (chunk_usable(&c))
             process(&wk, &c);
         emit(&wr, &c);
     }
-    worker_free(&wk);
-    free(c.in);
-    free(c.out);
-    free(rd.carry);
+    tool_release(&c);
+    tool_release(&wk);
+    tool_release(&rd);
 }
