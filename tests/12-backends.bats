@@ -107,6 +107,6 @@ cpu_lacks() {
     echo "$output" | grep -q '^struct	yes	baseline[,	]'
     echo "$output" | grep -q '^oblivious	yes	baseline,oblivious-only[,	]'
     echo "$output" | grep -q '^walk-batch	yes	threads,batch	'
-    echo "$output" | grep -q '^cuda-emu	yes	batch	'
-    echo "$output" | grep -q '^cuda	[^	]*	device,batch	'
+    echo "$output" | grep -q '^cuda-emu	yes	batch,threads	'
+    echo "$output" | grep -q '^cuda	[^	]*	device,batch,threads	'
 }

@@ -219,16 +219,19 @@ oracles() {
     for v in 0 -1 abc 7x "" 16777217 99999999999999999999; do
         run --separate-stderr qs-score --backend walk-batch --gpu-batch "$v" "$q" "$FIX/lgb-l8/docs.letor"
         [ "$status" = 2 ] || { echo "--gpu-batch '$v': exit $status"; return 1; }
-        [ "$stderr" = "qs-score: bad --gpu-batch '$v' (expected 1..16777216)" ] || { echo "$stderr"; return 1; }
+        [ "$stderr" = "qs-score: bad --gpu-batch '$v' (expected 1..16777216)
+Try 'qs-score --help' for more information." ] || { echo "$stderr"; return 1; }
         [ -z "$output" ]
     done
     run --separate-stderr qs-score --device -1 "$q" "$FIX/lgb-l8/docs.letor"
     [ "$status" = 2 ]
-    [ "$stderr" = "qs-score: bad --device -1: an accelerator is named by its ordinal, 0 or more" ]
+    [ "$stderr" = "qs-score: bad --device -1: an accelerator is named by its ordinal, 0 or more
+Try 'qs-score --help' for more information." ]
     for v in abc 1.5 "" 99999999999; do
         run --separate-stderr qs-score --device "$v" "$q" "$FIX/lgb-l8/docs.letor"
         [ "$status" = 2 ] || { echo "--device '$v': exit $status"; return 1; }
-        [ "$stderr" = "qs-score: bad --device '$v' (expected a device ordinal, 0 or more)" ] || { echo "$stderr"; return 1; }
+        [ "$stderr" = "qs-score: bad --device '$v' (expected a device ordinal, 0 or more)
+Try 'qs-score --help' for more information." ] || { echo "$stderr"; return 1; }
     done
     # a device ordinal is accepted by every back end (those without a
     # device ignore it), and --gpu-batch by those that take no batches

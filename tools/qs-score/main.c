@@ -324,7 +324,8 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
 static int is_transform_name(const char *s)
 {
     static const char *const names[] = { "none", "sigmoid", "softmax", "exp", "ova-sigmoid",
-                                         "hinge", "argmax", "signed-square" };
+                                         "hinge", "argmax", "signed-square", "fmath-exp",
+                                         "fmath-softmax" };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(s, names[i]) == 0)
             return 1;
