@@ -177,8 +177,12 @@ static int cu_prepare_ops(const qs_cu_ops *ops, const qs_scorer *s, void **state
             return rc;
         }
     }
-    /* The host copy of the tables is no longer needed by the device back
-     * end; the emulator reads the device copy too. */
+    /* The host copy of the tables is not needed any more (the emulator too
+     * reads the device's copy), nor the layout it was built from. */
+    free(c->im.blob);
+    c->im.blob = NULL;
+    qs_layout_free(c->im.L);
+    c->im.L = NULL;
     *state = c;
     return 0;
 }
