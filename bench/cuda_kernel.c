@@ -65,36 +65,18 @@ int main(int argc, char **argv)
     }
     if (!ops)
         die("cuda", "built without CUDA (use --emu)");
-    size_t mlen, dlen;
-    unsigned char *img = slurp(argv[i], &mlen), *text = slurp(argv[i + 1], &dlen);
-    if (!img || !text)
-        die("read", "cannot read the model or the documents");
+    size_t mlen;
+    unsigned char *img = slurp(argv[i], &mlen);
+    if (!img)
+        die("read", "cannot read the model");
     qs_error err;
     qs_scorer *s = qs_scorer_load_threads(img, mlen, 4, &err);
     if (!s)
         die("load", err.msg);
     const qs_model *m = s->m;
     const uint32_t nf = m->num_features ? m->num_features : 1, K = m->num_classes;
-    qs_row_format f;
-    qs_scorer_get_row_format(s, QS_ABSENT_DEFAULT, &f);
-    size_t lines = 1;
-    for (size_t k = 0; k < dlen; k++)
-        lines += text[k] == '\n';
-    double *rows = malloc(sizeof(double) * lines * nf);
-    if (!rows)
-        die("documents", "out of memory");
-    uint64_t nrows = 0;
-    const char *p = (const char *)text, *end = p + dlen;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        qs_letor_line lm;
-        int is_doc;
-        if (qs_letor_parse_row(&f, rows + nrows * nf, p, l, &lm, &is_doc, &err) != 0)
-            die("documents", err.msg);
-        nrows += is_doc != 0;
-        p = nl ? nl + 1 : end;
-    }
+    uint64_t nrows;
+    double *rows = slurp_rows(s, argv[i + 1], nf, &nrows);
     if (nrows == 0)
         die("documents", "none");
     const uint64_t n = want_n ? want_n : nrows;

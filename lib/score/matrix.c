@@ -5,7 +5,6 @@
  * qs_score_rows. */
 #include "score/score.h"
 
-#include <math.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -33,38 +32,22 @@ int qs_score_rows(const qs_scorer *s, qs_workspace *w, qs_backend b, uint32_t n,
     return score_pointed(s, w, b, n, out, err);
 }
 
-/* A matrix row as the back ends read it: the row itself, or, for rows read
- * as a dense matrix (r->zero_band: LightGBM, whose dense readers drop the
- * zero band) holding a value there other than +0.0, a copy in slot sl with
- * those values +0.0 (the slot is refilled at its next reset). */
-static const double *dense_row(const qs_model *m, int zero_band, qs_slot *sl, const double *row)
-{
-    const uint32_t nf = m->num_features;
-    uint32_t f = 0;
-    if (!zero_band)
-        return row;
-    while (f < nf && (qs_zero_band(row[f]) == row[f] && !(row[f] == 0 && signbit(row[f]))))
-        f++;
-    if (f == nf)
-        return row;
-    memcpy(sl->x, row, sizeof *row * nf);
-    for (; f < nf; f++)
-        sl->x[f] = qs_zero_band(sl->x[f]);
-    sl->all_dirty = 1;
-    return sl->x;
-}
-
 /* Score rows [begin, end) of r with workspace w, a batch of its slots at
- * a time; the slots point straight at the rows (or at dense_row's
- * copies). */
+ * a time; the slots point straight at the rows, or, where a row read as a
+ * dense matrix changes (qs_rows_read), at a copy in the slot's own vector
+ * (refilled at its next reset). */
 static int score_share(const qs_scorer *s, qs_workspace *w, qs_backend b, const qs_rows *r,
                        size_t begin, size_t end, double *out, qs_error *err)
 {
     const uint32_t K = s->m->num_classes;
     for (size_t d = begin; d < end;) {
         uint32_t n = (uint32_t)(end - d < w->nslots ? end - d : w->nslots);
-        for (uint32_t j = 0; j < n; j++)
-            w->xs[j] = dense_row(s->m, r->zero_band, &w->slot[j], qs_rows_at(r, d + j));
+        for (uint32_t j = 0; j < n; j++) {
+            qs_slot *sl = &w->slot[j];
+            w->xs[j] = qs_rows_read(r, d + j, s->m->num_features, sl->x);
+            if (w->xs[j] == sl->x)
+                sl->all_dirty = 1;
+        }
         if (score_pointed(s, w, b, n, out + d * K, err) != 0)
             return -1;
         d += n;
@@ -140,8 +123,11 @@ int qs_backend_score_rows(const qs_scorer *s, qs_backend b, const qs_rows *r, do
 #endif
 }
 
-int qs_score_matrix(const qs_scorer *s, qs_backend b, const double *x, size_t ndocs,
-                    size_t stride, double *out, unsigned threads, qs_error *err)
+/* qs_score_matrix and qs_score_matrix_as_read: the rows read as a dense
+ * matrix (zero_band: LightGBM's rule) or as they are. */
+static int score_matrix(const qs_scorer *s, qs_backend b, const double *x, size_t ndocs,
+                        size_t stride, double *out, unsigned threads, int zero_band,
+                        qs_error *err)
 {
     if (stride < s->m->num_features)
         return qs_fail(err, QS_ERR_ARG, 0, "row stride %zu is less than the model's %u features",
@@ -150,20 +136,19 @@ int qs_score_matrix(const qs_scorer *s, qs_backend b, const double *x, size_t nd
         return qs_fail(err, QS_ERR_ARG, 0,
                        "back end '%s' was not prepared for this scorer (qs_scorer_prepare)",
                        qs_backend_name(b));
-    const qs_rows r = { x, stride, NULL, ndocs, qs_model_dense_zero_band(s->m) };
+    const qs_rows r = { x, stride, NULL, ndocs, zero_band };
     return qs_backend_score_rows(s, b, &r, out, threads, err);
+}
+
+int qs_score_matrix(const qs_scorer *s, qs_backend b, const double *x, size_t ndocs,
+                    size_t stride, double *out, unsigned threads, qs_error *err)
+{
+    return score_matrix(s, b, x, ndocs, stride, out, threads, qs_model_dense_zero_band(s->m),
+                        err);
 }
 
 int qs_score_matrix_as_read(const qs_scorer *s, qs_backend b, const double *x, size_t ndocs,
                             size_t stride, double *out, unsigned threads, qs_error *err)
 {
-    if (stride < s->m->num_features)
-        return qs_fail(err, QS_ERR_ARG, 0, "row stride %zu is less than the model's %u features",
-                       stride, s->m->num_features);
-    if (!qs_scorer_prepared(s, b))
-        return qs_fail(err, QS_ERR_ARG, 0,
-                       "back end '%s' was not prepared for this scorer (qs_scorer_prepare)",
-                       qs_backend_name(b));
-    const qs_rows r = { x, stride, NULL, ndocs, 0 };
-    return qs_backend_score_rows(s, b, &r, out, threads, err);
+    return score_matrix(s, b, x, ndocs, stride, out, threads, 0, err);
 }

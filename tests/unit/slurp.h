@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The file's bytes (one more allocated), or NULL. */
 static inline unsigned char *slurp(const char *path, size_t *len)
@@ -50,6 +51,49 @@ static inline qs_scorer *load_model_docs(int argc, char **argv, const char *name
         exit(2);
     }
     return s;
+}
+
+/* The documents of the LETOR file at path as dense rows of nf values
+ * (nf >= the model's features), read as qs_letor_parse_row reads them for
+ * s's model; *n of them.  On any failure a message and exit 2. */
+static inline double *slurp_rows(const qs_scorer *s, const char *path, uint32_t nf, uint64_t *n)
+{
+    size_t len;
+    unsigned char *buf = slurp(path, &len);
+    if (!buf) {
+        fprintf(stderr, "cannot read %s\n", path);
+        exit(2);
+    }
+    qs_row_format f;
+    qs_scorer_get_row_format(s, QS_ABSENT_DEFAULT, &f);
+    size_t lines = 1;
+    for (size_t i = 0; i < len; i++)
+        lines += buf[i] == '\n';
+    double *x = malloc(sizeof(double) * lines * nf);
+    if (!x) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    uint64_t k = 0;
+    const char *p = (const char *)buf, *end = p + len;
+    long line = 0;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        qs_letor_line lm;
+        int is_doc;
+        qs_error err;
+        line++;
+        if (qs_letor_parse_row(&f, x + k * nf, p, l, &lm, &is_doc, &err) != 0) {
+            fprintf(stderr, "%s:%ld: %s\n", path, line, err.msg);
+            exit(2);
+        }
+        k += is_doc != 0;
+        p = nl ? nl + 1 : end;
+    }
+    free(buf);
+    *n = k;
+    return x;
 }
 
 #endif

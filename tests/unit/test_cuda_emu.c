@@ -116,46 +116,6 @@ static double *edge_docs(const qs_scorer *s, uint32_t n, uint32_t nf)
     return x;
 }
 
-static double *read_docs(const qs_scorer *s, const char *path, uint32_t nf, uint32_t *n)
-{
-    size_t len;
-    unsigned char *buf = slurp(path, &len);
-    if (!buf) {
-        fprintf(stderr, "cannot read %s\n", path);
-        exit(2);
-    }
-    qs_row_format f;
-    qs_scorer_get_row_format(s, QS_ABSENT_DEFAULT, &f);
-    size_t lines = 1;
-    for (size_t i = 0; i < len; i++)
-        lines += buf[i] == '\n';
-    double *x = malloc(sizeof(double) * lines * nf);
-    if (!x) {
-        fprintf(stderr, "out of memory\n");
-        exit(2);
-    }
-    uint32_t k = 0;
-    const char *p = (const char *)buf, *end = p + len;
-    long line = 0;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        qs_letor_line lm;
-        int is_doc;
-        qs_error err;
-        line++;
-        if (qs_letor_parse_row(&f, x + (size_t)k * nf, p, l, &lm, &is_doc, &err) != 0) {
-            fprintf(stderr, "%s:%ld: %s\n", path, line, err.msg);
-            exit(2);
-        }
-        k += is_doc != 0;
-        p = nl ? nl + 1 : end;
-    }
-    free(buf);
-    *n = k;
-    return x;
-}
-
 /* Emulate the kernel for x[0 .. n) with geometry p and shuffle seed;
  * returns the number of documents whose scores differ from want. */
 static long emulate(const qs_scorer *s, const qs_cu_params *p, const double *x, uint32_t n,
@@ -249,7 +209,9 @@ int main(int argc, char **argv)
         if (set == 0) {
             if (argc < 3 || strcmp(argv[2], "-") == 0)
                 continue;
-            x = read_docs(s, argv[2], nf, &n);
+            uint64_t rows;
+            x = slurp_rows(s, argv[2], nf, &rows);
+            n = (uint32_t)rows;
             what = "docs";
         } else {
             n = nedge;

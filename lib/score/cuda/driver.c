@@ -93,20 +93,6 @@ static void cu_release(void *state)
     free(c);
 }
 
-static int env_small(const char *name, unsigned lo, unsigned hi, unsigned *out, qs_error *err)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return 0;
-    char *end;
-    unsigned long x = strtoul(v, &end, 10);
-    if (*end || v[0] == '-' || x < lo || x > hi)
-        return qs_fail(err, QS_ERR_ARG, 0, "%s='%s': expected a whole number in %u..%u", name, v,
-                       lo, hi);
-    *out = (unsigned)x;
-    return 0;
-}
-
 static int cu_prepare_ops(const qs_cu_ops *ops, const qs_scorer *s, void **state, qs_error *err)
 {
     char msg[256];
@@ -126,9 +112,10 @@ static int cu_prepare_ops(const qs_cu_ops *ops, const qs_scorer *s, void **state
                        ops == &qs_cu_emu_ops ? "cuda-emu" : "cuda", s->device, msg);
     }
     qs_cu_params p = { 0 };
-    unsigned streams = 2, sub = QS_CU_DEFAULT_SUB;
-    if (qs_cu_params_env(&p, err) != 0 || env_small("QS_CUDA_STREAMS", 1, QS_CU_MAX_LANES, &streams, err) ||
-        env_small("QS_CUDA_SUB", 1, 1u << 24, &sub, err)) {
+    uint32_t streams = 2, sub = QS_CU_DEFAULT_SUB;
+    if (qs_cu_params_env(&p, err) != 0 ||
+        qs_cu_env_u32("QS_CUDA_STREAMS", 1, QS_CU_MAX_LANES, &streams, err) ||
+        qs_cu_env_u32("QS_CUDA_SUB", 1, 1u << 24, &sub, err)) {
         cu_release(c);
         return -1;
     }

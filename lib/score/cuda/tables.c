@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-static int env_u32(const char *name, uint32_t lo, uint32_t hi, uint32_t *out, qs_error *err)
+int qs_cu_env_u32(const char *name, uint32_t lo, uint32_t hi, uint32_t *out, qs_error *err)
 {
     const char *v = getenv(name);
     if (!v || !*v)
@@ -21,10 +21,10 @@ static int env_u32(const char *name, uint32_t lo, uint32_t hi, uint32_t *out, qs
 
 int qs_cu_params_env(qs_cu_params *p, qs_error *err)
 {
-    if (env_u32("QS_CUDA_DB", 1, QS_CU_MAX_DB, &p->db, err) ||
-        env_u32("QS_CUDA_THREADS", QS_CU_WARP, QS_CU_MAX_THREADS, &p->threads, err) ||
-        env_u32("QS_CUDA_TAU", 1, UINT32_MAX - 1, &p->tau, err) ||
-        env_u32("QS_CUDA_SHARED", 1024, 227u << 10, &p->shared, err))
+    if (qs_cu_env_u32("QS_CUDA_DB", 1, QS_CU_MAX_DB, &p->db, err) ||
+        qs_cu_env_u32("QS_CUDA_THREADS", QS_CU_WARP, QS_CU_MAX_THREADS, &p->threads, err) ||
+        qs_cu_env_u32("QS_CUDA_TAU", 1, UINT32_MAX - 1, &p->tau, err) ||
+        qs_cu_env_u32("QS_CUDA_SHARED", 1024, 227u << 10, &p->shared, err))
         return -1;
     if (p->threads % QS_CU_WARP)
         return qs_fail(err, QS_ERR_ARG, 0, "QS_CUDA_THREADS=%u: expected a multiple of %u",

@@ -26,6 +26,10 @@ typedef struct qs_cu_params {
     uint32_t shared;      /* leaf-vector bytes per thread-block (0: default) */
 } qs_cu_params;
 
+/* The environment variable `name`, when set, as a whole number in lo..hi
+ * into *out (left alone when unset); 0, or -1 with err (QS_ERR_ARG). */
+int qs_cu_env_u32(const char *name, uint32_t lo, uint32_t hi, uint32_t *out, qs_error *err);
+
 /* Read the QS_CUDA_* overrides into p (fields left 0 where unset); 0, or
  * -1 with err (QS_ERR_ARG) for a malformed value. */
 int qs_cu_params_env(qs_cu_params *p, qs_error *err);
