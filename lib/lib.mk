@@ -27,7 +27,7 @@ LIB_GEN_USERS :=
 endif
 
 # layout: the QuickScorer layout and the .qsm container
-LIB_SRC += lib/layout/layout.c lib/layout/qsm.c
+LIB_SRC += lib/layout/layout.c lib/layout/cattab.c lib/layout/qsm.c
 
 # score: scorer, workspaces, transforms, the back-end registry and back ends,
 # the threaded matrix driver
@@ -36,7 +36,7 @@ LIB_SRC += lib/score/scorer.c lib/score/workspace.c lib/score/transform.c \
            lib/score/matrix.c lib/score/dense.c lib/score/info.c lib/score/blocking.c
 
 # score/x86: vQS (AVX2, AVX-512), picked at run time
-LIB_SRC += lib/score/x86/vqs.c
+LIB_SRC += lib/score/x86/vqs.c lib/score/x86/vqs_cat.c
 
 # score/cuda: GPU-QS (the driver, the device tables, the emulator; the
 # kernels in kernels.cu are built by nvcc when found: Makefile, LIB_CU)

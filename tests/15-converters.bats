@@ -249,6 +249,27 @@ score_fixture() { # score_fixture MODEL DOCS WANT [qs-score options]: every back
     SCORE_COMPARE=values conform "$B/bigcat.txt.zst" "$B/docs.letor" "$B/bigcat.pred.txt"
 }
 
+@test "lightgbm: categorical tables (every width, >63 classes, a 70,002-row domain) against LightGBM 4.7" {
+    # A synthetic model with 1,394 categorical splits in runs of 10 trees of
+    # <=8, <=16, <=32, <=64 and >64 leaves; documents with NaN, negatives,
+    # -0, fractions, huge and infinite categories in the same batches as
+    # plain ones (fixtures/lightgbm-cats/make.py).  Every back end, in one
+    # block, in blocks of 10 (each width its own block) and of 7, batches of
+    # 64, 5 and 1 (the byte lookups, the per-lane table rows, the nodes).
+    B="$BATS_TEST_DIRNAME/fixtures/lightgbm-cats"
+    conform "$B/model.txt.zst" "$B/docs.letor" "$B/model.pred.txt"
+    local key q
+    key=$(printf '%s' "$B/model.txt.zst" | cksum | cut -d' ' -f1)
+    for q in "$BATS_FILE_TMPDIR/$key.qsm" "$BATS_FILE_TMPDIR/$key.qsm.alt"; do
+        for tb in 10 7; do
+            for db in 64 5 1; do
+                score_all "$q" "$B/docs.letor" "$B/model.pred.txt" --tree-block "$tb" --doc-block "$db" ||
+                    { echo "($q, --tree-block $tb --doc-block $db)"; return 1; }
+            done
+        done
+    done
+}
+
 @test "canonical text round-trips: convert(text) == text" {
     for f in lgb-l8/model.txt.zst lgb-multiclass/model.txt.zst qr-oblivious/model.xml.zst xgb-agaricus/model.json.zst; do
         qs-convert "$FIX/$f" > "$BATS_TEST_TMPDIR/a.txt"

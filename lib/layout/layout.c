@@ -20,6 +20,13 @@ void qs_layout_free(qs_layout *L)
     free(L->leaves);
     free(L->leaf_node);
     free(L->leaf_id);
+    free(L->block_catfeat);
+    free(L->catfeats);
+    free(L->cat_order);
+    free(L->cat_row);
+    free(L->cat_cls);
+    free(L->cat_etree);
+    free(L->cat_emask);
     free(L);
 }
 
@@ -836,7 +843,11 @@ qs_layout *qs_layout_build_mt(const qs_model *m, uint32_t delta, uint32_t tree_b
         L->cats = o->cats;
         memset(o, 0, sizeof *o);
         free(outs);
+        outs = NULL;
         free(ti);
+        ti = NULL;
+        if (qs_layout_cattab(L, m) != 0)
+            goto nomem;
         return L;
     }
     L->groups = malloc((ng ? ng : 1) * sizeof *L->groups);
@@ -875,7 +886,11 @@ qs_layout *qs_layout_build_mt(const qs_model *m, uint32_t delta, uint32_t tree_b
     for (int k = 0; k < nb; k++)
         block_out_free(&outs[k]);
     free(outs);
+    outs = NULL;
     free(ti);
+    ti = NULL;
+    if (qs_layout_cattab(L, m) != 0)
+        goto nomem;
     return L;
 nomem:
     qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
@@ -1043,6 +1058,18 @@ int qs_layout_verify(qs_layout *L, const qs_model *m, unsigned threads, qs_error
         L->leaf_node = R->leaf_node;
         L->leaf_id = R->leaf_id;
         R->leaf_node = R->leaf_id = NULL;
+        /* and so do the categorical tables (the same blocks and nodes) */
+#define TAKE(f) do { free(L->f); L->f = R->f; R->f = NULL; } while (0)
+        TAKE(block_catfeat);
+        TAKE(catfeats);
+        TAKE(cat_order);
+        TAKE(cat_row);
+        TAKE(cat_cls);
+        TAKE(cat_etree);
+        TAKE(cat_emask);
+#undef TAKE
+        L->ncatfeats = R->ncatfeats;
+        L->ncatent = R->ncatent;
     }
     qs_layout_free(R);
     if (!same)

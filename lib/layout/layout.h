@@ -39,6 +39,25 @@ typedef struct qs_catnode {
     uint64_t mask;             /* AND mask (width <= 64) or leaf range lo<<32|hi */
 } qs_catnode;
 
+/* A narrow QS block's categorical nodes on one feature, as a table (derived
+ * from the trees when a layout is built or verified, never stored): a value
+ * x >= 0 takes row trunc(x), or row R when x >= R (every node of the
+ * feature then goes its not-a-member way); a row is one of the feature's
+ * classes, the distinct lists, per tree, of the AND of the masks of the
+ * nodes a value makes false, so a document pays one AND per tree instead of
+ * one test per node.  NaN and negative values, and every value where table
+ * is 0 (a domain too large to tabulate), take the nodes one by one:
+ * L->cats[L->cat_order[node_begin .. node_end)]. */
+typedef struct qs_catfeat {
+    uint32_t feature;
+    uint32_t table;            /* 1: what follows is valid */
+    uint32_t rows;             /* R: values' rows 0 .. R */
+    uint32_t nclass;           /* distinct rows */
+    uint32_t node_begin, node_end;
+    uint64_t cls_off;          /* into cat_cls: R + 1 class numbers */
+    uint64_t row_off;          /* into cat_row: nclass (begin, end) pairs */
+} qs_catfeat;
+
 typedef struct qs_block {
     uint32_t kind;             /* enum qs_block_kind */
     uint32_t width;            /* 8/16/32/64 bits per tree; 0 = multi-word */
@@ -81,6 +100,18 @@ typedef struct qs_layout {
      * library's number for it (qs_model_leaf_ids). */
     uint32_t *leaf_node;
     uint32_t *leaf_id;
+    /* Derived as well: the categorical tables (qs_catfeat) of the narrow
+     * QS blocks; block b's are catfeats[block_catfeat[b] .. [b + 1]).
+     * Other blocks (multi-word, QS-Ω) have none and test their nodes. */
+    uint32_t *block_catfeat;   /* nblocks + 1 */
+    uint32_t ncatfeats;
+    qs_catfeat *catfeats;
+    uint32_t *cat_order;       /* ncat: catnode indices grouped by feature */
+    uint32_t *cat_cls;         /* per feature: value row -> class */
+    uint32_t *cat_row;         /* per class: (begin, end) into cat_etree/cat_emask */
+    uint32_t *cat_etree;       /* block-local tree */
+    uint64_t *cat_emask;       /* AND mask */
+    uint64_t ncatent;
 } qs_layout;
 
 /* Build the layout of a validated model. */
@@ -98,6 +129,53 @@ int qs_layout_check(const qs_layout *L, const qs_model *m, qs_error *err);
  * refused, so every back end scores a loaded model alike. */
 int qs_layout_verify(qs_layout *L, const qs_model *m, unsigned threads, qs_error *err);
 void qs_layout_free(qs_layout *L);
+/* Build L's categorical tables (above) from the model; 0, or -1 when out of
+ * memory.  qs_layout_build and qs_layout_verify call it. */
+int qs_layout_cattab(qs_layout *L, const qs_model *m);
+
+/* The row of value x in F's table: 1 with its entries [*b, *e), or 0 when
+ * x takes the nodes one by one. */
+static inline int qs_catfeat_row(const qs_layout *L, const qs_catfeat *F, double x, uint32_t *b,
+                                 uint32_t *e)
+{
+    if (!F->table || !(x >= 0.0))
+        return 0;
+    const uint32_t r = x < (double)F->rows ? (uint32_t)x : F->rows;
+    const uint32_t *p = L->cat_row + F->row_off + 2 * (uint64_t)L->cat_cls[F->cls_off + r];
+    *b = p[0];
+    *e = p[1];
+    return 1;
+}
+
+/* One categorical feature F of a narrow QS block for one document (feature
+ * values xv): APPLY(tree, mask) for every tree whose leaf vector must be
+ * ANDed with mask: F's table row, or F's nodes one by one. */
+#define QS_CATFEAT_FOR_DOC(L, m, F, xv, APPLY)                                                 \
+    do {                                                                                       \
+        const double qs_x_ = (xv)[(F)->feature];                                               \
+        uint32_t qs_b_, qs_e_;                                                                 \
+        if (qs_catfeat_row((L), (F), qs_x_, &qs_b_, &qs_e_)) {                                 \
+            for (; qs_b_ < qs_e_; qs_b_++)                                                     \
+                APPLY((L)->cat_etree[qs_b_], (L)->cat_emask[qs_b_]);                           \
+        } else {                                                                               \
+            for (uint32_t qs_k_ = (F)->node_begin; qs_k_ < (F)->node_end; qs_k_++) {           \
+                const qs_catnode *qs_C_ = &(L)->cats[(L)->cat_order[qs_k_]];                   \
+                if (qs_node_goes_left((m), &(m)->nodes[qs_C_->node], qs_x_) ==                 \
+                    !!(qs_C_->tree & QS_CAT_REVERSED))                                         \
+                    APPLY(qs_C_->tree & ~QS_CAT_REVERSED, qs_C_->mask);                        \
+            }                                                                                  \
+        }                                                                                      \
+    } while (0)
+
+/* All of a narrow QS block's categorical features for one document.  B must
+ * be one of L->blocks. */
+#define QS_CATS_FOR_DOC(L, m, B, xv, APPLY)                                                    \
+    do {                                                                                       \
+        const uint32_t qs_bi_ = (uint32_t)((B) - (L)->blocks);                                 \
+        for (uint32_t qs_f_ = (L)->block_catfeat[qs_bi_];                                      \
+             qs_f_ < (L)->block_catfeat[qs_bi_ + 1]; qs_f_++)                                  \
+            QS_CATFEAT_FOR_DOC(L, m, &(L)->catfeats[qs_f_], xv, APPLY);                        \
+    } while (0)
 
 /* A group's value rule for feature value *x: returns 1 when the value takes
  * the group's special-value list (NaN under QS_RULE_NAN; the zero band,

@@ -80,6 +80,9 @@ static inline int single_double(const qs_scorer *s)
  * bit is OR-ed in before taking the lowest set bit: for a valid layout the
  * exit leaf's bit is always set and no higher than that, so it changes
  * nothing, and a corrupt layout can never index past the tree's leaves. */
+/* A categorical table entry or false node on a narrow vector v. */
+#define QS_NARROW_AND_(t, mask) (v[(t)] &= (__typeof__(v[0]))(mask))
+
 #define DEFINE_QS_NARROW(NAME, T, CTZ)                                                    \
     static void NAME(const qs_scorer *s, const qs_block *B, void *vec, const double *x,  \
                      double *acc, float *accf)                                           \
@@ -98,12 +101,7 @@ static inline int single_double(const qs_scorer *s)
             for (; b < e; b++)                                                            \
                 v[L->etree[b]] &= (T)L->emask[b];                                         \
         }                                                                                 \
-        for (uint32_t c = B->cat_begin; c < B->cat_end; c++) {                            \
-            const qs_catnode *C = &L->cats[c];                                            \
-            const qs_node *n = &m->nodes[C->node];                                        \
-            if (qs_node_goes_left(m, n, x[n->feature]) == !!(C->tree & QS_CAT_REVERSED))  \
-                v[C->tree & ~QS_CAT_REVERSED] &= (T)C->mask;                              \
-        }                                                                                 \
+        QS_CATS_FOR_DOC(L, m, B, x, QS_NARROW_AND_);                                      \
         const uint32_t *nl = L->nleaves + B->tree_begin;                                 \
         const uint64_t *off = L->leaf_off + B->tree_begin;                                \
         if (single_double(s)) {                                                           \

@@ -396,6 +396,16 @@ void qs_vqs_plan_free(qs_vqs_plan *P)
     free(P->om_sp);
     free(P->om_uoff);
     free(P->om_u);
+    free(P->cv_nq);
+    free(P->cv_toff);
+    free(P->cv_tree);
+    free(P->cv_boff);
+    free(P->cv_tab);
+    P->cv_nq = NULL;
+    P->cv_toff = NULL;
+    P->cv_tree = NULL;
+    P->cv_boff = NULL;
+    P->cv_tab = NULL;
     P->om_uoff = NULL;
     P->om_u = NULL;
     free(P->om_level);
@@ -420,17 +430,17 @@ void qs_vqs_plan_free(qs_vqs_plan *P)
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
-/* Categorical nodes, lane by lane (no order to scan). */
+/* Categorical nodes, lane by lane (no order to scan): the narrow block's
+ * tables (layout.h, QS_CATS_FOR_DOC). */
 static void lanes_categorical(const qs_model *m, const qs_layout *L, const qs_block *B,
                               uint64_t *v, const double *const *xs, unsigned lanes)
 {
-    for (uint32_t c = B->cat_begin; c < B->cat_end; c++) {
-        const qs_catnode *C = &L->cats[c];
-        const qs_node *n = &m->nodes[C->node];
-        uint64_t *row = v + (uint64_t)(C->tree & ~QS_CAT_REVERSED) * lanes;
-        for (unsigned l = 0; l < lanes; l++)
-            if (qs_node_goes_left(m, n, xs[l][n->feature]) == !!(C->tree & QS_CAT_REVERSED))
-                row[l] &= C->mask;
+    if (B->cat_begin == B->cat_end)
+        return;
+    for (unsigned l = 0; l < lanes; l++) {
+#define LANE_AND_(t, mask) (v[(uint64_t)(t) * lanes + l] &= (mask))
+        QS_CATS_FOR_DOC(L, m, B, xs[l], LANE_AND_);
+#undef LANE_AND_
     }
 }
 
@@ -719,9 +729,18 @@ bp_scratch(const qs_vqs_plan *P, const qs_layout *L, const qs_block *B, uint8_t 
  * Inlined: a call from the kernels costs their vector registers (~8% on
  * MQ2008 1,000 x 64). */
 static inline __attribute__((always_inline)) void
-bp_categorical(const qs_model *m, const qs_layout *L, const qs_block *B, uint8_t *v,
-                           size_t row, uint32_t planes, const double *const *xs)
+bp_categorical(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P, const qs_block *B,
+               uint8_t *v, size_t row, uint32_t planes, const double *const *xs, int avx512)
 {
+    if (B->cat_begin == B->cat_end)
+        return;
+    if (B->width) { /* narrow: the tables (vqs_cat.c) */
+        if (avx512)
+            qs_vqs_cat_bp512(m, L, P, B, v, row, planes, xs);
+        else
+            qs_vqs_cat_bp256(m, L, P, B, v, row, planes, xs);
+        return;
+    }
     for (uint32_t c = B->cat_begin; c < B->cat_end; c++) {
         const qs_catnode *C = &L->cats[c];
         const qs_node *n = &m->nodes[C->node];
@@ -730,8 +749,7 @@ bp_categorical(const qs_model *m, const qs_layout *L, const qs_block *B, uint8_t
         for (unsigned l = 0; l < BP_LANES; l++)
             if (qs_node_goes_left(m, n, xs[l][n->feature]) == !!(C->tree & QS_CAT_REVERSED))
                 for (uint32_t j = 0; j < planes; j++)
-                    r[(size_t)j * 64 + l] &= B->width ? (uint8_t)(C->mask >> (8 * j))
-                                                      : range_byte(lo, hi, j);
+                    r[(size_t)j * 64 + l] &= range_byte(lo, hi, j);
     }
 }
 
@@ -857,7 +875,7 @@ T512 static void block512bp(const qs_model *m, const qs_layout *L, const qs_vqs_
             cur = next;
         }
     }
-    bp_categorical(m, L, B, v, row, planes, xs);
+    bp_categorical(m, L, P, B, v, row, planes, xs, 1);
     /* Exit leaves, per document: QS, the lowest set bit over the planes,
      * the tree's last leaf forced on (as the scalar kernels do), as its
      * plane (b1) and its bit there (b0); QS-Ω, the index's high (b1) and
@@ -1306,7 +1324,7 @@ T256 static void block256bp(const qs_model *m, const qs_layout *L, const qs_vqs_
             cur = next;
         }
     }
-    bp_categorical(m, L, B, v, row, planes, xs);
+    bp_categorical(m, L, P, B, v, row, planes, xs, 0);
     /* Exit leaves as the AVX-512 kernel finds them, 32 lanes at a time;
      * sums 4 documents at a time, class-major. */
     const uint32_t *nl = L->nleaves + B->tree_begin;
@@ -1664,7 +1682,7 @@ static int vqs_prepare(const qs_backend_def *d, const qs_scorer *s, void **state
         return 0;
     qs_vqs_plan *P = calloc(1, sizeof *P);
     if (!P || qs_vqs_plan_build(s->L, P, s->build_threads) != 0 || vqs_leaves_float(s, P) != 0 ||
-        qs_vqs_omega_ranks(s->m, s->L, P) != 0) {
+        qs_vqs_omega_ranks(s->m, s->L, P) != 0 || qs_vqs_cat_build(s->L, P) != 0) {
         if (P)
             qs_vqs_plan_free(P);
         free(P);

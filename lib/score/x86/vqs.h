@@ -109,6 +109,19 @@ typedef struct qs_vqs_plan {
     uint32_t *om_level;
     uint16_t *om_bits;
     uint8_t *om_depth;
+    /* Categorical features as byte lookups (the byte-plane kernels, narrow
+     * QS blocks; vqs_cat.c): for layout catfeat f with cv_nq[f] > 0, the
+     * trees its table touches, cv_tree[cv_toff[f] .. cv_toff[f + 1]), and
+     * per tree and plane j a table of cv_nq[f] * 16 bytes at cv_tab +
+     * cv_boff[f] + (k * planes + j) * cv_nq[f] * 16: byte c + 1 is byte j
+     * of class c's AND mask for the tree, byte 0 is 0xFF (the lanes whose
+     * values take the nodes one by one).  cv_nq[f] 0: the feature goes
+     * lane by lane through its table rows. */
+    uint8_t *cv_nq;
+    uint64_t *cv_toff;
+    uint32_t *cv_tree;
+    uint64_t *cv_boff;
+    uint8_t *cv_tab;
 } qs_vqs_plan;
 
 /* 0, or -1 when out of memory. */
@@ -117,6 +130,17 @@ int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P, unsigned threads);
  * (none is not an error); 0, or -1 when out of memory. */
 int qs_vqs_omega_ranks(const qs_model *m, const qs_layout *L, qs_vqs_plan *P);
 void qs_vqs_plan_free(qs_vqs_plan *P);
+/* The byte lookups of the categorical tables (above); 0, or -1 when out of
+ * memory (none, for a feature too large to hold, is not an error). */
+int qs_vqs_cat_build(const qs_layout *L, qs_vqs_plan *P);
+/* A narrow block's categorical features on 64 documents' byte planes v
+ * (row: bytes per tree, planes per tree), with AVX-512 or AVX2. */
+void qs_vqs_cat_bp512(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
+                      const qs_block *B, uint8_t *v, size_t row, uint32_t planes,
+                      const double *const *xs);
+void qs_vqs_cat_bp256(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
+                      const qs_block *B, uint8_t *v, size_t row, uint32_t planes,
+                      const double *const *xs);
 
 /* Bytes of scratch per tree of a block that the kernels need (AVX-512
  * byte planes: 8 planes x 64 documents per 64 leaves, 2 planes for QS-Ω;

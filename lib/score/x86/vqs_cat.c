@@ -1,0 +1,266 @@
+/* vqs_cat.c: categorical features on the byte-plane kernels' 64 documents.
+ *
+ * The layout's tables (layout/cattab.c) map a value to a class: a list of
+ * (tree, AND mask).  Here each class becomes one byte of a lookup per tree
+ * and plane, so the 64 documents' classes, found once per feature, fetch
+ * their mask bytes with byte shuffles (vpshufb, 16 entries per shuffle; up
+ * to 4 shuffles for 63 classes), and one AND per plane applies them to all
+ * 64 documents at once.  Class numbers are shifted by one: entry 0 is 0xFF
+ * (nothing), for the documents whose value (NaN, negative) the table does
+ * not stand for; those take the feature's nodes afterwards, one by one.  An
+ * AND is order-free, so the leaf vectors are those of the nodes one by one,
+ * bit for bit. */
+#include "score/x86/vqs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CV_MAX_BYTES (64u << 20) /* all lookups of a plan */
+
+int qs_vqs_cat_build(const qs_layout *L, qs_vqs_plan *P)
+{
+    P->cv_nq = NULL;
+    if (!L->ncatfeats)
+        return 0;
+    const uint32_t nf = L->ncatfeats;
+    uint64_t maxtrees = 0;
+    for (uint32_t b = 0; b < L->nblocks; b++)
+        if (L->blocks[b].tree_end - L->blocks[b].tree_begin > maxtrees)
+            maxtrees = L->blocks[b].tree_end - L->blocks[b].tree_begin;
+    P->cv_nq = calloc(nf, 1);
+    P->cv_toff = calloc((size_t)nf + 1, sizeof *P->cv_toff);
+    P->cv_boff = calloc((size_t)nf + 1, sizeof *P->cv_boff);
+    int32_t *pos = malloc(maxtrees * sizeof *pos);
+    if (!P->cv_nq || !P->cv_toff || !P->cv_boff || !pos)
+        goto nomem;
+    for (uint64_t t = 0; t < maxtrees; t++)
+        pos[t] = -1;
+
+    /* Sizes: each feature's trees (the union over its classes). */
+    uint64_t ntree = 0, nbytes = 0;
+    for (uint32_t b = 0; b < L->nblocks; b++) {
+        const qs_block *B = &L->blocks[b];
+        const uint32_t planes = qs_vqs_planes(B);
+        for (uint32_t f = L->block_catfeat[b]; f < L->block_catfeat[b + 1]; f++) {
+            const qs_catfeat *F = &L->catfeats[f];
+            P->cv_toff[f] = ntree;
+            P->cv_boff[f] = nbytes;
+            if (!F->table || !planes || F->nclass + 1 > 64)
+                continue;
+            uint64_t nt = 0;
+            for (uint32_t c = 0; c < F->nclass; c++) {
+                const uint32_t *r = L->cat_row + F->row_off + 2 * (uint64_t)c;
+                for (uint32_t i = r[0]; i < r[1]; i++)
+                    if (pos[L->cat_etree[i]] < 0) {
+                        pos[L->cat_etree[i]] = 0;
+                        nt++;
+                    }
+            }
+            for (uint32_t c = 0; c < F->nclass; c++) {
+                const uint32_t *r = L->cat_row + F->row_off + 2 * (uint64_t)c;
+                for (uint32_t i = r[0]; i < r[1]; i++)
+                    pos[L->cat_etree[i]] = -1;
+            }
+            const uint32_t nq = (F->nclass + 1 + 15) / 16;
+            const uint64_t bytes = nt * planes * nq * 16u;
+            if (nbytes + bytes > CV_MAX_BYTES)
+                continue; /* lane by lane */
+            P->cv_nq[f] = (uint8_t)nq;
+            ntree += nt;
+            nbytes += bytes;
+        }
+    }
+    P->cv_toff[nf] = ntree;
+    P->cv_boff[nf] = nbytes;
+    P->cv_tree = malloc((ntree ? ntree : 1) * sizeof *P->cv_tree);
+    P->cv_tab = aligned_alloc(64, ((nbytes + 63) / 64 + 1) * 64);
+    if (!P->cv_tree || !P->cv_tab)
+        goto nomem;
+    memset(P->cv_tab, 0xFF, nbytes);
+
+    for (uint32_t b = 0; b < L->nblocks; b++) {
+        const qs_block *B = &L->blocks[b];
+        const uint32_t planes = qs_vqs_planes(B);
+        for (uint32_t f = L->block_catfeat[b]; f < L->block_catfeat[b + 1]; f++) {
+            const qs_catfeat *F = &L->catfeats[f];
+            const uint32_t nq = P->cv_nq[f];
+            if (!nq)
+                continue;
+            uint32_t *tr = P->cv_tree + P->cv_toff[f];
+            uint32_t nt = 0;
+            /* the trees in ascending order (a mark, then a sweep) */
+            for (uint32_t c = 0; c < F->nclass; c++) {
+                const uint32_t *r = L->cat_row + F->row_off + 2 * (uint64_t)c;
+                for (uint32_t i = r[0]; i < r[1]; i++)
+                    pos[L->cat_etree[i]] = 0;
+            }
+            for (uint64_t t = 0; t < B->tree_end - B->tree_begin; t++)
+                if (pos[t] == 0) {
+                    pos[t] = (int32_t)nt;
+                    tr[nt++] = (uint32_t)t;
+                }
+            const size_t tab = (size_t)nq * 16;
+            uint8_t *base = P->cv_tab + P->cv_boff[f];
+            for (uint32_t c = 0; c < F->nclass; c++) {
+                const uint32_t *r = L->cat_row + F->row_off + 2 * (uint64_t)c;
+                for (uint32_t i = r[0]; i < r[1]; i++) {
+                    const uint32_t k = (uint32_t)pos[L->cat_etree[i]];
+                    const uint64_t mk = L->cat_emask[i];
+                    for (uint32_t j = 0; j < planes; j++)
+                        base[((size_t)k * planes + j) * tab + c + 1] = (uint8_t)(mk >> (8 * j));
+                }
+            }
+            for (uint32_t k = 0; k < nt; k++)
+                pos[tr[k]] = -1;
+        }
+    }
+    free(pos);
+    return 0;
+nomem:
+    free(pos);
+    free(P->cv_nq);
+    free(P->cv_toff);
+    free(P->cv_boff);
+    free(P->cv_tree);
+    free(P->cv_tab);
+    P->cv_nq = NULL;
+    P->cv_toff = P->cv_boff = NULL;
+    P->cv_tree = NULL;
+    P->cv_tab = NULL;
+    return -1;
+}
+
+/* The 64 documents' shuffle indices for feature F: per quarter q of the
+ * lookup, byte l is (class + 1) - 16q where that falls in 0 .. 15, else
+ * 0x80 (vpshufb then gives 0, and the quarters are ORed); *fb gets the
+ * documents that take the nodes. */
+static inline uint32_t lane_classes(const qs_layout *L, const qs_catfeat *F, uint32_t nq,
+                                    const double *const *xs, uint8_t idx[4][64], uint64_t *fb)
+{
+    uint64_t f = 0;
+    for (unsigned l = 0; l < 64; l++) {
+        const double x = xs[l][F->feature];
+        uint32_t c = 0;
+        if (x >= 0.0) {
+            const uint32_t r = x < (double)F->rows ? (uint32_t)x : F->rows;
+            c = L->cat_cls[F->cls_off + r] + 1;
+        } else {
+            f |= 1ull << l;
+        }
+        for (uint32_t q = 0; q < nq; q++)
+            idx[q][l] = (c >> 4) == q ? (uint8_t)(c & 15) : 0x80;
+    }
+    *fb = f;
+    return nq;
+}
+
+/* The documents in fb, and every document of a feature without lookups:
+ * through the feature's table rows or nodes, a byte at a time. */
+static void lanes_rest(const qs_model *m, const qs_layout *L, const qs_catfeat *F, uint8_t *v,
+                       size_t row, uint32_t planes, const double *const *xs, uint64_t lanes)
+{
+    for (; lanes; lanes &= lanes - 1) {
+        const unsigned l = (unsigned)__builtin_ctzll(lanes);
+#define BP_AND_(t, mask)                                                                       \
+    do {                                                                                       \
+        uint8_t *r_ = v + (size_t)(t) * row + l;                                               \
+        const uint64_t mk_ = (mask);                                                           \
+        for (uint32_t j = 0; j < planes; j++)                                                  \
+            r_[(size_t)j * 64] &= (uint8_t)(mk_ >> (8 * j));                                   \
+    } while (0)
+        QS_CATFEAT_FOR_DOC(L, m, F, xs[l], BP_AND_);
+#undef BP_AND_
+    }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#define T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2")))
+#define T256 __attribute__((target("avx2")))
+
+T512 void qs_vqs_cat_bp512(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
+                           const qs_block *B, uint8_t *v, size_t row, uint32_t planes,
+                           const double *const *xs)
+{
+    const uint32_t bi = (uint32_t)(B - L->blocks);
+    for (uint32_t f = L->block_catfeat[bi]; f < L->block_catfeat[bi + 1]; f++) {
+        const qs_catfeat *F = &L->catfeats[f];
+        const uint32_t nq = P->cv_nq ? P->cv_nq[f] : 0;
+        if (!nq) {
+            lanes_rest(m, L, F, v, row, planes, xs, ~0ull);
+            continue;
+        }
+        uint8_t idx[4][64] __attribute__((aligned(64)));
+        uint64_t fb;
+        lane_classes(L, F, nq, xs, idx, &fb);
+        const __m512i i0 = _mm512_load_si512(idx[0]), i1 = _mm512_load_si512(idx[1]),
+                      i2 = _mm512_load_si512(idx[2]), i3 = _mm512_load_si512(idx[3]);
+        const uint32_t *tr = P->cv_tree + P->cv_toff[f];
+        const uint64_t nt = P->cv_toff[f + 1] - P->cv_toff[f];
+        const uint8_t *tab = P->cv_tab + P->cv_boff[f];
+        const size_t step = (size_t)nq * 16;
+        for (uint64_t k = 0; k < nt; k++) {
+            uint8_t *p = v + (size_t)tr[k] * row;
+            for (uint32_t j = 0; j < planes; j++, tab += step) {
+                __m512i g = _mm512_shuffle_epi8(
+                    _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)tab)), i0);
+                if (nq > 1)
+                    g = _mm512_or_si512(g, _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(tab + 16))), i1));
+                if (nq > 2)
+                    g = _mm512_or_si512(g, _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(tab + 32))), i2));
+                if (nq > 3)
+                    g = _mm512_or_si512(g, _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(tab + 48))), i3));
+                __m512i *q = (__m512i *)(void *)(p + (size_t)j * 64);
+                _mm512_store_si512(q, _mm512_and_si512(_mm512_load_si512(q), g));
+            }
+        }
+        if (fb)
+            lanes_rest(m, L, F, v, row, planes, xs, fb);
+    }
+}
+
+T256 void qs_vqs_cat_bp256(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
+                           const qs_block *B, uint8_t *v, size_t row, uint32_t planes,
+                           const double *const *xs)
+{
+    const uint32_t bi = (uint32_t)(B - L->blocks);
+    for (uint32_t f = L->block_catfeat[bi]; f < L->block_catfeat[bi + 1]; f++) {
+        const qs_catfeat *F = &L->catfeats[f];
+        const uint32_t nq = P->cv_nq ? P->cv_nq[f] : 0;
+        if (!nq) {
+            lanes_rest(m, L, F, v, row, planes, xs, ~0ull);
+            continue;
+        }
+        uint8_t idx[4][64] __attribute__((aligned(64)));
+        uint64_t fb;
+        lane_classes(L, F, nq, xs, idx, &fb);
+        __m256i ia[4], ib[4];
+        for (uint32_t q = 0; q < 4; q++) {
+            ia[q] = _mm256_load_si256((const __m256i *)(const void *)idx[q]);
+            ib[q] = _mm256_load_si256((const __m256i *)(const void *)(idx[q] + 32));
+        }
+        const uint32_t *tr = P->cv_tree + P->cv_toff[f];
+        const uint64_t nt = P->cv_toff[f + 1] - P->cv_toff[f];
+        const uint8_t *tab = P->cv_tab + P->cv_boff[f];
+        const size_t step = (size_t)nq * 16;
+        for (uint64_t k = 0; k < nt; k++) {
+            uint8_t *p = v + (size_t)tr[k] * row;
+            for (uint32_t j = 0; j < planes; j++, tab += step) {
+                __m256i t = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)tab));
+                __m256i ga = _mm256_shuffle_epi8(t, ia[0]), gb = _mm256_shuffle_epi8(t, ib[0]);
+                for (uint32_t q = 1; q < nq; q++) {
+                    t = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(tab + 16 * q)));
+                    ga = _mm256_or_si256(ga, _mm256_shuffle_epi8(t, ia[q]));
+                    gb = _mm256_or_si256(gb, _mm256_shuffle_epi8(t, ib[q]));
+                }
+                __m256i *qa = (__m256i *)(void *)(p + (size_t)j * 64), *qb = qa + 1;
+                _mm256_store_si256(qa, _mm256_and_si256(_mm256_load_si256(qa), ga));
+                _mm256_store_si256(qb, _mm256_and_si256(_mm256_load_si256(qb), gb));
+            }
+        }
+        if (fb)
+            lanes_rest(m, L, F, v, row, planes, xs, fb);
+    }
+}
+#endif
