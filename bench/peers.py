@@ -472,8 +472,9 @@ def build_onnx(model_path, fam, onnx_path):
 
 
 class Method:
-    def __init__(self, fam, peer, view):
+    def __init__(self, fam, peer, view, variant=None):
         self.fam, self.peer, self.view = fam, peer, view
+        self.variant = variant   # lleaves: (fblocksize, fcodemodel, finline)
         self.times, self.loads = [], []
         self.status = 'ok'
         self.agree = ''
@@ -482,7 +483,21 @@ class Method:
 
     @property
     def key(self):
-        return '%s/%s/%s' % (self.fam, self.peer, self.view)
+        return '%s/%s/%s%s' % (self.fam, self.peer, self.view, self.vtag)
+
+    @property
+    def vtag(self):
+        if not self.variant:
+            return ''
+        bs, cm, inl = self.variant
+        return '-bs%d-%s-%s' % (bs, cm, 'inline' if inl else 'noinline')
+
+    @property
+    def vlabel(self):
+        if not self.variant:
+            return ''
+        bs, cm, inl = self.variant
+        return ' (fblocksize %d, %s code model%s)' % (bs, cm, '' if inl else ', no inlining')
 
 
 def load_output(path):
@@ -599,6 +614,8 @@ def main():
     ap.add_argument('--families', default='xgb,lgb,cb', help='models: xgb,lgb,cb (default all)')
     ap.add_argument('--views', default='text,matrix', help='text,matrix (default both)')
     ap.add_argument('--qs-backend', default='auto', help="qs's back end in both views (auto)")
+    ap.add_argument('--lleaves-grid', default='34:large:inline,34:small:inline,10:large:inline,10:small:inline',
+                    help="lleaves compile settings, each its own row: FBLOCKSIZE:CODEMODEL:inline|noinline,...")
     ap.add_argument('--dir', default=os.environ.get('QS_BENCH_DIR') or '/tmp/qs-bench')
     ap.add_argument('--shared', default=os.environ.get('QS_SHARED_DATA'))
     ap.add_argument('--venv', help=argparse.SUPPRESS)
@@ -628,6 +645,15 @@ def main():
         if v not in ('text', 'matrix'):
             die("--views: unknown '%s' (text, matrix)" % v, EXIT_USAGE)
     want_peers = [p.strip() for p in a.peers.split(',')] if a.peers else list(PEERS)
+    lleaves_grid = []
+    for item in a.lleaves_grid.split(','):
+        try:
+            bs, cm, inl = item.strip().split(':')
+            if cm not in ('small', 'large', 'medium', 'kernel') or inl not in ('inline', 'noinline'):
+                raise ValueError
+            lleaves_grid.append((int(bs), cm, inl == 'inline'))
+        except ValueError:
+            die("--lleaves-grid: '%s' is not FBLOCKSIZE:CODEMODEL:inline|noinline" % item, 2)
     for p in want_peers:
         if p not in PEERS:
             die("--peers: unknown '%s' (%s)" % (p, ', '.join(PEERS)), EXIT_USAGE)
@@ -747,7 +773,8 @@ def main():
                 if fam not in fams_of:
                     continue
                 for view in views:
-                    m = Method(fam, peer, view)
+                  for variant in (lleaves_grid if peer == 'lleaves' else [None]):
+                    m = Method(fam, peer, view, variant)
                     methods.append(m)
                     if why.get(peer):
                         m.status = 'skipped: ' + why[peer]
@@ -769,7 +796,7 @@ def main():
             if m.status != 'ok':
                 continue
             fi = fam_info[m.fam]
-            tag = '%s.%s.%s' % (m.fam, m.peer, m.view)
+            tag = '%s.%s.%s%s' % (m.fam, m.peer, m.view, m.vtag)
             if m.peer == 'qs':
                 m.reader = 'own'
                 if m.view == 'matrix':
@@ -809,13 +836,15 @@ def main():
                         'out_text': os.path.join(wdir, tag + '.txt'),
                         'result': os.path.join(wdir, tag + '.json')}
                 if m.peer == 'lleaves':
-                    # lleaves' own tuning knobs (its documentation: the defaults are
-                    # already its fast configuration): cache blocks of 34 trees,
-                    # inlined functions, code for this host's CPU (its default
-                    # target), float64, raw scores compiled in.
-                    spec['options'] = {'raw_score': True, 'fblocksize': 34, 'finline': True,
-                                       'fcodemodel': 'large', 'use_fp64': True}
-                    spec['cache'] = os.path.join(fi['cache'], 'lleaves-bs34-inline-large.so')
+                    # lleaves' own tuning knobs (its documentation): trees per
+                    # cache block (fblocksize), the code model, inlining; code
+                    # for this host's CPU (its default target), float64, raw
+                    # scores compiled in.  Each setting of --lleaves-grid is
+                    # its own row, so the best is seen.
+                    bs, cm, inl = m.variant
+                    spec['options'] = {'raw_score': True, 'fblocksize': bs, 'finline': inl,
+                                       'fcodemodel': cm, 'use_fp64': True}
+                    spec['cache'] = os.path.join(fi['cache'], 'lleaves%s.so' % m.vtag)
                 elif m.peer == 'tl2cgen':
                     spec['cache'] = fi['tl2cgen_so']
                 elif m.peer == 'onnxruntime':
@@ -840,7 +869,7 @@ def main():
                 m.agree, exact = agreement(m.out, fi['ref'], fi['ref_dtype'])
             if m.status == 'ok':
                 log('%dx%d %s %s %s: median %.3f s; %s' % (trees, leaves, FAMILY_LABEL[m.fam],
-                                                           PEER_LABEL[m.peer], m.view,
+                                                           PEER_LABEL[m.peer] + m.vlabel, m.view,
                                                            statistics.median(m.times), m.agree))
         methods_by_size.append(((trees, leaves), ndocs, fam_info, methods))
         for fn in os.listdir(wdir):   # the matrices are large; keep the scores
@@ -870,6 +899,7 @@ def summarize(methods_by_size):
             rows.append({
                 'size': '%dx%d' % (trees, leaves), 'trees_nominal': trees, 'leaves': leaves,
                 'family': m.fam, 'trees': nt, 'docs': ndocs, 'method': m.peer, 'view': m.view,
+                'variant': m.vlabel,
                 'status': m.status, 'median_s': med,
                 'us_doc': med / ndocs * 1e6 if med else None,
                 'ns_doc_tree': med / ndocs / nt * 1e9 if med else None,
@@ -891,7 +921,7 @@ def report(methods_by_size, machine, vers, a, elapsed):
     for r in rows:
         label = '%s %s × %d (%s trees)' % (FAMILY_LABEL[r['family']], '{:,}'.format(r['trees_nominal']),
                                            r['leaves'], '{:,}'.format(r['trees']))
-        name = PEER_LABEL[r['method']]
+        name = PEER_LABEL[r['method']] + r.get('variant', '')
         if r['method'] == 'qs' and r['ran_as']:
             name += ' (%s)' % r['ran_as']
         view = r['view']
@@ -950,7 +980,8 @@ def report(methods_by_size, machine, vers, a, elapsed):
 
 def write_csv(path, methods_by_size):
     rows = summarize(methods_by_size)
-    fields = ['size', 'trees_nominal', 'leaves', 'family', 'trees', 'docs', 'method', 'view', 'status',
+    fields = ['size', 'trees_nominal', 'leaves', 'family', 'trees', 'docs', 'method', 'variant',
+              'view', 'status',
               'median_s', 'us_doc', 'ns_doc_tree', 'x_xgb_text', 'spread', 'load_s', 'agreement',
               'reader', 'ran_as']
     with open(path, 'w', newline='') as f:
