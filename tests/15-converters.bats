@@ -254,18 +254,17 @@ score_fixture() { # score_fixture MODEL DOCS WANT [qs-score options]: every back
     # <=8, <=16, <=32, <=64 and >64 leaves; documents with NaN, negatives,
     # -0, fractions, huge and infinite categories in the same batches as
     # plain ones (fixtures/lightgbm-cats/make.py).  Every back end, in one
-    # block, in blocks of 10 (each width its own block) and of 7, batches of
-    # 64, 5 and 1 (the byte lookups, the per-lane table rows, the nodes).
+    # block, in blocks of 10 (each width its own block) in batches of 64 and
+    # 5, and of 7 one document at a time (the byte lookups, the per-lane
+    # table rows, the nodes).
     B="$BATS_TEST_DIRNAME/fixtures/lightgbm-cats"
     conform "$B/model.txt.zst" "$B/docs.letor" "$B/model.pred.txt"
     local key q
     key=$(printf '%s' "$B/model.txt.zst" | cksum | cut -d' ' -f1)
     for q in "$BATS_FILE_TMPDIR/$key.qsm" "$BATS_FILE_TMPDIR/$key.qsm.alt"; do
-        for tb in 10 7; do
-            for db in 64 5 1; do
-                score_all "$q" "$B/docs.letor" "$B/model.pred.txt" --tree-block "$tb" --doc-block "$db" ||
-                    { echo "($q, --tree-block $tb --doc-block $db)"; return 1; }
-            done
+        for tb_db in 10:64 10:5 7:1; do
+            score_all "$q" "$B/docs.letor" "$B/model.pred.txt" --tree-block "${tb_db%:*}" \
+                --doc-block "${tb_db#*:}" || { echo "($q, --tree-block/--doc-block $tb_db)"; return 1; }
         done
     done
 }
