@@ -107,7 +107,11 @@ def fmt_scores(S, digits):
     S = np.asarray(S)
     if S.ndim == 1:
         S = S.reshape(-1, 1)
-    return "".join("\t".join("%.*g" % (digits, v) for v in row) + "\n" for row in S).encode()
+    def one(v):
+        if v != v:
+            return "-nan" if np.signbit(v) else "nan"   # as glibc's printf
+        return "%.*g" % (digits, v)
+    return "".join("\t".join(one(v) for v in row) + "\n" for row in S).encode()
 
 
 def digits_of(model):

@@ -41,6 +41,11 @@ def _csr_parts(X: Any):
         raise TypeError("sparse X must be a CSR matrix (X.tocsr()), not %s" % (fmt,))
     if X.ndim != 2:
         raise ValueError("X must be 2-D")
+    try:
+        # the structure first: SciPy's own routines below trust it
+        X.check_format(True)
+    except (ValueError, TypeError) as e:
+        raise ValueError("malformed CSR matrix: %s" % e) from None
     if not X.has_canonical_format:
         # duplicates summed, as SciPy means them; the caller's matrix is left alone
         X = X.copy()

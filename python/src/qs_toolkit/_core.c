@@ -1376,6 +1376,14 @@ static PyObject *flag_list(unsigned flags, int is_auto)
             }
             Py_DECREF(s);
         }
+    /* predict(threads=) runs every back end on several threads, as
+     * qs-score --threads does: "threads" for each, as --list-backends */
+    if (l && !(flags & QS_BACKEND_F_THREADS)) {
+        PyObject *s = PyUnicode_FromString("threads");
+        if (!s || PyList_Append(l, s))
+            Py_CLEAR(l);
+        Py_XDECREF(s);
+    }
     if (l && is_auto) {
         PyObject *s = PyUnicode_FromString("auto");
         if (!s || PyList_Append(l, s))
