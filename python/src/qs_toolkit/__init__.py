@@ -23,8 +23,9 @@ from . import _core
 from ._core import (DeviceError, Error, FormatError, LimitError, UnsupportedError,
                     LIBQS_VERSION)
 from . import eval  # noqa: F401  (qs_toolkit.eval.ndcg)
+from .scale import dask_predict, spark_predict
 
-__all__ = ["Model", "backends", "build_info", "eval", "format_score", "Error", "FormatError",
+__all__ = ["Model", "dask_predict", "spark_predict", "backends", "build_info", "eval", "format_score", "Error", "FormatError",
            "UnsupportedError", "LimitError", "DeviceError", "__version__"]
 
 __version__ = LIBQS_VERSION
