@@ -57,7 +57,10 @@ def test_spark_local_mode():
     pytest.importorskip("pyarrow", reason="pyarrow (needed by mapInPandas) is not installed")
     if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
         pytest.skip("no Java runtime for Spark")
+    import sys
     from pyspark.sql import SparkSession
+    # the workers run this interpreter (with its PYTHONPATH: qs_toolkit)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     m = qs.Model(os.path.join(FIX, "lgb-multiclass", "model.txt.zst"))
     X, pdf, cols = frame(m, n=5000)
     pdf.insert(0, "id", np.arange(len(pdf)))

@@ -78,8 +78,10 @@ def spark_predict(df, model, columns: Optional[Sequence[str]] = None, *, name: s
     kw.setdefault("threads", 1)
     columns = _columns(model, columns, df.columns)
     names = _names(model, kw, name)
-    bc = df.sparkSession.sparkContext.broadcast(model.to_qsm())
-    key = bc.id
+    import hashlib
+    image = model.to_qsm()
+    key = hashlib.sha256(image).hexdigest()   # the workers' cache key: the model itself
+    bc = df.sparkSession.sparkContext.broadcast(image)
 
     def score(batches):
         # the worker's own module (imported there), so the cache outlives the task
