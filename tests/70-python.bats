@@ -41,38 +41,54 @@ need_python() {
 # checkout gets no build folder), against the build bin/ runs
 build_binding() {
     [ -f "$QS_PY_SITE/.ok" ] && return 0
-    local b src="$BATS_FILE_TMPDIR/src"
-    b=$(build_dir) || { echo "cannot tell which build bin/ runs"; return 1; }
+    local b src="$BATS_FILE_TMPDIR/src" san=""
+    if [ -n "${SANITIZE:-}" ]; then
+        b="$QS_ROOT/build-san" san="$SANITIZE"
+        [ -f "$b/libqs.a" ] || { echo "no $b/libqs.a (make lib SANITIZE=$SANITIZE)"; return 1; }
+    else
+        b=$(build_dir) || { echo "cannot tell which build bin/ runs"; return 1; }
+    fi
     rm -rf "$src" "$QS_PY_SITE"
     cp -r "$QS_ROOT/python" "$src"
     rm -rf "$src/build" "$src"/src/*.egg-info
-    QS_SOURCE_DIR="$QS_ROOT" QS_BUILD_DIR="$b" PIP_NO_INDEX=1 \
+    QS_SOURCE_DIR="$QS_ROOT" QS_BUILD_DIR="$b" QS_SANITIZE="$san" PIP_NO_INDEX=1 \
         "$PY" -m pip install -v --no-build-isolation --no-deps --no-cache-dir \
         --target "$QS_PY_SITE" "$src" > "$BATS_FILE_TMPDIR/pip.log" 2>&1 ||
         { echo "pip install failed:"; tail -n 30 "$BATS_FILE_TMPDIR/pip.log"; return 1; }
     touch "$QS_PY_SITE/.ok"
 }
 
-# pytest ARGS...: the binding's tests, with the built package first
-pytest_run() {
-    local pre=() opts=()
+# py ARGS...: the interpreter with the built package first (and, in the
+# sanitizer pass, AddressSanitizer's runtime preloaded: it must come first)
+py() {
+    local pre=()
     if [ -n "${SANITIZE:-}" ]; then
         case ",$SANITIZE," in
         *,address,*) pre=(env LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
                           ASAN_OPTIONS="exitcode=86:detect_leaks=0") ;;
         esac
     fi
-    cd "$QS_ROOT/python/tests"
     PYTHONPATH="$QS_PY_SITE:$QS_ROOT/python/tests" PYTHONDONTWRITEBYTECODE=1 \
-        "${pre[@]}" "$PY" -m pytest -q -p no:cacheprovider -p no:logging -rs "$@"
+        "${pre[@]}" "$PY" "$@"
+}
+
+# pytest ARGS...: the binding's tests
+pytest_run() {
+    cd "$QS_ROOT/python/tests"
+    py -m pytest -q -p no:cacheprovider -p no:logging -rs "$@"
 }
 
 @test "python: pip install builds the binding from Debian's packages without the network" {
     need_python
     build_binding
-    run env PYTHONPATH="$QS_PY_SITE" "$PY" -c 'import qs_toolkit as qs; print(qs.__version__, qs.build_info()["auto"])'
+    run py -c 'import qs_toolkit as qs; print(qs.__version__, qs.build_info()["auto"])'
     assert_success
     assert_output --partial "$(sed -n 's/^#define QS_VERSION_STRING "\(.*\)"/\1/p' "$QS_ROOT/include/qs.h")"
+    if [ -n "${SANITIZE:-}" ]; then
+        # the sanitizer pass: the extension itself is instrumented
+        ldd "$QS_PY_SITE"/qs_toolkit/_core*.so | grep -q libasan ||
+            { echo "the extension is not built with AddressSanitizer"; return 1; }
+    fi
     # the extension was compiled here, without a compiler warning
     grep -q "src/qs_toolkit/_core.c" "$BATS_FILE_TMPDIR/pip.log" ||
         { echo "pip.log shows no compilation of _core.c"; return 1; }
