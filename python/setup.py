@@ -80,7 +80,8 @@ inc, objects, libs, link = library()
 san = os.environ.get("QS_SANITIZE") or (
     "address,undefined" if os.path.basename(os.environ.get("QS_BUILD_DIR", "").rstrip("/"))
     == "build-san" else "")
-cflags = ["-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-missing-field-initializers"]
+cflags = ["-std=c11", "-Wall", "-Wextra", "-Wshadow", "-Wstrict-prototypes", "-Wmissing-prototypes",
+          "-Wno-unused-parameter", "-Wno-missing-field-initializers"]
 if san:
     cflags += ["-fsanitize=" + san, "-fno-omit-frame-pointer"]
     link = ["-fsanitize=" + san] + link

@@ -49,6 +49,22 @@ def test_xgboost_predict(objective, extra, tmp_path):
     if objective != "rank:ndcg":
         out = booster.predict(dt)
         assert np.array_equal(m.predict(T, transform=True).astype(np.float32), out)
+    # float64 values just below each threshold t that round to t as float32:
+    # XGBoost reads them as t (x < t is false: right); compared as doubles
+    # they would go left
+    import json
+    trees = json.loads(booster.save_raw("json"))["learner"]["gradient_booster"]["model"]["trees"]
+    rows = []
+    for tr in trees:
+        for f, t, left in zip(tr["split_indices"], tr["split_conditions"], tr["left_children"]):
+            if left != -1:
+                r = np.array(T[len(rows) % len(T)], dtype=np.float64)
+                r[f] = np.nextafter(np.float64(np.float32(t)), -np.inf)
+                rows.append(r)
+    E = np.array(rows)
+    assert not np.array_equal(E, E.astype(np.float32).astype(np.float64))
+    assert np.array_equal(m.predict(E).astype(np.float32),
+                          booster.predict(xgb.DMatrix(E, nthread=1), output_margin=True))
     # iterations and leaves
     assert np.array_equal(m.predict(T, trees=7).astype(np.float32),
                           booster.predict(dt, output_margin=True, iteration_range=(0, 7)))

@@ -779,6 +779,7 @@ typedef struct csr_src {
     double fill;
     int round_float;
     uint32_t nf;
+    int64_t nnz;
 } csr_src;
 
 static inline int64_t ip_at(const csr_src *c, size_t i)
@@ -805,7 +806,14 @@ static void csr_gather(const csr_src *c, size_t r0, size_t r1, double *buf)
         double *row = buf + (i - r0) * nf;
         for (uint32_t j = 0; j < nf; j++)
             row[j] = c->fill;
-        for (int64_t k = ip_at(c, i), e = ip_at(c, i + 1); k < e; k++) {
+        /* checked in csr_check; clamped again, as another Python thread
+         * may change the arrays while the GIL is released */
+        int64_t k = ip_at(c, i), e = ip_at(c, i + 1);
+        if (k < 0)
+            k = 0;
+        if (e > c->nnz)
+            e = c->nnz;
+        for (; k < e; k++) {
             int64_t j = ix_at(c, (size_t)k);
             if ((uint64_t)j < nf)
                 row[j] = val_at(c, (size_t)k);
@@ -863,6 +871,7 @@ static int csr_check(ModelObject *self, PyObject *shape, PyObject *indptr, PyObj
     c->nf = self->num_features;
     c->round_float = !c->f32 && self->precision_float;
     const int64_t nnz = PyArray_DIM(ix, 0);
+    c->nnz = nnz;
     if (PyArray_DIM(dv, 0) != nnz || ip_at(c, 0) != 0 || ip_at(c, c->n) != nnz) {
         PyErr_SetString(PyExc_ValueError, "malformed CSR matrix: indptr, indices and data "
                                           "disagree");
@@ -1602,6 +1611,7 @@ static PyObject *new_exc(PyObject *m, const char *name, PyObject *base, const ch
     return e;
 }
 
+PyMODINIT_FUNC PyInit__core(void);
 PyMODINIT_FUNC PyInit__core(void)
 {
     import_array();
