@@ -9,8 +9,8 @@ predict(), on one model and one dense float64 matrix, one thread.
 The model is the LightGBM twin of bench/run.sh's workload (1,000 trees x 64
 leaves: lgb-mq2008-t1000-l64-n50000-s1, made by bench/peers.sh), so that all
 three score the same trees; the documents are that workload's 50,000 MQ2008
-rows (absent = 0.0, LightGBM's rule), as a C-ordered float64 matrix of the
-model's feature count.  DIR: $QS_BENCH_DIR or /tmp/qs-bench (its
+rows (50,039; absent = 0.0, LightGBM's rule), as a C-ordered float64 matrix
+of the model's feature count.  DIR: $QS_BENCH_DIR or /tmp/qs-bench (its
 workloads/ must hold the twin: `bench/peers.sh --models 1000x64` makes it).
 
 Each round times, in turn: the binding (`Model.predict(X, threads=1)` in this
@@ -91,27 +91,27 @@ def import_binding(site, bench_dir):
 
 
 def read_letor_dense(path, ncols, limit):
-    X = np.zeros((limit, ncols))
-    n = 0
+    rows = []
     with open(path) as f:
         for line in f:
             line = line.split("#", 1)[0].split()
             if not line:
                 continue
+            r = np.zeros(ncols)
             for t in line[1:]:
                 k, v = t.split(":", 1)
                 if k != "qid" and int(k) < ncols:
-                    X[n, int(k)] = float(v)
-            n += 1
-            if n == limit:
+                    r[int(k)] = float(v)
+            rows.append(r)
+            if len(rows) == limit:
                 break
-    return X[:n]
+    return np.array(rows)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="1000x64", help="TREESxLEAVES of the LightGBM twin")
-    ap.add_argument("--docs", type=int, default=50000)
+    ap.add_argument("--docs", type=int, default=0, help="rows (default: all, 50,039)")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--backend", default="auto")
@@ -134,7 +134,7 @@ def main():
 
     model = qs.Model(os.path.join(twin, "model.txt"))
     nf = model.num_features
-    X = np.ascontiguousarray(read_letor_dense(docs, nf, a.docs))
+    X = np.ascontiguousarray(read_letor_dense(docs, nf, a.docs or 10**9))
     log("py_predict: %d x %d model, %d rows x %d features, back end %s (auto: %s), one thread"
         % (trees, leaves, X.shape[0], nf, a.backend, qs.build_info()["auto"]))
     work = tempfile.mkdtemp(prefix="qs-py-bench-")
@@ -246,8 +246,13 @@ def main():
                       "median_binding_s": statistics.median(p[0] for p in paired),
                       "median_c_s": statistics.median(p[1] for p in paired),
                       "median_overhead": statistics.median(ratios)}}
+    ref = os.path.join(twin, "ref.npy")   # LightGBM's own predict(raw_score=True)
+    if os.path.exists(ref) and np.load(ref).shape == outs["binding"].shape:
+        res["binding_equals_lightgbm"] = bool(np.array_equal(np.load(ref), outs["binding"]))
     if "lleaves" in outs:
         res["lleaves_max_abs_diff"] = float(np.max(np.abs(outs["lleaves"] - outs["binding"])))
+    if "binding_equals_lightgbm" in res:
+        log("binding == LightGBM's predict (ref.npy): %s" % res["binding_equals_lightgbm"])
     log("| method | median s | min s | ns/doc/tree |")
     log("|---|---|---|---|")
     for k in ("binding", "c", "lleaves"):
