@@ -303,3 +303,44 @@ def test_nan_inf_and_empty_as_qs_score(tmp_path):
     assert m.predict_leaves(np.zeros((0, nf))).shape == (0, m.num_trees)
     import scipy.sparse
     assert m.predict(scipy.sparse.csr_matrix((0, nf))).shape == (0,)
+
+
+@pytest.mark.parametrize("name", ["h3-modes", "h5-member", "lgb-reg", "sk-gbc3", "sk-rfr",
+                                  "xgb-reg"])
+def test_onnx_as_qs_score(name, tmp_path):
+    """ONNX models (as ONNX Runtime scores them, tests/fixtures/onnx): the
+    binding gives qs-score's bytes, dense and CSR."""
+    d = os.path.join(FIX, "onnx")
+    path, docs = os.path.join(d, name + ".onnx"), os.path.join(d, "docs.letor")
+    m = qs.Model(path)
+    assert m.source == "onnx"
+    qsm = tmp_path / "m.qsm"
+    run_tool("qs-compile", "-o", str(qsm), path)
+    want = run_tool("qs-score", str(qsm), docs)
+    L = Letor(docs, m.precision)
+    dig = digits_of(m)
+    assert fmt_scores(m.predict(L.csr(m.num_features)), dig) == want
+    assert fmt_scores(m.predict(L.dense(m.num_features, 0.0)), dig) == want
+
+
+def test_canonical_text_and_qsm_inputs(tmp_path):
+    """The same scores from the foreign model, its canonical text
+    (qs-convert's output) and its .qsm, in memory or from a file."""
+    path = os.path.join(FIX, "lgb-multiclass", "model.txt.zst")
+    text = run_tool("qs-convert", path)
+    X = np.random.default_rng(2).normal(size=(300, qs.Model(path).num_features))
+    want = qs.Model(path).predict(X)
+    qsm = tmp_path / "m.qsm"
+    run_tool("qs-compile", "-o", str(qsm), path)
+    for src in (text, str(qsm), qsm.read_bytes()):
+        assert same(qs.Model(src).predict(X), want)
+    assert qs.Model(text).info["kind"] != qs.Model(str(qsm)).info["kind"]
+
+
+def test_pandas_frame_as_its_matrix(lgb):
+    pd = pytest.importorskip("pandas")
+    X = np.random.default_rng(9).normal(size=(100, lgb.num_features))
+    df = pd.DataFrame(X, columns=["c%d" % j for j in range(lgb.num_features)])
+    assert same(lgb.predict(df), lgb.predict(X))
+    with pytest.raises(TypeError, match="float64 or float32"):
+        lgb.predict(df.assign(c0=df.c0.astype(str)))

@@ -97,6 +97,8 @@ class Model(_core.Model):
         (XGBoost, QuickRank, CatBoost borders) is rounded to float32 first, as
         those libraries do.
 
+        A pandas DataFrame is taken as ``X.to_numpy()``: its columns in order.
+
         Or a SciPy CSR matrix: an absent entry means what the model's library
         means (LightGBM, QuickRank, RankLib, CatBoost, ONNX: 0.0; XGBoost:
         missing) unless ``absent="zero"`` or ``"missing"``; stored values are
@@ -126,6 +128,8 @@ class Model(_core.Model):
         if absent != "default":
             raise ValueError("absent= is for sparse input; a dense X holds every value "
                              "(NaN: missing)")
+        if type(X).__module__.startswith("pandas"):
+            X = X.to_numpy()      # a data frame's columns in order (no copy where it can)
         return self._predict_dense(X, threads=threads, backend=backend, transform=transform,
                                    trees=trees)
 
