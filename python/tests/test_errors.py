@@ -143,7 +143,8 @@ def test_closed_model(m):
 def test_close_while_scoring():
     """close() waits for the calls in flight; later calls raise."""
     m = qs.Model(LGB)
-    X = np.random.default_rng(1).normal(size=(200000, m.num_features))
+    X = np.broadcast_to(np.random.default_rng(1).normal(size=(1, m.num_features)),
+                        (200000, m.num_features))
     errors, results = [], []
 
     def work():
