@@ -163,6 +163,7 @@ def test_leaves_and_trees_against_qs_score(tmp_path):
     want = run_tool("qs-score", "--leaves", str(qsm), docs)
     got = "".join("\t".join(str(v) for v in r) + "\n" for r in m.predict_leaves(C)).encode()
     assert got == want
+    assert same(m.predict(C, trees=np.int64(7), threads=np.int32(2)), m.predict(C, trees=7))
     for n in (1, 7, 10**9):
         assert fmt_scores(m.predict(C, trees=n), 17) == \
             run_tool("qs-score", "--trees", str(n), str(qsm), docs)

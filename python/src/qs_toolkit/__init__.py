@@ -51,7 +51,8 @@ def _csr_parts(X: Any):
         # duplicates summed, as SciPy means them; the caller's matrix is left alone
         X = X.copy()
         X.sum_duplicates()
-    return X.shape, X.indptr, X.indices, X.data
+    return (X.shape, np.ascontiguousarray(X.indptr), np.ascontiguousarray(X.indices),
+            np.ascontiguousarray(X.data))
 
 
 class Model(_core.Model):

@@ -494,11 +494,15 @@ static int parse_want(ModelObject *self, PyObject *backend, PyObject *transform,
         }
     }
     if (trees && trees != Py_None) {
-        if (!PyLong_Check(trees) || PyBool_Check(trees)) {
+        if (!PyIndex_Check(trees) || PyBool_Check(trees)) {
             PyErr_SetString(PyExc_TypeError, "trees must be an int (iterations) or None");
             return -1;
         }
-        long long t = PyLong_AsLongLong(trees);
+        PyObject *ti = PyNumber_Index(trees);
+        if (!ti)
+            return -1;
+        long long t = PyLong_AsLongLong(ti);
+        Py_DECREF(ti);
         if (t == -1 && PyErr_Occurred())
             return -1;
         if (t < 1) {
@@ -518,11 +522,15 @@ static int parse_threads(PyObject *threads, unsigned *out)
         *out = cpus();
         return 0;
     }
-    if (!PyLong_Check(threads) || PyBool_Check(threads)) {
+    if (!PyIndex_Check(threads) || PyBool_Check(threads)) {
         PyErr_SetString(PyExc_TypeError, "threads must be an int or None");
         return -1;
     }
-    long t = PyLong_AsLong(threads);
+    PyObject *ti = PyNumber_Index(threads);
+    if (!ti)
+        return -1;
+    long t = PyLong_AsLong(ti);
+    Py_DECREF(ti);
     if (t == -1 && PyErr_Occurred())
         return -1;
     if (t < 1 || t > 4096) {
