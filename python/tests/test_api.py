@@ -345,3 +345,24 @@ def test_pandas_frame_as_its_matrix(lgb):
     assert same(lgb.predict(df), lgb.predict(X))
     with pytest.raises(TypeError, match="float64 or float32"):
         lgb.predict(df.assign(c0=df.c0.astype(str)))
+
+
+def test_info_with_a_tuning_record(tmp_path):
+    """A .qsm that qs-blocktune tuned: its record in info, as qs-compile
+    --info --json gives it (the times unrounded), and the same scores."""
+    src = os.path.join(FIX, "lgb-l8")
+    qsm, tuned, docs = tmp_path / "m.qsm", tmp_path / "t.qsm", tmp_path / "d.letor"
+    run_tool("qs-compile", "-o", str(qsm), os.path.join(src, "model.txt.zst"))
+    docs.write_bytes(open(os.path.join(src, "docs.letor"), "rb").read() * 2)
+    run_tool("qs-blocktune", "--budget", "1", "--repeat", "1", "--backend", "qs", str(qsm),
+             str(docs), "-o", str(tuned))
+    got = qs.Model(str(tuned)).info
+    want = json.loads(run_tool("qs-compile", "--info", "--json", str(tuned)))
+    for k in ("default_ns", "tuned_ns"):
+        assert got["tuning"].pop(k) == pytest.approx(want["tuning"].pop(k), rel=1e-5)
+    got.pop("kind")
+    want.pop("file")
+    want.pop("categories", None)
+    assert got == want and got["tuning"]["this_machine"]
+    X = np.random.default_rng(4).normal(size=(500, got["features"]["count"]))
+    assert same(qs.Model(str(tuned)).predict(X), qs.Model(str(qsm)).predict(X))

@@ -1229,7 +1229,7 @@ static PyObject *build_info(ModelObject *self, const qs_scorer *s)
         const qs_tuning *t = &self->tuning;
         const char *on = qs_order_name((qs_order)t->order);
         if (put(d, "tuning",
-                Py_BuildValue("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:d,s:d,s:s,s:I,s:(KKK),s:s,"
+                Py_BuildValue("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:d,s:d,s:s,s:I,s:[KKK],s:s,"
                               "s:L,s:O}",
                               "order", on ? on : "?", "s", t->inner_s, "d", t->inner_d,
                               "tree_block", t->tree_block, "doc_block", t->doc_block, "delta",
@@ -1290,15 +1290,27 @@ static PyObject *Model_info(ModelObject *self, PyObject *unused)
     if (check_open(self) != 0)
         return NULL;
     int closed = 0;
+    qs_scorer *stored = NULL;
+    qs_error err;
+    qs_error_clear(&err);
     Py_BEGIN_ALLOW_THREADS
     pthread_rwlock_rdlock(&self->lock);
     closed = self->closed;
     if (closed)
         pthread_rwlock_unlock(&self->lock);
+    else if (self->tuned)
+        /* the facts of the file as qs-compile --info gives them: the stored
+         * layout, not the one the tuning record makes for scoring */
+        stored = qs_scorer_load_threads(self->qsm, self->qsm_len, cpus(), &err);
     Py_END_ALLOW_THREADS
     if (closed)
         return closed_error();
-    PyObject *r = build_info(self, self->d[0].s);
+    if (self->tuned && !stored) {
+        pthread_rwlock_unlock(&self->lock);
+        return raise_qs(&err, NULL);
+    }
+    PyObject *r = build_info(self, stored ? stored : self->d[0].s);
+    qs_scorer_free(stored);
     pthread_rwlock_unlock(&self->lock);
     return r;
 }
