@@ -37,7 +37,7 @@ make_cmd=${MAKE:-make}
 # (the oracle-heavy conformance files, the blocking search, installation,
 # the manual pages, ssh hosts) repeats code paths the listed files already
 # take, on more data.  70-python.bats runs there the binding's API and
-# bad-input tests, its extension built against build-san's library with
+# bad-input tests and an oracle file per kind of model, its extension built against build-san's library with
 # AddressSanitizer preloaded into the interpreter.
 SAN_TESTS="tests/05-harness.bats tests/10-pipeline.bats tests/12-backends.bats
 tests/15-converters.bats tests/17-onnx.bats tests/18-compile.bats tests/18-zero-threshold.bats
