@@ -188,7 +188,7 @@ def test_model_facts_and_info_as_qs_compile(tmp_path):
     qsm.write_bytes(m.to_qsm())
     want = json.loads(run_tool("qs-compile", "--info", "--json", str(qsm)))
     got = qs.Model(str(qsm)).info
-    got.pop("kind")
+    assert got.pop("kind") == want["file"]["kind"]
     for k in ("file", "categories"):
         want.pop(k, None)
     assert got == want and got["qsm"]["sections"]
@@ -360,8 +360,7 @@ def test_info_with_a_tuning_record(tmp_path):
     want = json.loads(run_tool("qs-compile", "--info", "--json", str(tuned)))
     for k in ("default_ns", "tuned_ns"):
         assert got["tuning"].pop(k) == pytest.approx(want["tuning"].pop(k), rel=1e-5)
-    got.pop("kind")
-    want.pop("file")
+    assert got.pop("kind") == want.pop("file")["kind"]
     want.pop("categories", None)
     assert got == want and got["tuning"]["this_machine"]
     X = np.random.default_rng(4).normal(size=(500, got["features"]["count"]))

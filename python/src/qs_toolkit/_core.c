@@ -232,7 +232,7 @@ static int Model_init(ModelObject *self, PyObject *args, PyObject *kw)
     }
     if (!failed && len >= 8 && memcmp(buf, QSM_MAGIC, 8) == 0 && fmt == QS_FMT_UNKNOWN) {
         self->is_qsm = 1;
-        snprintf(self->kind, sizeof self->kind, "a .qsm");
+        snprintf(self->kind, sizeof self->kind, "a compiled .qsm model");
         self->qsm = malloc(len ? len : 1);
         if (!self->qsm) {
             err.code = QS_ERR_NOMEM;
