@@ -73,7 +73,9 @@ def library():
     if libs is None:
         sys.exit("qs_toolkit: no qs checkout beside this folder and no installed libqs "
                  "(pkg-config qs): build it from the qs checkout")
-    return [f[2:] for f in cflags if f.startswith("-I")], [], ["zstd"], libs
+    libdir = pkg_config("--variable=libdir", "qs")
+    rpath = ["-Wl,-rpath," + libdir[0]] if libdir else []   # a prefix outside the loader's path
+    return [f[2:] for f in cflags if f.startswith("-I")], [], ["zstd"], libs + rpath
 
 
 inc, objects, libs, link = library()

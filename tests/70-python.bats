@@ -97,6 +97,30 @@ pytest_run() {
     assert_failure
 }
 
+@test "python: outside a checkout the binding builds against the installed libqs (pkg-config qs)" {
+    need_python
+    [ -z "${SANITIZE:-}" ] || skip "plain pass only"
+    local T="$BATS_TEST_TMPDIR"
+    make -s -C "$QS_ROOT" install PREFIX="$T/inst" > /dev/null
+    mkdir "$T/elsewhere"
+    cp -r "$QS_ROOT/python" "$T/elsewhere/python"
+    rm -rf "$T/elsewhere/python/build"
+    (cd "$T" && env -u QS_BUILD_DIR -u QS_SOURCE_DIR PKG_CONFIG_PATH="$T/inst/lib/pkgconfig" \
+        PIP_NO_INDEX=1 "$PY" -m pip install -v --no-build-isolation --no-deps --no-cache-dir \
+        --target "$T/site" "$T/elsewhere/python" > "$T/pip.log" 2>&1) ||
+        { echo "pip install failed:"; tail -n 30 "$T/pip.log"; return 1; }
+    # linked with the installed libqs.so (found through its rpath), not a copy
+    ldd "$T"/site/qs_toolkit/_core*.so | grep -q "libqs.so.0 => $T/inst/lib/" ||
+        { ldd "$T"/site/qs_toolkit/_core*.so; return 1; }
+    qs-compile -o "$T/m.qsm" "$FIX/lgb-l8/model.txt.zst"
+    run env PYTHONPATH="$T/site" "$PY" -c "
+import numpy as np, qs_toolkit as qs
+m = qs.Model('$FIX/lgb-l8/model.txt.zst')
+print('%.17g' % m.predict(np.zeros((1, m.num_features)))[0])"
+    assert_success
+    assert_output "$(printf '0 qid:1\n' | qs-score "$T/m.qsm")"
+}
+
 @test "python: API, layouts, threads, trees, leaves, info, back ends, eval, GIL (test_api.py)" {
     need_python
     build_binding
