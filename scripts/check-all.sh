@@ -36,14 +36,16 @@ make_cmd=${MAKE:-make}
 # file per reader.  The plain pass runs every file; what is left out here
 # (the oracle-heavy conformance files, the blocking search, installation,
 # the manual pages, ssh hosts) repeats code paths the listed files already
-# take, on more data.
+# take, on more data.  70-python.bats runs there the binding's API and
+# bad-input tests and an oracle file per kind of model, its extension built against build-san's library with
+# AddressSanitizer preloaded into the interpreter.
 SAN_TESTS="tests/05-harness.bats tests/10-pipeline.bats tests/12-backends.bats
 tests/15-converters.bats tests/17-onnx.bats tests/18-compile.bats tests/18-zero-threshold.bats
 tests/22-linear.bats tests/26-batch.bats tests/27-cuda.bats
 tests/23-trees-leaves.bats tests/30-errors.bats tests/35-hostile.bats tests/40-fuzz-corpus.bats
 tests/45-eval-groups.bats tests/52-output.bats tests/53-library.bats tests/56-documents.bats
 tests/57-progress.bats tests/58-bounds.bats tests/59-transforms.bats tests/60-threads.bats
-tests/62-inputs.bats tests/63-info.bats tests/eval.bats"
+tests/62-inputs.bats tests/63-info.bats tests/70-python.bats tests/eval.bats"
 
 names=()
 states=()

@@ -57,7 +57,7 @@ done
 # The slowest files first, so that the last file to start is a short one
 # and the CPUs finish together (measured with the plain build; the rest
 # follow in name order).  A folder stands for its .bats files.
-slow_first=(tests/65-blocktune.bats tests/24-simd-blocks.bats tests/20-conformance.bats
+slow_first=(tests/65-blocktune.bats tests/24-simd-blocks.bats tests/20-conformance.bats tests/70-python.bats
     tests/26-batch.bats tests/27-cuda.bats tests/50-install.bats tests/52-output.bats tests/60-threads.bats tests/eval.bats
     tests/16-catboost.bats tests/50-claims.bats tests/62-inputs.bats tests/10-pipeline.bats
     tests/12-backends.bats)

@@ -1,0 +1,192 @@
+#!/usr/bin/env bats
+# The Python binding (python/, package qs-toolkit, module qs_toolkit): built
+# with pip from Debian's packages into this file's scratch folder (nothing
+# installed on the system), then its pytest suite (python/tests/) run with
+# Debian's python3.  Plain build: every test file, the oracle files
+# included.  Sanitizer pass (SANITIZE set, bin/ on build-san): the extension
+# built against build-san's library with the same -fsanitize flags, and the
+# API and bad-input tests and one oracle file per kind of model run with
+# AddressSanitizer preloaded (leak checks off: the interpreter keeps its own
+# memory to the end).
+
+load test_helper
+
+# QS_PYTHON: another interpreter (a venv with --system-site-packages that
+# adds pyspark, say); default Debian's
+PY=${QS_PYTHON:-/usr/bin/python3}
+
+setup_file() {
+    export QS_PY_SITE="$BATS_FILE_TMPDIR/site"
+}
+
+# which build bin/ runs: build or build-san
+build_dir() {
+    local t
+    t=$(readlink "$QS_ROOT/bin/qs-score") || return 1
+    t=${t#../}
+    printf '%s\n' "$QS_ROOT/${t%%/bin/qs-score}"
+}
+
+need_python() {
+    [ -x "$PY" ] || skip "no $PY (Debian's python3)"
+    local m
+    for m in numpy scipy pytest setuptools pip; do
+        "$PY" -c "import $m" 2> /dev/null ||
+            skip "$PY lacks $m (Debian: python3-$m; scripts/setup.sh test installs it)"
+    done
+    [ -f /usr/include/python3*/Python.h ] 2> /dev/null || ls /usr/include/python3*/Python.h > /dev/null 2>&1 ||
+        skip "no Python.h (Debian: python3-dev)"
+}
+
+# build the binding once per file: pip from a copy of python/ (so that the
+# checkout gets no build folder), against the build bin/ runs
+build_binding() {
+    [ -f "$QS_PY_SITE/.ok" ] && return 0
+    local b src="$BATS_FILE_TMPDIR/src" san=""
+    if [ -n "${SANITIZE:-}" ]; then
+        b="$QS_ROOT/build-san" san="$SANITIZE"
+        [ -f "$b/libqs.a" ] || { echo "no $b/libqs.a (make lib SANITIZE=$SANITIZE)"; return 1; }
+    else
+        b=$(build_dir) || { echo "cannot tell which build bin/ runs"; return 1; }
+    fi
+    rm -rf "$src" "$QS_PY_SITE"
+    cp -r "$QS_ROOT/python" "$src"
+    rm -rf "$src/build" "$src"/src/*.egg-info
+    QS_SOURCE_DIR="$QS_ROOT" QS_BUILD_DIR="$b" QS_SANITIZE="$san" PIP_NO_INDEX=1 \
+        "$PY" -m pip install -v --no-build-isolation --no-deps --no-cache-dir \
+        --target "$QS_PY_SITE" "$src" > "$BATS_FILE_TMPDIR/pip.log" 2>&1 ||
+        { echo "pip install failed:"; tail -n 30 "$BATS_FILE_TMPDIR/pip.log"; return 1; }
+    touch "$QS_PY_SITE/.ok"
+}
+
+# py ARGS...: the interpreter with the built package first (and, in the
+# sanitizer pass, AddressSanitizer's runtime preloaded: it must come first)
+py() {
+    local pre=()
+    if [ -n "${SANITIZE:-}" ]; then
+        case ",$SANITIZE," in
+        *,address,*) pre=(env LD_PRELOAD="$(gcc -print-file-name=libasan.so)"
+                          ASAN_OPTIONS="exitcode=86:detect_leaks=0") ;;
+        esac
+    fi
+    PYTHONPATH="$QS_PY_SITE:$QS_ROOT/python/tests" PYTHONDONTWRITEBYTECODE=1 \
+        "${pre[@]}" "$PY" "$@"
+}
+
+# pytest ARGS...: the binding's tests
+pytest_run() {
+    cd "$QS_ROOT/python/tests"
+    py -m pytest -q -p no:cacheprovider -p no:logging -rs "$@"
+}
+
+@test "python: pip install builds the binding from Debian's packages without the network" {
+    need_python
+    build_binding
+    run py -c 'import qs_toolkit as qs; print(qs.__version__, qs.build_info()["auto"])'
+    assert_success
+    assert_output --partial "$(sed -n 's/^#define QS_VERSION_STRING "\(.*\)"/\1/p' "$QS_ROOT/include/qs.h")"
+    if [ -n "${SANITIZE:-}" ]; then
+        # the sanitizer pass: the extension itself is instrumented
+        ldd "$QS_PY_SITE"/qs_toolkit/_core*.so | grep -q libasan ||
+            { echo "the extension is not built with AddressSanitizer"; return 1; }
+    fi
+    # the extension was compiled here, without a compiler warning
+    grep -q "src/qs_toolkit/_core.c" "$BATS_FILE_TMPDIR/pip.log" ||
+        { echo "pip.log shows no compilation of _core.c"; return 1; }
+    run grep -E "_core\.c:[0-9]+:[0-9]+: warning" "$BATS_FILE_TMPDIR/pip.log"
+    assert_failure
+}
+
+@test "python: outside a checkout the binding builds against the installed libqs (pkg-config qs)" {
+    need_python
+    [ -z "${SANITIZE:-}" ] || skip "plain pass only"
+    local T="$BATS_TEST_TMPDIR"
+    make -s -C "$QS_ROOT" install PREFIX="$T/inst" > /dev/null
+    mkdir "$T/elsewhere"
+    cp -r "$QS_ROOT/python" "$T/elsewhere/python"
+    rm -rf "$T/elsewhere/python/build"
+    (cd "$T" && env -u QS_BUILD_DIR -u QS_SOURCE_DIR PKG_CONFIG_PATH="$T/inst/lib/pkgconfig" \
+        PIP_NO_INDEX=1 "$PY" -m pip install -v --no-build-isolation --no-deps --no-cache-dir \
+        --target "$T/site" "$T/elsewhere/python" > "$T/pip.log" 2>&1) ||
+        { echo "pip install failed:"; tail -n 30 "$T/pip.log"; return 1; }
+    # linked with the installed libqs.so (found through its rpath), not a copy
+    ldd "$T"/site/qs_toolkit/_core*.so | grep -q "libqs.so.0 => $T/inst/lib/" ||
+        { ldd "$T"/site/qs_toolkit/_core*.so; return 1; }
+    qs-compile -o "$T/m.qsm" "$FIX/lgb-l8/model.txt.zst"
+    run env PYTHONPATH="$T/site" "$PY" -c "
+import numpy as np, qs_toolkit as qs
+m = qs.Model('$FIX/lgb-l8/model.txt.zst')
+print('%.17g' % m.predict(np.zeros((1, m.num_features)))[0])"
+    assert_success
+    assert_output "$(printf '0 qid:1\n' | qs-score "$T/m.qsm")"
+}
+
+@test "python: API, layouts, threads, trees, leaves, info, back ends, eval, GIL (test_api.py)" {
+    need_python
+    build_binding
+    run pytest_run test_api.py
+    echo "$output" | tail -n 30
+    assert_success
+}
+
+@test "python: bad input gives clear exceptions, no crash (test_errors.py)" {
+    need_python
+    build_binding
+    run pytest_run test_errors.py
+    echo "$output" | tail -n 30
+    assert_success
+}
+
+@test "python: every oracle file, dense and CSR, every back end: qs-score's bytes (test_oracles.py)" {
+    need_python
+    require_shared
+    build_binding
+    local want=70
+    if [ -n "${SANITIZE:-}" ]; then
+        # the sanitizer pass: one oracle per kind of model (the plain pass runs them all)
+        run pytest_run test_oracles.py -k "binary_l31_t200 or mq2008-tiny or single_tree or qr_oblivious_d3_t100 or multiclass_k5 or lineartree or nan_nantype or multiclass_5"
+        want=8
+    else
+        run pytest_run test_oracles.py
+    fi
+    echo "$output" | tail -n 30
+    assert_success
+    [[ "$output" =~ ([0-9]+)\ passed ]] && [ "${BASH_REMATCH[1]}" -ge "$want" ] ||
+        { echo "fewer oracle tests than expected"; return 1; }
+}
+
+@test "python: live against XGBoost's own predict (test_xgboost_live.py; needs python3-xgboost)" {
+    need_python
+    [ -z "${SANITIZE:-}" ] || skip "plain pass only"
+    "$PY" -c 'import xgboost' 2> /dev/null || skip "python3-xgboost is not installed"
+    build_binding
+    run pytest_run test_xgboost_live.py
+    echo "$output" | tail -n 30
+    assert_success
+}
+
+@test "python: Dask map_partitions on a LocalCluster of 2 workers (needs python3-dask, python3-distributed, python3-pandas)" {
+    need_python
+    [ -z "${SANITIZE:-}" ] || skip "plain pass only"
+    local m
+    for m in dask distributed pandas; do
+        "$PY" -c "import $m" 2> /dev/null || skip "python3-$m is not installed"
+    done
+    build_binding
+    run pytest_run test_scale.py -k dask
+    echo "$output" | tail -n 30
+    assert_success
+    assert_output --partial "1 passed"
+}
+
+@test "python: Spark mapInPandas in local mode (where pyspark is importable)" {
+    need_python
+    [ -z "${SANITIZE:-}" ] || skip "plain pass only"
+    "$PY" -c 'import pyspark, pyarrow' 2> /dev/null ||
+        skip "pyspark and pyarrow are not importable by $PY (PyPI only; the README's Spark recipe says how to try it)"
+    build_binding
+    run pytest_run test_scale.py -k spark
+    echo "$output" | tail -n 30
+    assert_success
+    assert_output --partial "1 passed"
+}
