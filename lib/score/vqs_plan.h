@@ -73,7 +73,7 @@ typedef struct qs_vqs_plan {
     uint64_t *feat_off;
     uint32_t *grow;
     uint32_t max_feats;
-    /* The same masks as one operation per plane touched (the AVX2
+    /* The same masks as one operation per plane touched (the
      * kernel): entry i's are xop[xidx[i]] .. xop[xidx[i + 1] - 1], each the
      * plane's byte offset in the block's planes, with its AND (QS) or OR
      * (QS-Ω) byte in xbyte at the same index; entries that change nothing

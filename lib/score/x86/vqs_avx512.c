@@ -75,15 +75,36 @@ VQS_ATTR BP_INLINE uint64_t bp_set_avx512(uint64_t k)
     return k;
 }
 
-/* QS: each entry's first and last plane ANDed unconditionally (the same
- * one, twice, for most nodes: AND is idempotent), so the loop has no
- * data-dependent branch; planes between them, rarely, after.  QS-Ω: each
- * entry ORs its level's bit into the lanes of k (the low or the high byte
- * plane; both for a mask spanning the two, which a layout of one bit per
- * level never has). */
+/* The entries [i0, end) to the lanes of k: one masked AND (QS) or OR
+ * (QS-Ω) per plane an entry changes, from the plan's per-plane operations
+ * (xop; 10-15% faster than per entry on Zen 5, 1,000 x 8 and x 64 leaves:
+ * no entry updates one plane twice, a store-to-load dependency).  Else per
+ * entry: QS, its first and last plane ANDed unconditionally (the same one,
+ * twice, for most nodes: AND is idempotent), so the loop has no
+ * data-dependent branch, planes between them, rarely, after; QS-Ω, its
+ * level's bit ORed into the low or the high byte plane (both for a mask
+ * spanning the two, which a layout of one bit per level never has). */
 VQS_ATTR BP_INLINE void bp_apply_avx512(const qs_vqs_plan *P, uint8_t *v, uint64_t k, uint32_t i0,
                                         uint32_t end, int omega)
 {
+    if (P->xop) {
+        const uint32_t *op = P->xop;
+        const uint8_t *ob = P->xbyte;
+        const uint64_t j1 = P->xidx[end];
+        if (omega) {
+            for (uint64_t j = P->xidx[i0]; j < j1; j++) {
+                __m512i *q = (__m512i *)(v + op[j]);
+                *q = _mm512_or_si512(*q, _mm512_maskz_set1_epi8(k, (char)ob[j]));
+            }
+            return;
+        }
+        const __m512i ones = _mm512_set1_epi8(-1);
+        for (uint64_t j = P->xidx[i0]; j < j1; j++) {
+            __m512i *q = (__m512i *)(v + op[j]);
+            *q = _mm512_and_si512(*q, _mm512_mask_set1_epi8(ones, k, (char)ob[j]));
+        }
+        return;
+    }
     if (omega) {
         for (uint32_t i = i0; i < end; i++) {
             const uint64_t o = P->off[i];
