@@ -224,7 +224,7 @@ int main(int argc, char **argv)
         }
     }
     if (rc == 0) {
-        qs_backend ran = b == QS_BACKEND_AUTO ? qs_backend_auto() : b;
+        qs_backend ran = b == QS_BACKEND_AUTO ? qs_scorer_auto_backend(s, NULL, 0) : b;
         printf("{\"backend\": \"%s\", \"ran_as\": \"%s\", \"threads\": %zu, \"docs\": %zu, "
                "\"trees\": %llu, \"load_s\": %.9g, \"times_s\": [",
                backend_name, qs_backend_name(ran), threads, ndocs,

@@ -48,12 +48,13 @@ static inline int qs_vqs_block_ok(unsigned level, const qs_block *B)
  * 0.64x on QuickRank's 1,000 oblivious trees).  (The driver scores a block
  * scalar when a batch fills under half of its lanes, unless the back end
  * was named.) */
+#define QS_VQS_NARROW_BELOW 32u
 static inline unsigned qs_vqs_lanes(unsigned level, const qs_block *B, uint32_t n)
 {
     const unsigned narrow = level == QS_SIMD_AVX512 ? 8u : 4u;
     if (!qs_vqs_planes(B))
         return narrow;
-    return n >= 32 || B->kind != QS_BLOCK_QS || B->width == 0 ? 64u : narrow;
+    return n >= QS_VQS_NARROW_BELOW || B->kind != QS_BLOCK_QS || B->width == 0 ? 64u : narrow;
 }
 
 /* What the byte-plane kernel reads per layout entry instead of its tree id
