@@ -63,7 +63,7 @@ static int vqs_probe(const qs_backend_def *d, char *why, size_t cap)
  * of its class (qs_cpu_class), with why in why[cap]: measured on AMD Zen 5
  * (bench/README.md, "Which kernel auto runs"), vqs-avx512 is 1.4-2x
  * faster than vqs-avx2 on QS-Ω blocks and on trees of at most 16 leaves
- * (their sums by permutation), and 1.15-1.3x slower on trees of 32 leaves
+ * (their sums by permutation), and 1.15-1.45x slower on trees of 32 leaves
  * or more; so AVX-512 where at least half the model's leaves are in such
  * blocks or trees, else AVX2.  Zen 4 (AVX-512 as two 256-bit halves) takes
  * the same rule: AVX2 was measured 1.4-1.6x faster there on 1,000 trees of
