@@ -168,7 +168,7 @@ static int vqs_ws_init(const qs_backend_def *d, const qs_scorer *s, const void *
 {
     /* Byte planes: 512 bytes per tree per word of a multi-word block;
      * before them the accumulators of several classes and the documents'
-     * values of a block's features (AVX-512). */
+     * values of a block's features (rows of 64, vqs_common.h: bp_scratch). */
     size_t tree_bytes = QS_VQS_TREE_BYTES;
     for (uint32_t b = 0; b < s->L->nblocks; b++)
         if ((size_t)qs_vqs_planes(&s->L->blocks[b]) * 64 > tree_bytes)
