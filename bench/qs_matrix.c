@@ -10,7 +10,10 @@
  * one untimed call (warm-up), then N timed calls of qs_score_matrix (one
  * thread by default).  Writes the scores of the last call to OUT.f64
  * (NDOCS x classes float64) and one line of JSON to standard output:
- * {"backend": ..., "load_s": ..., "times_s": [...], ...}.
+ * {"backend": ..., "load_s": ..., "times_s": [...], "cpu_times_s": [...], ...}
+ * (cpu_times_s: the process's CPU time of each call, which, unlike the wall
+ * time, does not count the time spent waiting for a CPU on a shared
+ * machine; with one thread, the time the call ran).
  * Exit 0, 1 on a scoring error, 2 on bad usage, 4 on a file error. */
 #include <errno.h>
 #include <math.h>
@@ -26,6 +29,13 @@ static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -182,11 +192,12 @@ int main(int argc, char **argv)
     }
     size_t nout = ndocs * info.num_classes;
     double *out = malloc(nout * sizeof(double));
-    double *times = malloc(reps * sizeof(double));
-    if (!out || !times) {
+    double *times = malloc(reps * sizeof(double)), *cpu = malloc(reps * sizeof(double));
+    if (!out || !times || !cpu) {
         fprintf(stderr, "qs-matrix: out of memory\n");
         free(out);
         free(times);
+        free(cpu);
         free(x);
         qs_scorer_free(s);
         return 4;
@@ -197,12 +208,13 @@ int main(int argc, char **argv)
         rc = 1;
     }
     for (size_t r = 0; r < reps && rc == 0; r++) {
-        double t = now_s();
+        double t = now_s(), c = cpu_s();
         if (qs_score_matrix(s, b, x, ndocs, stride, out, (unsigned)threads, &err) != 0) {
             fprintf(stderr, "qs-matrix: scoring failed: %s\n", err.msg);
             rc = 1;
         }
         times[r] = now_s() - t;
+        cpu[r] = cpu_s() - c;
     }
     if (rc == 0) {
         FILE *f = fopen(out_path, "wb");
@@ -212,13 +224,16 @@ int main(int argc, char **argv)
         }
     }
     if (rc == 0) {
-        qs_backend ran = b == QS_BACKEND_AUTO ? qs_backend_auto() : b;
+        qs_backend ran = b == QS_BACKEND_AUTO ? qs_scorer_auto_backend(s, NULL, 0) : b;
         printf("{\"backend\": \"%s\", \"ran_as\": \"%s\", \"threads\": %zu, \"docs\": %zu, "
                "\"trees\": %llu, \"load_s\": %.9g, \"times_s\": [",
                backend_name, qs_backend_name(ran), threads, ndocs,
                (unsigned long long)info.num_trees, load_s);
         for (size_t r = 0; r < reps; r++)
             printf("%s%.9g", r ? ", " : "", times[r]);
+        printf("], \"cpu_times_s\": [");
+        for (size_t r = 0; r < reps; r++)
+            printf("%s%.9g", r ? ", " : "", cpu[r]);
         qsort(times, reps, sizeof(double), cmp_double);
         printf("], \"median_s\": %.9g, \"version\": \"%s\"}\n",
                reps % 2 ? times[reps / 2] : (times[reps / 2 - 1] + times[reps / 2]) / 2,
@@ -226,6 +241,7 @@ int main(int argc, char **argv)
     }
     free(out);
     free(times);
+    free(cpu);
     free(x);
     qs_scorer_free(s);
     return rc;

@@ -277,7 +277,8 @@ typedef struct qs_backend_info {
     unsigned flags;        /* QS_BACKEND_F_* */
     unsigned auto_rank;    /* auto runs the available back end of highest rank; 0: never */
     int available;         /* 1: this machine and build can run it */
-    char why[160];         /* when not available: the reason */
+    char why[160];         /* when not available: the reason; when available, a note
+                              or "" (vqs: how auto picks among its kernels) */
 } qs_backend_info;
 
 /* Number of back ends in this build. */
@@ -289,7 +290,9 @@ QS_API int qs_backend_get_info(qs_backend b, qs_backend_info *info);
 QS_API const char *qs_backend_name(qs_backend b);
 /* By name ("auto" gives QS_BACKEND_AUTO); QS_BACKEND_UNKNOWN when unknown. */
 QS_API qs_backend qs_backend_find(const char *name);
-/* The back end auto runs as on this machine. */
+/* The back end auto runs as on this machine: the available one of highest
+ * rank.  A scorer may run another of its family for its model
+ * (qs_scorer_auto_backend). */
 QS_API qs_backend qs_backend_auto(void);
 
 /* Prepare back end b (QS_BACKEND_AUTO is prepared by qs_scorer_load) for
@@ -303,6 +306,10 @@ QS_API qs_backend qs_backend_auto(void);
 QS_API int qs_scorer_prepare(qs_scorer *s, qs_backend b, qs_error *err);
 /* Whether b is prepared for s. */
 QS_API int qs_scorer_prepared(const qs_scorer *s, qs_backend b);
+/* The back end QS_BACKEND_AUTO runs for s (chosen when s was loaded, for
+ * its model on this CPU: vqs-avx2 or vqs-avx512 by the CPU class's rule,
+ * say), and why, in why[cap] (may be NULL). */
+QS_API qs_backend qs_scorer_auto_backend(const qs_scorer *s, char *why, size_t cap);
 
 /* The accelerator that device back ends (QS_BACKEND_F_DEVICE) of s use:
  * its ordinal, 0 (the default) or more, as the device's own runtime

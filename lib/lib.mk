@@ -33,10 +33,13 @@ LIB_SRC += lib/layout/layout.c lib/layout/cattab.c lib/layout/qsm.c
 # the threaded matrix driver
 LIB_SRC += lib/score/scorer.c lib/score/workspace.c lib/score/transform.c \
            lib/score/registry.c lib/score/walk.c lib/score/qs.c lib/score/baselines.c \
-           lib/score/matrix.c lib/score/dense.c lib/score/info.c lib/score/blocking.c
+           lib/score/matrix.c lib/score/dense.c lib/score/info.c lib/score/blocking.c \
+           lib/score/vqs_plan.c
 
-# score/x86: vQS (AVX2, AVX-512), picked at run time
-LIB_SRC += lib/score/x86/vqs.c lib/score/x86/vqs_cat.c
+# score/x86: vQS, picked at run time: the back ends, and the kernels of
+# each ISA, compiled from one template (vqs_kernel.h)
+LIB_SRC += lib/score/x86/vqs_backends.c lib/score/x86/vqs_avx2.c lib/score/x86/vqs_avx512.c \
+           lib/score/x86/vqs_cat.c
 
 # score/cuda: GPU-QS (the driver, the device tables, the emulator; the
 # kernels in kernels.cu are built by nvcc when found: Makefile, LIB_CU)

@@ -78,6 +78,47 @@ cpu_lacks() {
     [ "$(echo "$list" | awk -F'\t' '$3 ~ /(^|,)auto(,|$)/ { print $1 }')" = "$want" ]
 }
 
+@test "auto runs the vQS kernel of the CPU class's rule for each model (QS_CPU_CLASS), vqs the same" {
+    require_shared
+    qs-score --list-backends | grep -q '^vqs-avx512	yes	' ||
+        skip "this CPU lacks AVX-512 (auto has one vQS kernel to choose)"
+    local t="$BATS_TEST_TMPDIR" cls
+    qs-convert "$FIX/lgb-l8/model.txt.zst" | qs-compile -o "$t/small.qsm" -
+    qs-convert "$FIX/qr-oblivious/model.xml.zst" | qs-compile -o "$t/obl.qsm" -
+    qs-convert "$SHARED/xgboost/mq2008-ndcg-lg64-t1000/model.json.zst" | qs-compile -o "$t/large.qsm" -
+    # AMD Zen 4 and 5: vqs, AVX-512 where most leaves are in trees of <= 16
+    # leaves or QS-Omega blocks, else AVX2, and AVX-512 for batches under 32
+    # documents (bench/README.md: measured on Zen 5).
+    for cls in zen5 amd-zen5 zen4; do
+        run env QS_CPU_CLASS=$cls qs-score -v "$t/small.qsm" < /dev/null
+        assert_success
+        assert_output --partial "auto runs vqs (AVX-512 (100% of the leaves in QS-Omega or <= 16-leaf trees) for batches of >= 32 documents, AVX-512 below"
+        run env QS_CPU_CLASS=$cls qs-score -v "$t/obl.qsm" < /dev/null
+        assert_output --partial "auto runs vqs (AVX-512 (100% of the leaves"
+        run env QS_CPU_CLASS=$cls qs-score -v "$t/large.qsm" < /dev/null
+        assert_output --partial "auto runs vqs (AVX2 ("
+        assert_output --partial "rule: QS_CPU_CLASS))"
+    done
+    # Other CPUs: the widest level for every model.
+    run env QS_CPU_CLASS=generic qs-score -v "$t/large.qsm" < /dev/null
+    assert_output --partial "auto runs vqs-avx512 (AVX-512, the widest level (CPU class generic: QS_CPU_CLASS))"
+    # AVX-512 disabled: AVX2 whatever the rule.
+    run env QS_CPU_CLASS=zen5 QS_DISABLE_CPU_FEATURES=avx512 qs-score -v "$t/small.qsm" < /dev/null
+    assert_output --partial "auto runs vqs-avx2"
+    # --version -v and --list-backends state the rule in force.
+    run env QS_CPU_CLASS=zen5 qs-score --version -v
+    assert_output --partial "auto: vqs, AVX-512 for batches < 32 docs or models with >= 50% of leaves in QS-Omega or <= 16-leaf trees, else AVX2 (amd-zen5: QS_CPU_CLASS)"
+    run env QS_CPU_CLASS=zen5 qs-score --list-backends
+    assert_output --regexp $'\nvqs\tyes\t[^\t]*\t[^\n]*; auto: vqs, AVX-512 for batches'
+    # vqs runs the same kernel as auto; every choice gives the same bits.
+    for cls in zen5 generic; do
+        QS_CPU_CLASS=$cls qs-score --backend vqs "$t/small.qsm" < "$FIX/lgb-l8/docs.letor" > "$t/got"
+        compare_scores "$t/got" "$FIX/lgb-l8/expected.txt"
+        QS_CPU_CLASS=$cls qs-score "$t/small.qsm" < "$FIX/lgb-l8/docs.letor" > "$t/got"
+        compare_scores "$t/got" "$FIX/lgb-l8/expected.txt"
+    done
+}
+
 @test "QS_DISABLE_CPU_FEATURES turns SIMD levels off: auto falls back, a disabled back end is refused" {
     local list
     list=$(QS_DISABLE_CPU_FEATURES=avx512,avx2 qs-score --list-backends)

@@ -168,7 +168,7 @@ mut_oblivious() {
 # Only the AVX-512 byte-plane kernel (batches of 32 or more documents) gets
 # categorical nodes of reversed trees wrong: no fixture has both, so only the
 # reversed conformance layout scored with --doc-block 64 can see it.
-what_byteplane_cat="the AVX-512 byte-plane kernel ignores the reversal of categorical nodes"
+what_byteplane_cat="the byte-plane kernels ignore the reversal of categorical nodes"
 build_byteplane_cat=plain
 files_byteplane_cat="tests/20-conformance.bats"
 needs_byteplane_cat() {
@@ -176,7 +176,7 @@ needs_byteplane_cat() {
         { echo "this CPU does not run vqs-avx512"; return 1; }
 }
 mut_byteplane_cat() {
-    patch lib/score/x86/vqs.c 's/(l < BP_LANES; l\+\+\)\s*\n\s*if \(qs_node_goes_left\(m, n, xs\[l\]\[n->feature\]\) == )!!\(C->tree & QS_CAT_REVERSED\)/${1}0/'
+    patch lib/score/x86/vqs_common.h 's/(l < BP_LANES; l\+\+\)\s*\n\s*if \(qs_node_goes_left\(m, n, xs\[l\]\[n->feature\]\) == )!!\(C->tree & QS_CAT_REVERSED\)/${1}0/'
 }
 
 what_ubsan_pipe="qs-convert overflows a signed int at exit when its output is a pipe (a UBSan report, sanitizer build)"

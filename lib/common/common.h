@@ -71,6 +71,22 @@ unsigned qs_cpu_simd_detected(void);
 /* SSE4.2's CRC-32C instruction, unless QS_DISABLE_CPU_FEATURES names sse42. */
 int qs_cpu_crc32(void);
 
+/* The CPU's class where the kernels' speeds differ by class (the vQS
+ * back ends choose AVX2 or AVX-512 by it): from CPUID's vendor and family,
+ * or the environment variable QS_CPU_CLASS (generic, zen4, zen5), so that
+ * tests and comparisons can ask for any class's choice.  QS_CPU_ZEN4:
+ * AMD family 19h (Zen 3 and 4; only Zen 4 has AVX-512, which it runs as
+ * two 256-bit halves), QS_CPU_ZEN5: AMD family 1Ah and later (full-width
+ * AVX-512), QS_CPU_GENERIC: any other. */
+enum { QS_CPU_GENERIC = 0, QS_CPU_ZEN4 = 1, QS_CPU_ZEN5 = 2 };
+unsigned qs_cpu_class(void);
+/* "generic", "amd-zen4", "amd-zen5" (QS_CPU_CLASS takes these, or zen4,
+ * zen5). */
+const char *qs_cpu_class_name(unsigned cls);
+/* How qs_cpu_class() was found: "CPUID AuthenticAMD family 1Ah", or
+ * "QS_CPU_CLASS". */
+const char *qs_cpu_class_source(void);
+
 /* Size in bytes of this machine's level-`level` data (or unified) cache,
  * from sysfs, else CPUID leaf 4; 0 when unknown. */
 uint64_t qs_cache_size(int level);

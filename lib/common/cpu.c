@@ -52,9 +52,37 @@ static int detect_crc32(void)
     return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2);
 }
 
+/* Vendor (leaf 0) and family (leaf 1: the base family, plus the extended
+ * family where the base one is 0Fh). */
+static unsigned detect_class(char *src, size_t cap)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d))
+        return QS_CPU_GENERIC;
+    char vendor[13];
+    memcpy(vendor, &b, 4);
+    memcpy(vendor + 4, &d, 4);
+    memcpy(vendor + 8, &c, 4);
+    vendor[12] = '\0';
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return QS_CPU_GENERIC;
+    unsigned family = (a >> 8) & 0xF;
+    if (family == 0xF)
+        family += (a >> 20) & 0xFF;
+    snprintf(src, cap, "CPUID %s family %02Xh", vendor, family);
+    if (strcmp(vendor, "AuthenticAMD") != 0)
+        return QS_CPU_GENERIC;
+    return family >= 0x1A ? QS_CPU_ZEN5 : family == 0x19 ? QS_CPU_ZEN4 : QS_CPU_GENERIC;
+}
+
 #else /* not x86-64 with GCC or Clang: no SIMD kernels */
 static unsigned detect_simd(void) { return 0; }
 static int detect_crc32(void) { return 0; }
+static unsigned detect_class(char *src, size_t cap)
+{
+    snprintf(src, cap, "not x86-64");
+    return QS_CPU_GENERIC;
+}
 #endif
 
 /* CPUID may trap to a hypervisor and getenv is not free: ask once.  Two
@@ -104,6 +132,46 @@ unsigned qs_cpu_simd(void)
 }
 
 static int cached_crc32 = -1;
+
+static const char *const class_names[] = { "generic", "amd-zen4", "amd-zen5" };
+
+const char *qs_cpu_class_name(unsigned cls)
+{
+    return cls < sizeof class_names / sizeof class_names[0] ? class_names[cls] : "?";
+}
+
+/* Asked once; two threads racing here compute the same values. */
+static int cached_class = -1;
+static char class_source[64];
+
+unsigned qs_cpu_class(void)
+{
+    int v = __atomic_load_n(&cached_class, __ATOMIC_ACQUIRE);
+    if (v >= 0)
+        return (unsigned)v;
+    const char *e = getenv("QS_CPU_CLASS");
+    v = -1;
+    if (e && *e) {
+        for (unsigned i = 0; i < sizeof class_names / sizeof class_names[0]; i++)
+            if (strcmp(e, class_names[i]) == 0 || strcmp(e, class_names[i] + (i ? 4 : 0)) == 0)
+                v = (int)i;
+    }
+    if (v >= 0) {
+        snprintf(class_source, sizeof class_source, "QS_CPU_CLASS");
+    } else {
+        char src[64] = "";
+        v = (int)detect_class(src, sizeof src);
+        memcpy(class_source, src, sizeof src);
+    }
+    __atomic_store_n(&cached_class, v, __ATOMIC_RELEASE);
+    return (unsigned)v;
+}
+
+const char *qs_cpu_class_source(void)
+{
+    qs_cpu_class();
+    return class_source;
+}
 
 int qs_cpu_crc32(void)
 {

@@ -89,6 +89,12 @@ struct qs_backend_def {
      * callers reach it through qs_backend_score_rows. */
     int (*score_rows)(const qs_backend_def *d, const qs_scorer *s, void *state, const qs_rows *r,
                       double *out, unsigned threads, unsigned how, qs_error *err);
+    /* Optional, where this back end wins auto's ranks: the name of the
+     * back end of its family auto runs instead for scorer s (its model and
+     * layout, this CPU), with the reason in why[cap]; NULL: itself.  A
+     * pure function of the CPU and the layout (no timing), so a model
+     * always gets the same kernel here; called when s is loaded. */
+    const char *(*auto_pick)(const qs_backend_def *d, const qs_scorer *s, char *why, size_t cap);
 };
 
 #define QS_HOW_NAMED 1u
@@ -113,7 +119,8 @@ struct qs_scorer {
     uint64_t max_block_trees; /* largest block, for the workspace's vectors */
     uint32_t max_words;       /* widest multi-word block */
     uint32_t doc_block;       /* δ: documents scored together */
-    int auto_backend;         /* what auto runs as */
+    int auto_backend;         /* what auto runs as (for this model: auto_pick) */
+    char auto_why[160];       /* why (qs_scorer_auto_backend) */
     unsigned build_threads;   /* threads that build a layout (load, relayout) */
     uint32_t stored_tree_block; /* τ as the .qsm stores it (qs_scorer_get_layout_info) */
     uint32_t order;           /* qs_order within a batch (QS_ORDER_SD: plain BWQS) */

@@ -85,6 +85,33 @@ void qs_build_get_info(qs_build_info *info)
 
 /* ------------------------------------------------------------ loading */
 
+/* What auto runs for s: the back end of highest rank, or the one of its
+ * family its auto_pick names for this model (when this machine runs it). */
+static void auto_pick(qs_scorer *s)
+{
+    const qs_backend_def *d = def_of(s->auto_backend);
+    snprintf(s->auto_why, sizeof s->auto_why, "the available back end of highest rank");
+    if (!d->auto_pick)
+        return;
+    char why[sizeof s->auto_why] = "";
+    const char *name = d->auto_pick(d, s, why, sizeof why);
+    const qs_backend b = name ? qs_backend_find(name) : QS_BACKEND_UNKNOWN;
+    char no[8];
+    if (b >= 0 && probe(def_of(b), no, sizeof no))
+        s->auto_backend = b;
+    else if (name)
+        return;
+    if (why[0])
+        memcpy(s->auto_why, why, sizeof why);
+}
+
+qs_backend qs_scorer_auto_backend(const qs_scorer *s, char *why, size_t cap)
+{
+    if (why && cap)
+        snprintf(why, cap, "%s", s->auto_why);
+    return s->auto_backend;
+}
+
 static void scorer_sizes(qs_scorer *s)
 {
     s->max_block_trees = 0;
@@ -262,6 +289,7 @@ qs_scorer *qs_scorer_load_layout(const unsigned char *buf, size_t len, unsigned 
         qs_scorer_free(s);
         return NULL;
     }
+    auto_pick(s);
     if (prepare_one(s, (unsigned)s->auto_backend, err) != 0) {
         qs_scorer_free(s);
         return NULL;

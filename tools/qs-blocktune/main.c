@@ -859,8 +859,8 @@ int main(int argc, char **argv)
     /* The defaults: what qs-score does with the stored values. */
     uint32_t def_tau, def_batch, def_delta;
     qs_scorer_get_blocks(T.sc, &def_tau, &def_batch, &def_delta, NULL);
-    setting def = { .backend = qs_backend_auto(), .tau = def_tau, .delta = def_delta,
-                    .batch = def_batch, .order = QS_ORDER_SD };
+    setting def = { .backend = qs_scorer_auto_backend(T.sc, NULL, 0), .tau = def_tau,
+                    .delta = def_delta, .batch = def_batch, .order = QS_ORDER_SD };
     if (time_only) {
         qs_tuning tr;
         int have = qs_qsm_get_tuning(T.qsm, T.qsm_len, &tr, &err);
@@ -1090,7 +1090,8 @@ int main(int argc, char **argv)
     tr.delta = win->st.delta;
     tr.threads = best_threads;
     snprintf(tr.backend, sizeof tr.backend, "%s",
-             win->st.backend == qs_backend_auto() ? "" : qs_backend_name(win->st.backend));
+             win->st.backend == qs_scorer_auto_backend(T.sc, NULL, 0) ? ""
+                                                               : qs_backend_name(win->st.backend));
     tr.default_ns = def_ns_confirmed;
     tr.tuned_ns = win_confirmed;
     unsigned char *img;

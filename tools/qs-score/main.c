@@ -96,6 +96,8 @@ static void usage(FILE *f)
             "  --list-backends        one line per back end, tab-separated: name, available\n"
             "                         (yes, or no: and the reason), flags, summary\n"
             "  -V, --version          version; with -v, the back ends and this build\n"
+            "  -v, --verbose          with a model: which back end auto runs for it, and why\n"
+            "                         (on standard error)\n"
             "\n"
             "exit: 0 ok, 1 bad model or document, 2 usage, 3 unsupported, 4 system error\n");
 }
@@ -165,8 +167,9 @@ static void list_backends(void)
 #endif
         if (b == a)
             k += (size_t)snprintf(flags + k, sizeof flags - k, "%sauto", k ? "," : "");
-        printf("%s\t%s%s\t%s\t%s\n", bi.name, bi.available ? "yes" : "no: ",
-               bi.available ? "" : bi.why, k ? flags : "-", bi.summary);
+        printf("%s\t%s%s\t%s\t%s%s%s\n", bi.name, bi.available ? "yes" : "no: ",
+               bi.available ? "" : bi.why, k ? flags : "-", bi.summary,
+               bi.available && bi.why[0] ? "; " : "", bi.available ? bi.why : "");
     }
 }
 
@@ -188,6 +191,9 @@ static void version(int verbose)
             printf("  (%s: not available: %s)\n", in.name, in.why);
     }
     printf("default: auto = %s on this machine\n", qs_backend_name(qs_backend_auto()));
+    qs_backend_info ai;
+    if (qs_backend_get_info(QS_BACKEND_AUTO, &ai) == 0 && ai.available && ai.why[0])
+        printf("%s (qs-score -v MODEL: the one it runs for MODEL)\n", ai.why);
     printf("cpu: %s%s%s\n", *bi.cpu_detected ? bi.cpu_detected : "no SIMD level qs uses",
            strcmp(bi.cpu_detected, bi.cpu_enabled) ? "; enabled: " : "",
            strcmp(bi.cpu_detected, bi.cpu_enabled) ? (*bi.cpu_enabled ? bi.cpu_enabled : "none")
@@ -245,6 +251,7 @@ typedef struct load_ctx {
     uint32_t f32_features;
     int strict_features;
     int lightgbm_dense;         /* --lightgbm-dense */
+    int verbose;                /* -v: say which back end auto runs, and why */
     qs_model_info info;         /* out: the model's facts */
     qs_scorer **rep;            /* out: nrep scorers */
 } load_ctx;
@@ -289,6 +296,11 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
         if (r) {
             numa_enter(-1);
             continue;
+        }
+        if (c->verbose && c->backend == QS_BACKEND_AUTO) {
+            char why[160];
+            const qs_backend a = qs_scorer_auto_backend(s, why, sizeof why);
+            fprintf(stderr, "qs-score: %s: auto runs %s (%s)\n", mpath, qs_backend_name(a), why);
         }
         qs_model_get_info(qs_scorer_model(s), &c->info);
         if (c->transform && strcmp(c->info.transform, "unsupported") == 0)
@@ -655,7 +667,7 @@ int main(int argc, char **argv)
         .backend = backend, .device = device, .transform = transform,
         .transform_name = transform_name, .nrep = nrep, .by_node = by_node,
         .input = input, .f32_features = f32_features, .strict_features = strict_features,
-        .lightgbm_dense = lightgbm_dense,
+        .lightgbm_dense = lightgbm_dense, .verbose = verbose,
     };
     tool_hold(&lc, release_replicas);
     /* With threads, LETOR text is read and parsed while the model loads

@@ -9,126 +9,9 @@
  * (nothing), for the documents whose value (NaN, negative) the table does
  * not stand for; those take the feature's nodes afterwards, one by one.  An
  * AND is order-free, so the leaf vectors are those of the nodes one by one,
- * bit for bit. */
+ * bit for bit.  The lookups are built with the plan (score/vqs_plan.c,
+ * qs_vqs_cat_build). */
 #include "score/x86/vqs.h"
-
-#include <stdlib.h>
-#include <string.h>
-
-#define CV_MAX_BYTES (64u << 20) /* all lookups of a plan */
-
-int qs_vqs_cat_build(const qs_layout *L, qs_vqs_plan *P)
-{
-    P->cv_nq = NULL;
-    if (!L->ncatfeats)
-        return 0;
-    const uint32_t nf = L->ncatfeats;
-    uint64_t maxtrees = 0;
-    for (uint32_t b = 0; b < L->nblocks; b++)
-        if (L->blocks[b].tree_end - L->blocks[b].tree_begin > maxtrees)
-            maxtrees = L->blocks[b].tree_end - L->blocks[b].tree_begin;
-    P->cv_nq = calloc(nf, 1);
-    P->cv_toff = calloc((size_t)nf + 1, sizeof *P->cv_toff);
-    P->cv_boff = calloc((size_t)nf + 1, sizeof *P->cv_boff);
-    int32_t *pos = malloc(maxtrees * sizeof *pos);
-    if (!P->cv_nq || !P->cv_toff || !P->cv_boff || !pos)
-        goto nomem;
-    for (uint64_t t = 0; t < maxtrees; t++)
-        pos[t] = -1;
-
-    /* Sizes: each feature's trees (the union over its classes). */
-    uint64_t ntree = 0, nbytes = 0;
-    for (uint32_t b = 0; b < L->nblocks; b++) {
-        const qs_block *B = &L->blocks[b];
-        const uint32_t planes = qs_vqs_planes(B);
-        for (uint32_t f = L->block_catfeat[b]; f < L->block_catfeat[b + 1]; f++) {
-            const qs_catfeat *F = &L->catfeats[f];
-            P->cv_toff[f] = ntree;
-            P->cv_boff[f] = nbytes;
-            if (!F->table || !planes || F->nclass + 1 > 64)
-                continue;
-            uint64_t nt = 0;
-            for (uint32_t c = 0; c < F->nclass; c++) {
-                const uint32_t *r = L->cat_row + F->row_off + 2 * (uint64_t)c;
-                for (uint32_t i = r[0]; i < r[1]; i++)
-                    if (pos[L->cat_etree[i]] < 0) {
-                        pos[L->cat_etree[i]] = 0;
-                        nt++;
-                    }
-            }
-            for (uint32_t c = 0; c < F->nclass; c++) {
-                const uint32_t *r = L->cat_row + F->row_off + 2 * (uint64_t)c;
-                for (uint32_t i = r[0]; i < r[1]; i++)
-                    pos[L->cat_etree[i]] = -1;
-            }
-            const uint32_t nq = (F->nclass + 1 + 15) / 16;
-            const uint64_t bytes = nt * planes * nq * 16u;
-            if (nbytes + bytes > CV_MAX_BYTES)
-                continue; /* lane by lane */
-            P->cv_nq[f] = (uint8_t)nq;
-            ntree += nt;
-            nbytes += bytes;
-        }
-    }
-    P->cv_toff[nf] = ntree;
-    P->cv_boff[nf] = nbytes;
-    P->cv_tree = malloc((ntree ? ntree : 1) * sizeof *P->cv_tree);
-    P->cv_tab = aligned_alloc(64, ((nbytes + 63) / 64 + 1) * 64);
-    if (!P->cv_tree || !P->cv_tab)
-        goto nomem;
-    memset(P->cv_tab, 0xFF, nbytes);
-
-    for (uint32_t b = 0; b < L->nblocks; b++) {
-        const qs_block *B = &L->blocks[b];
-        const uint32_t planes = qs_vqs_planes(B);
-        for (uint32_t f = L->block_catfeat[b]; f < L->block_catfeat[b + 1]; f++) {
-            const qs_catfeat *F = &L->catfeats[f];
-            const uint32_t nq = P->cv_nq[f];
-            if (!nq)
-                continue;
-            uint32_t *tr = P->cv_tree + P->cv_toff[f];
-            uint32_t nt = 0;
-            /* the trees in ascending order (a mark, then a sweep) */
-            for (uint32_t c = 0; c < F->nclass; c++) {
-                const uint32_t *r = L->cat_row + F->row_off + 2 * (uint64_t)c;
-                for (uint32_t i = r[0]; i < r[1]; i++)
-                    pos[L->cat_etree[i]] = 0;
-            }
-            for (uint64_t t = 0; t < B->tree_end - B->tree_begin; t++)
-                if (pos[t] == 0) {
-                    pos[t] = (int32_t)nt;
-                    tr[nt++] = (uint32_t)t;
-                }
-            const size_t tab = (size_t)nq * 16;
-            uint8_t *base = P->cv_tab + P->cv_boff[f];
-            for (uint32_t c = 0; c < F->nclass; c++) {
-                const uint32_t *r = L->cat_row + F->row_off + 2 * (uint64_t)c;
-                for (uint32_t i = r[0]; i < r[1]; i++) {
-                    const uint32_t k = (uint32_t)pos[L->cat_etree[i]];
-                    const uint64_t mk = L->cat_emask[i];
-                    for (uint32_t j = 0; j < planes; j++)
-                        base[((size_t)k * planes + j) * tab + c + 1] = (uint8_t)(mk >> (8 * j));
-                }
-            }
-            for (uint32_t k = 0; k < nt; k++)
-                pos[tr[k]] = -1;
-        }
-    }
-    free(pos);
-    return 0;
-nomem:
-    free(pos);
-    free(P->cv_nq);
-    free(P->cv_toff);
-    free(P->cv_boff);
-    free(P->cv_tree);
-    free(P->cv_tab);
-    P->cv_nq = NULL;
-    P->cv_toff = P->cv_boff = NULL;
-    P->cv_tree = NULL;
-    P->cv_tab = NULL;
-    return -1;
-}
 
 /* The 64 documents' shuffle indices for feature F: per quarter q of the
  * lookup, byte l is (class + 1) - 16q where that falls in 0 .. 15, else
@@ -179,7 +62,7 @@ static void lanes_rest(const qs_model *m, const qs_layout *L, const qs_catfeat *
 #define T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2")))
 #define T256 __attribute__((target("avx2")))
 
-T512 void qs_vqs_cat_bp512(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
+T512 void qs_vqs_cat_bp_avx512(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
                            const qs_block *B, uint8_t *v, size_t row, uint32_t planes,
                            const double *const *xs)
 {
@@ -220,7 +103,7 @@ T512 void qs_vqs_cat_bp512(const qs_model *m, const qs_layout *L, const qs_vqs_p
     }
 }
 
-T256 void qs_vqs_cat_bp256(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
+T256 void qs_vqs_cat_bp_avx2(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
                            const qs_block *B, uint8_t *v, size_t row, uint32_t planes,
                            const double *const *xs)
 {

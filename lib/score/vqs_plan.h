@@ -1,0 +1,180 @@
+/* vqs_plan.h: the ISA-neutral half of vQS, QuickScorer over several
+ * documents per SIMD instruction (64 documents on byte planes for QS blocks
+ * of up to 2048 leaves per tree and QS-Ω blocks, AVX-512 or AVX2; with AVX2
+ * most QS-Ω blocks by ranks instead, see om_* below; small batches 8 or 4
+ * with one 64-bit leaf vector per lane): which blocks and batches the
+ * kernels take, and the plan they read, built once per layout
+ * (vqs_plan.c).  The kernels themselves are in score/x86/, one file per
+ * ISA compiled from one template (score/x86/vqs_kernel.h). */
+#ifndef QS_VQS_PLAN_H
+#define QS_VQS_PLAN_H
+
+#include "score/score.h"
+
+
+/* Planes per tree of the byte-plane kernels for block B (plane j:
+ * byte j of 64 documents' leaf vectors, 64 bytes), or 0 when it does not
+ * take B.  QS blocks: width/8 planes, or 8 per word of a multi-word block
+ * of at most 32 words (2048 leaves); QS-Ω blocks: 2 (the low and the high
+ * byte of the leaf index, depth <= 16).  The planes of a block must stay
+ * within 32-bit offsets. */
+static inline uint32_t qs_vqs_planes(const qs_block *B)
+{
+    uint32_t p = B->kind == QS_BLOCK_OMEGA ? 2u
+                 : B->kind != QS_BLOCK_QS  ? 0u
+                 : B->width                ? B->width / 8
+                 : B->words <= 32          ? B->words * 8
+                                           : 0u;
+    if ((B->tree_end - B->tree_begin) * (uint64_t)p * 64u > 0xFFFFFFFFull)
+        return 0;
+    return p;
+}
+
+/* Whether a block can go through the SIMD kernels at a level: every block
+ * the byte-plane kernels take, and QS blocks of at most 64 leaves per tree
+ * (8 or 4 lanes of 64-bit vectors). */
+static inline int qs_vqs_block_ok(unsigned level, const qs_block *B)
+{
+    (void)level;
+    return qs_vqs_planes(B) || (B->kind == QS_BLOCK_QS && B->width != 0);
+}
+
+/* Lanes (documents per call) for a batch of n documents through block B:
+ * 64 on byte planes (AVX-512, or AVX2 two halves at a time), narrow QS
+ * blocks only when the batch fills at least half of them (else 8 at a
+ * time with AVX-512, 4 with AVX2).  QS-Ω blocks go only 64 at a time (on
+ * byte planes, or by ranks with AVX2):
+ * 8 or 4 lanes of 64-bit vectors were slower than scalar QS-Ω (0.8x and
+ * 0.64x on QuickRank's 1,000 oblivious trees).  (The driver scores a block
+ * scalar when a batch fills under half of its lanes, unless the back end
+ * was named.) */
+#define QS_VQS_NARROW_BELOW 32u
+static inline unsigned qs_vqs_lanes(unsigned level, const qs_block *B, uint32_t n)
+{
+    const unsigned narrow = level == QS_SIMD_AVX512 ? 8u : 4u;
+    if (!qs_vqs_planes(B))
+        return narrow;
+    return n >= QS_VQS_NARROW_BELOW || B->kind != QS_BLOCK_QS || B->width == 0 ? 64u : narrow;
+}
+
+/* What the byte-plane kernel reads per layout entry instead of its tree id
+ * and mask: the byte offsets of the first and the last plane the node's
+ * mask touches (low and high 32 bits of off) and the mask's bytes there
+ * (low and high 8 bits of bytes): AND bytes for QS blocks (planes between
+ * the two are cleared), OR bytes for QS-Ω blocks.  Built from a layout
+ * once. */
+typedef struct qs_vqs_plan {
+    uint64_t *off;
+    uint16_t *bytes;
+    /* The features a block's groups test, each once (feats[feat_off[b]]
+     * .. feats[feat_off[b + 1] - 1]), and each group's row among them: the
+     * kernel copies the 64 documents' values of those features into rows
+     * of 64 once per block. */
+    uint32_t *feats;
+    uint64_t *feat_off;
+    uint32_t *grow;
+    uint32_t max_feats;
+    /* The same masks as one operation per plane touched (the
+     * kernel): entry i's are xop[xidx[i]] .. xop[xidx[i + 1] - 1], each the
+     * plane's byte offset in the block's planes, with its AND (QS) or OR
+     * (QS-Ω) byte in xbyte at the same index; entries that change nothing
+     * have none.  NULL where some block's planes pass 2^32 bytes. */
+    uint64_t *xidx;
+    uint32_t *xop;
+    uint8_t *xbyte;
+    /* The leaf table as float32 (the AVX2 kernel, for models that add
+     * (float)c in float32: the same rounding, 8 lanes per gather), or
+     * NULL. */
+    float *leavesf;
+    /* QS-Ω by ranks (the AVX2 kernel, no linear leaves): in a
+     * block's ascending group the entries that fire for a value are those
+     * of the distinct thresholds it passes, a prefix, so a document's value
+     * is read once per group as how many it passes (its count), and each
+     * level of a tree fires when the count passes the rank of its entry's
+     * threshold among them.  om_ok[b]: block b goes this way (else on byte
+     * planes); om_sp[g]: the count of a special value of group g (its
+     * special entries are those of the first om_sp[g] thresholds);
+     * om_level[t * QS_OMEGA_MAX_DEPTH + l]: tree t's level l, its group's
+     * row in the block (high 16 bits) and its threshold's rank (low 16),
+     * with its OR bits in om_bits and its level count in om_depth[t]. */
+    uint8_t *om_ok;
+    uint16_t *om_sp;
+    /* Each group's distinct thresholds, om_u[om_uoff[g] .. om_uoff[g + 1]). */
+    uint32_t *om_uoff;
+    double *om_u;
+    uint32_t *om_level;
+    uint16_t *om_bits;
+    uint8_t *om_depth;
+    /* Categorical features as byte lookups (the byte-plane kernels, narrow
+     * QS blocks; x86/vqs_cat.c): for layout catfeat f with cv_nq[f] > 0,
+     * the trees its table touches, cv_tree[cv_toff[f] .. cv_toff[f + 1]),
+     * and per tree and plane j a table of cv_nq[f] * 16 bytes at cv_tab +
+     * cv_boff[f] + (k * planes + j) * cv_nq[f] * 16: byte c + 1 is byte j
+     * of class c's AND mask for the tree, byte 0 is 0xFF (the lanes whose
+     * values take the nodes one by one).  cv_nq[f] 0: the feature goes
+     * lane by lane through its table rows. */
+    uint8_t *cv_nq;
+    uint64_t *cv_toff;
+    uint32_t *cv_tree;
+    uint64_t *cv_boff;
+    uint8_t *cv_tab;
+} qs_vqs_plan;
+
+/* The AND byte of plane j for a multi-word node clearing leaves [lo, hi). */
+static inline uint8_t qs_vqs_range_byte(uint32_t lo, uint32_t hi, uint32_t j)
+{
+    const uint32_t b0 = 8 * j;
+    if (hi <= b0 || lo >= b0 + 8)
+        return 0xFF;
+    const uint32_t a = lo > b0 ? lo - b0 : 0, b = hi < b0 + 8 ? hi - b0 : 8;
+    return (uint8_t)~(((1u << b) - 1) & ~((1u << a) - 1));
+}
+
+/* 0, or -1 when out of memory. */
+int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P, unsigned threads);
+/* The QS-Ω-by-ranks tables of the blocks that can go that way for model m
+ * (none is not an error); 0, or -1 when out of memory. */
+int qs_vqs_omega_ranks(const qs_model *m, const qs_layout *L, qs_vqs_plan *P);
+/* The float32 leaf table (leavesf) where scorer s's model adds (float)c
+ * in float32; 0, or -1 when out of memory. */
+int qs_vqs_leaves_float(const qs_scorer *s, qs_vqs_plan *P);
+void qs_vqs_plan_free(qs_vqs_plan *P);
+/* The byte lookups of the layout's categorical tables (above); 0, or -1
+ * when out of memory (a feature too large to hold goes lane by lane: not
+ * an error). */
+int qs_vqs_cat_build(const qs_layout *L, qs_vqs_plan *P);
+
+/* Bytes of scratch per tree of a block that the kernels need (AVX-512
+ * byte planes: 8 planes x 64 documents per 64 leaves, 2 planes for QS-Ω;
+ * 8 or 4 lanes x 8 bytes else). */
+#define QS_VQS_TREE_BYTES 512u
+
+/* Documents of the byte-plane kernels. */
+#define QS_VQS_LANES 64u
+/* Doubles from one row of the byte-plane kernels' feature values (64
+ * documents) to the next: 64 and a spare line, so that a document's
+ * column does not fall into a few cache sets. */
+#define QS_VQS_XROW 72u
+/* Rows of feature values the kernels hold at once (the block's next
+ * features, refilled as its groups move on), so that the scratch stays
+ * small for a block of many features. */
+#define QS_VQS_XROWS 256u
+
+/* Bytes of the rows of feature values in the byte-plane kernels' scratch
+ * (after the accumulators, before the planes). */
+static inline size_t qs_vqs_xrow_bytes(const qs_vqs_plan *P)
+{
+    return P ? (size_t)(P->max_feats < QS_VQS_XROWS ? P->max_feats : QS_VQS_XROWS) *
+                   QS_VQS_XROW * sizeof(double)
+             : 0;
+}
+
+/* Bytes of the accumulators the byte-plane kernels keep for K classes
+ * (64 documents x K, double and float, class-major), at the start of their
+ * scratch. */
+static inline size_t qs_vqs_acc_bytes(uint32_t K)
+{
+    return ((size_t)K * QS_VQS_LANES * (sizeof(double) + sizeof(float)) + 63) & ~(size_t)63;
+}
+
+#endif

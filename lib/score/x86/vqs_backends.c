@@ -1,0 +1,242 @@
+/* vqs_backends.c: the back ends `vqs`, `vqs-avx2` and `vqs-avx512`: which
+ * level each runs, its probe, its state (the plan, score/vqs_plan.c), its
+ * scratch, and the kernel set it hands the BWQS driver (the ISA's entry,
+ * vqs_avx2.c or vqs_avx512.c). */
+#include "score/x86/vqs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* d->param: the level (0: the widest this CPU runs). */
+static unsigned level_of(const qs_backend_def *d)
+{
+    unsigned have = qs_cpu_simd();
+    if (d->param)
+        return have & d->param;
+    return (have & QS_SIMD_AVX512) ? QS_SIMD_AVX512 : (have & QS_SIMD_AVX2) ? QS_SIMD_AVX2 : 0;
+}
+
+/* Trees of at most this many leaves: their leaf values in two registers
+ * (vqs-avx512's sums, by permutation instead of a gather). */
+#define VQS_SMALL_TREE 16u
+
+/* The rule of vqs_rule and vqs_auto_pick below for this CPU class, in
+ * words (AVX-512 enabled; within qs_backend_info's 160 bytes). */
+static void vqs_rule_text(char *why, size_t cap)
+{
+    const unsigned cls = qs_cpu_class();
+    if (cls == QS_CPU_GENERIC)
+        snprintf(why, cap, "auto: vqs-avx512 for every model (generic CPU: %s)",
+                 qs_cpu_class_source());
+    else
+        snprintf(why, cap,
+                 "auto: vqs, AVX-512 for batches < %u docs or models with >= 50%% of leaves in "
+                 "QS-Omega or <= %u-leaf trees, else AVX2 (%s: %s)",
+                 QS_VQS_NARROW_BELOW, VQS_SMALL_TREE, qs_cpu_class_name(cls), qs_cpu_class_source());
+}
+
+static int vqs_probe(const qs_backend_def *d, char *why, size_t cap)
+{
+    if (!QS_VQS_HAVE_KERNELS) {
+        snprintf(why, cap, "built without the x86-64 SIMD kernels");
+        return 0;
+    }
+    if (level_of(d)) {
+        /* available: how auto chooses among the kernels (vqs_rule), on the
+         * lines of `vqs` and of the kernel that wins auto's ranks */
+        if ((qs_cpu_simd() & QS_SIMD_AVX512) && d->param != QS_SIMD_AVX2)
+            vqs_rule_text(why, cap);
+        return 1;
+    }
+    unsigned want = d->param ? d->param : QS_SIMD_AVX2;
+    const char *name = want == QS_SIMD_AVX512
+                           ? "AVX-512 (F, DQ, CD, VL, BW, with AVX2, FMA, BMI1, BMI2, LZCNT)"
+                           : "AVX2 (with FMA, BMI1, BMI2)";
+    if (qs_cpu_simd_detected() & want)
+        snprintf(why, cap, "%s disabled by QS_DISABLE_CPU_FEATURES", name);
+    else
+        snprintf(why, cap, "this CPU (or its operating system) lacks %s", name);
+    return 0;
+}
+
+/* The level that runs scorer s's model fastest on this CPU, by the rule
+ * of its class (qs_cpu_class), with why in why[cap]: measured on AMD Zen 5
+ * (bench/README.md, "Which kernel auto runs"), vqs-avx512 is 1.4-2x
+ * faster than vqs-avx2 on QS-Ω blocks and on trees of at most 16 leaves
+ * (their sums by permutation), and 1.15-1.45x slower on trees of 32 leaves
+ * or more; so AVX-512 where at least half the model's leaves are in such
+ * blocks or trees, else AVX2.  Zen 4 (AVX-512 as two 256-bit halves) takes
+ * the same rule: AVX2 was measured 1.4-1.6x faster there on 1,000 trees of
+ * 64 leaves.  Other CPUs: the widest level, unmeasured otherwise.  A pure
+ * function of the CPU class and the layout: the same model gets the same
+ * kernel on every run, and both kernels give the same bits. */
+static unsigned vqs_rule(const qs_scorer *s, char *why, size_t cap)
+{
+    const unsigned have = qs_cpu_simd();
+    if (!(have & QS_SIMD_AVX512)) {
+        snprintf(why, cap, "AVX2, the widest level enabled on this CPU");
+        return have & QS_SIMD_AVX2;
+    }
+    const unsigned cls = qs_cpu_class();
+    if (cls == QS_CPU_GENERIC) {
+        snprintf(why, cap, "AVX-512, the widest level (CPU class generic: %s)",
+                 qs_cpu_class_source());
+        return QS_SIMD_AVX512;
+    }
+    const qs_layout *L = s->L;
+    uint64_t small = 0, all = 0;
+    for (uint32_t b = 0; b < L->nblocks; b++) {
+        const qs_block *B = &L->blocks[b];
+        if (!qs_vqs_planes(B))
+            continue;
+        for (uint64_t t = B->tree_begin; t < B->tree_end; t++) {
+            all += L->nleaves[t];
+            if (B->kind == QS_BLOCK_OMEGA || L->nleaves[t] <= VQS_SMALL_TREE)
+                small += L->nleaves[t];
+        }
+    }
+    const int wide = all && 2 * small >= all;
+    snprintf(why, cap, "%s (%llu%% of the leaves in QS-Omega or <= %u-leaf trees)",
+             wide ? "AVX-512" : "AVX2", all ? (unsigned long long)(100 * small / all) : 0ull,
+             VQS_SMALL_TREE);
+    return wide ? QS_SIMD_AVX512 : QS_SIMD_AVX2;
+}
+
+/* What auto runs for s, where vQS wins the registry's ranks: on a CPU
+ * class with a rule, `vqs`, which runs vqs_rule's level for batches of
+ * QS_VQS_NARROW_BELOW documents or more and AVX-512 for smaller ones (the
+ * small-batch kernels: 8 lanes against AVX2's 4, 1.5x faster on Zen 5
+ * whatever the trees); elsewhere the kernel of highest rank itself. */
+static const char *vqs_auto_pick(const qs_backend_def *d, const qs_scorer *s, char *why,
+                                 size_t cap)
+{
+    (void)d;
+    const unsigned cls = qs_cpu_class();
+    char rule[96];
+    vqs_rule(s, rule, sizeof rule);
+    if (!(qs_cpu_simd() & QS_SIMD_AVX512) || cls == QS_CPU_GENERIC) {
+        snprintf(why, cap, "%s", rule);
+        return NULL;
+    }
+    snprintf(why, cap, "%s for batches of >= %u documents, AVX-512 below (%s rule: %s)", rule,
+             QS_VQS_NARROW_BELOW, qs_cpu_class_name(cls), qs_cpu_class_source());
+    return "vqs";
+}
+
+/* The state: the byte-plane plan (AVX-512 and AVX2; the kernels read it
+ * as their data) and the level this back end runs for the scorer (`vqs`:
+ * vqs_rule's). */
+typedef struct vqs_state {
+    qs_vqs_plan plan; /* first: the kernels' data */
+    unsigned level;   /* for batches of QS_VQS_NARROW_BELOW documents or more */
+    unsigned small;   /* for smaller ones */
+} vqs_state;
+
+static int vqs_prepare(const qs_backend_def *d, const qs_scorer *s, void **state,
+                       qs_error *err)
+{
+    *state = NULL;
+    if (!level_of(d))
+        return 0;
+    vqs_state *st = calloc(1, sizeof *st);
+    qs_vqs_plan *P = st ? &st->plan : NULL;
+    if (!P || qs_vqs_plan_build(s->L, P, s->build_threads) != 0 || qs_vqs_leaves_float(s, P) != 0 ||
+        qs_vqs_omega_ranks(s->m, s->L, P) != 0 || qs_vqs_cat_build(s->L, P) != 0) {
+        if (P)
+            qs_vqs_plan_free(P);
+        free(st);
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (vQS plan of %llu entries)",
+                       (unsigned long long)s->L->nentries);
+    }
+    char why[160];
+    st->level = d->param ? level_of(d) : vqs_rule(s, why, sizeof why);
+    st->small = d->param ? st->level : level_of(d);
+    *state = st;
+    return 0;
+}
+
+static void vqs_release(void *state)
+{
+    vqs_state *st = state;
+    if (st)
+        qs_vqs_plan_free(&st->plan);
+    free(st);
+}
+
+static int vqs_ws_init(const qs_backend_def *d, const qs_scorer *s, const void *state,
+                       void **scratch, qs_error *err)
+{
+    /* Byte planes: 512 bytes per tree per word of a multi-word block;
+     * before them the accumulators of several classes and the documents'
+     * values of a block's features (rows of 64, vqs_common.h: bp_scratch). */
+    size_t tree_bytes = QS_VQS_TREE_BYTES;
+    for (uint32_t b = 0; b < s->L->nblocks; b++)
+        if ((size_t)qs_vqs_planes(&s->L->blocks[b]) * 64 > tree_bytes)
+            tree_bytes = (size_t)qs_vqs_planes(&s->L->blocks[b]) * 64;
+    const qs_vqs_plan *P = state ? &((const vqs_state *)state)->plan : NULL;
+    const size_t bytes = qs_bwqs_vec_bytes(s, tree_bytes) + qs_vqs_acc_bytes(s->m->num_classes) +
+                         qs_vqs_xrow_bytes(P);
+    *scratch = aligned_alloc(64, bytes);
+    if (!*scratch)
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (leaf vectors of %llu trees)",
+                       (unsigned long long)s->max_block_trees);
+    return 0;
+}
+
+static int vqs_score(const qs_backend_def *d, const qs_scorer *s, const void *state,
+                     qs_workspace *w, void *scratch, uint32_t n, double *out, unsigned how,
+                     qs_error *err)
+{
+#if QS_VQS_HAVE_KERNELS
+    const vqs_state *st = state;
+    const unsigned level = !st ? 0 : n < QS_VQS_NARROW_BELOW ? st->small : st->level;
+    const qs_simd_kernel k = {
+        .level = level,
+        .data = st ? &st->plan : NULL,
+        .takes = qs_vqs_block_ok,
+        .lanes = qs_vqs_lanes,
+        .block = level == QS_SIMD_AVX512 ? qs_vqs_block_avx512 : qs_vqs_block_avx2,
+    };
+    if (!k.level)
+        return qs_fail(err, QS_ERR_UNSUPPORTED, 0, "back end '%s' cannot run on this CPU",
+                       d->name);
+    qs_bwqs_score(s, w, scratch, n, out, &k, (how & QS_HOW_NAMED) != 0);
+    return 0;
+#else
+    return qs_fail(err, QS_ERR_UNSUPPORTED, 0, "back end '%s' is not built", d->name);
+#endif
+}
+
+#define VQS_FUNCS                                                                        \
+    .probe = vqs_probe, .prepare = vqs_prepare, .release = vqs_release,                  \
+    .ws_init = vqs_ws_init, .ws_free = qs_bwqs_ws_free, .score = vqs_score,              \
+    .auto_pick = vqs_auto_pick
+
+const qs_backend_def qs_backend_vqs = {
+    .name = "vqs",
+    .summary = "vQS: QuickScorer over several documents per SIMD instruction, the kernel "
+               "(vqs-avx512 or vqs-avx2) that is fastest for this CPU, model and batch",
+    .flags = QS_BACKEND_F_SIMD | QS_BACKEND_F_ALIAS,
+    .param = 0,
+    VQS_FUNCS,
+};
+
+const qs_backend_def qs_backend_vqs_avx2 = {
+    .name = "vqs-avx2",
+    .summary = "vQS with AVX2 (64 documents on byte planes, 32 per instruction; 4 for "
+               "small batches)",
+    .flags = QS_BACKEND_F_SIMD,
+    .auto_rank = 2,
+    .param = QS_SIMD_AVX2,
+    VQS_FUNCS,
+};
+
+const qs_backend_def qs_backend_vqs_avx512 = {
+    .name = "vqs-avx512",
+    .summary = "vQS with AVX-512 (64 documents per instruction on byte planes, every "
+               "block kind)",
+    .flags = QS_BACKEND_F_SIMD,
+    .auto_rank = 3,
+    .param = QS_SIMD_AVX512,
+    VQS_FUNCS,
+};
