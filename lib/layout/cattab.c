@@ -52,8 +52,11 @@ static int ent_push(entries *E, uint32_t t, uint64_t mask)
 
 static int same_rows(const entries *E, uint32_t b0, uint32_t e0, uint32_t b1, uint32_t e1)
 {
-    return e0 - b0 == e1 - b1 &&
-           !memcmp(E->etree + b0, E->etree + b1, (size_t)(e0 - b0) * sizeof *E->etree) &&
+    if (e0 - b0 != e1 - b1)
+        return 0;
+    if (e0 == b0) /* empty (the arrays may not exist yet) */
+        return 1;
+    return !memcmp(E->etree + b0, E->etree + b1, (size_t)(e0 - b0) * sizeof *E->etree) &&
            !memcmp(E->emask + b0, E->emask + b1, (size_t)(e0 - b0) * sizeof *E->emask);
 }
 

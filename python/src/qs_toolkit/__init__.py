@@ -180,7 +180,9 @@ def backends() -> List[Dict[str, Any]]:
     """The library's back ends, as ``qs-score --list-backends`` lists them:
     dicts with name, available (this machine and build run it), why (when
     not), flags (reference, baseline, oblivious-only, simd, threads, device,
-    alias, batch, and auto on the one ``auto`` runs as) and summary."""
+    alias, batch, and auto on the one ``auto`` runs as), summary, and note (an
+    available back end's remark, such as the rule ``vqs`` and ``auto`` follow
+    on this CPU; qs-score prints it after the summary)."""
     return _core.backends()
 
 

@@ -1432,10 +1432,11 @@ static PyObject *mod_backends(PyObject *mod, PyObject *unused)
         qs_backend_info bi;
         if (qs_backend_get_info(b, &bi) != 0)
             continue;
-        PyObject *e = Py_BuildValue("{s:s,s:O,s:s,s:N,s:s}", "name", bi.name, "available",
+        PyObject *e = Py_BuildValue("{s:s,s:O,s:s,s:N,s:s,s:s}", "name", bi.name, "available",
                                     bi.available ? Py_True : Py_False, "why",
                                     bi.available ? "" : bi.why, "flags",
-                                    flag_list(bi.flags, b == a), "summary", bi.summary);
+                                    flag_list(bi.flags, b == a), "summary", bi.summary, "note",
+                                    bi.available ? bi.why : "");
         if (!e || PyList_Append(l, e)) {
             Py_XDECREF(e);
             Py_DECREF(l);
