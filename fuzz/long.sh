@@ -1,0 +1,69 @@
+#!/bin/sh
+# long.sh: the long campaign (make fuzz-long): every target in turn, one
+# process at a time, each until FUZZ_LONG_RUNS executions or FUZZ_LONG_SECONDS,
+# whichever comes first, on a scratch copy of its corpus; then a summary table
+# (target, executions, seconds, executions a second, coverage, features,
+# corpus, findings, whether the execution goal was reached), printed and
+# written to $FUZZ_WORK/summary.txt.  Exit 1 when any target had a finding.
+# Usage: fuzz/long.sh BUILD_DIR TARGET...
+#   env: FUZZ_LONG_RUNS (10000000), FUZZ_LONG_SECONDS (600), FUZZ_WORK,
+#        FUZZ_NICE (19: the campaign runs niced), FUZZ_FLAGS
+set -u
+build=$1
+shift
+root=$(cd "$(dirname "$0")/.." && pwd)
+runs=${FUZZ_LONG_RUNS:-10000000}
+secs=${FUZZ_LONG_SECONDS:-600}
+nicev=${FUZZ_NICE:-19}
+base=${FUZZ_WORK:-/tmp/qs-fuzz}
+mkdir -p "$base"
+summary="$base/summary.txt"
+rows=
+bad=0
+total_start=$(date +%s)
+for name in "$@"; do
+    bin="$build/bin/fuzz_$name"
+    work="$base/$name"
+    mkdir -p "$work/corpus" "$work/artifacts"
+    cp "$root/fuzz/corpus/$name/"* "$work/corpus/" 2>/dev/null || true
+    before=$(find "$work/artifacts" -type f | wc -l)
+    dict=
+    [ -f "$root/fuzz/dict/$name.dict" ] && dict="-dict=$root/fuzz/dict/$name.dict"
+    maxlen=
+    [ "$name" = qsm ] && maxlen="-max_len=65536"
+    start=$(date +%s)
+    # -fork is not used: one process, one core.  A finding stops the target
+    # (its input is in artifacts/); the others still run.
+    # shellcheck disable=SC2086
+    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \
+        nice -n "$nicev" "$bin" -runs="$runs" -max_total_time="$secs" -timeout=10 \
+        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/artifacts/" \
+        $dict $maxlen ${FUZZ_FLAGS:-} "$work/corpus" > "$work/long.log" 2>&1
+    rc=$?
+    took=$(( $(date +%s) - start ))
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/long.log" | tail -n 1)
+    last=$(grep -E '^#[0-9]+' "$work/long.log" | tail -n 1)
+    cov=$(printf '%s\n' "$last" | grep -o 'cov: [0-9]*' | cut -d' ' -f2)
+    ft=$(printf '%s\n' "$last" | grep -o 'ft: [0-9]*' | cut -d' ' -f2)
+    corp=$(printf '%s\n' "$last" | grep -o 'corp: [0-9]*' | cut -d' ' -f2)
+    after=$(find "$work/artifacts" -type f | wc -l)
+    found=$((after - before))
+    [ "$rc" != 0 ] && [ "$found" = 0 ] && found="exit $rc"
+    [ "$found" != 0 ] && bad=1
+    rate=$(( ${execs:-0} / (took > 0 ? took : 1) ))
+    goal=no
+    [ "${execs:-0}" -ge "$runs" ] && goal=yes
+    rows="$rows$(printf '%-10s %12s %7s %9s %7s %8s %7s %9s %5s' "$name" "${execs:-?}" "${took}s" \
+        "$rate" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$found" "$goal")
+"
+    echo "fuzz-long: $name: ${execs:-?} executions in ${took}s, coverage ${cov:-?}, findings $found" >&2
+done
+{
+    echo "# fuzz-long: goal $runs executions or ${secs}s per target, nice $nicev, one process"
+    echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(( $(date +%s) - total_start ))s in all"
+    printf '%-10s %12s %7s %9s %7s %8s %7s %9s %5s\n' target executions time exec/s cov features corpus findings goal
+    printf '%s' "$rows"
+} > "$summary"
+cat "$summary"
+echo "fuzz-long: table in $summary; new inputs in $base/<target>/corpus, findings in $base/<target>/artifacts"
+exit $bad
