@@ -1065,6 +1065,7 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
     qs_model *m = qs_model_new(QS_SRC_UNKNOWN, err);
     qs_layout *L = calloc(1, sizeof *L);
     int have[5] = { 0, 0, 0, 0, 0 };
+    unsigned tune_seen = 0;
     unsigned char *raw = NULL;
     qsly_ahead qa = { UINT32_MAX, NULL, { 0 } };
 #if !QS_HAVE_OPENMP
@@ -1087,9 +1088,14 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
             long long eoff = (long long)(hsize + (uint64_t)s * QSM_ENTRY_SIZE);
             int known = id == SEC_INFO || id == SEC_TREE || id == SEC_QSLY || id == SEC_AFFN ||
                         id == SEC_LINR || id == SEC_TUNE;
-            /* First pass: check every entry. */
+            /* First pass: check every entry; TUNE, read elsewhere
+             * (qs_qsm_read_tuning), at most once too. */
             if (want == 0 && entry_check(buf, len, hsize, nsec, s, known, err) != 0)
                 goto fail;
+            if (want == 0 && id == SEC_TUNE && tune_seen++) {
+                qs_fail_at(err, QS_ERR_FORMAT, eoff, "duplicate section %u (a second TUNE)", s);
+                goto fail;
+            }
             if (id != wid)
                 continue;
             if (have[want]) {
@@ -1321,16 +1327,24 @@ static double f64_at(const unsigned char *p)
     return d;
 }
 
-int qs_qsm_get_tuning(const unsigned char *buf, size_t len, qs_tuning *t, qs_error *err)
+int qs_qsm_read_tuning(const unsigned char *buf, size_t len, qs_tuning *t, qs_error *err)
 {
     qs_qsm_file_info fi;
     memset(t, 0, sizeof *t);
     if (qs_qsm_get_file_info(buf, len, &fi, err) != 0)
         return -1;
-    for (uint32_t s = 0; s < fi.nsections; s++) {
+    uint32_t first = fi.nsections;
+    for (uint32_t s = 0; s < fi.nsections; s++)
+        if (memcmp(fi.sections[s].id, "TUNE", 4) == 0) {
+            /* A duplicate known section is a format error (format/qsm.md). */
+            if (first < fi.nsections)
+                return qs_fail_at(err, QS_ERR_FORMAT, (long long)fi.sections[s].offset,
+                                  "duplicate section %u (a second TUNE, after section %u)", s,
+                                  first);
+            first = s;
+        }
+    for (uint32_t s = first; s < fi.nsections; s++) {
         const qs_qsm_section *q = &fi.sections[s];
-        if (memcmp(q->id, "TUNE", 4) != 0)
-            continue;
         if ((q->flags & SEC_ZSTD) || q->stored_size != TUNE_SIZE || q->raw_size != TUNE_SIZE)
             return qs_fail_at(err, QS_ERR_FORMAT, (long long)q->offset,
                               "TUNE section: %llu bytes stored, %u expected, uncompressed",
