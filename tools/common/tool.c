@@ -203,6 +203,16 @@ _Noreturn void tool_die_err(const char *where, const qs_error *err)
 
 /* ------------------------------------------------------------ input */
 
+uint32_t tool_parse_u32(const char *s, const char *what, uint32_t lo, uint32_t hi)
+{
+    char *e;
+    errno = 0;
+    unsigned long long v = s[0] >= '0' && s[0] <= '9' ? strtoull(s, &e, 10) : 0;
+    if (s[0] < '0' || s[0] > '9' || *e || errno || v < lo || v > hi)
+        tool_die(EXIT_USAGE, "bad %s '%s' (expected %u..%u)", what, s, lo, hi);
+    return (uint32_t)v;
+}
+
 size_t tool_max_input(void)
 {
     static size_t cached;
