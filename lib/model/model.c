@@ -537,7 +537,7 @@ static int model_scan(const qs_model *m, uint32_t *max_leaves, uint32_t *max_dep
     uint32_t pl[SCAN_MAX_PARTS], pd[SCAN_MAX_PARTS];
     int prc[SCAN_MAX_PARTS];
 #if QS_HAVE_OPENMP
-#pragma omp parallel for schedule(static, 1) num_threads(parts) if (parts > 1)
+#pragma omp parallel for schedule(static, 1) num_threads(qs_team(parts)) if (parts > 1)
 #endif
     for (unsigned p = 0; p < parts; p++) {
         uint32_t *stack = malloc((size_t)maxn * 2 * sizeof *stack);

@@ -203,6 +203,24 @@ _Noreturn void tool_die_err(const char *where, const qs_error *err)
 
 /* ------------------------------------------------------------ input */
 
+unsigned tool_threads(unsigned want)
+{
+    static int warned;
+    int why = 0;
+    const unsigned got = want > 1 ? qs_threads_startable(want, &why) : 1;
+    if (got >= want)
+        return want;
+    /* The limit that stopped the threads' stacks would stop their work
+     * next (buffers, workspaces): half of them, the rest left as room. */
+    const unsigned use = got > 1 ? got / 2 : 1;
+    if (!warned) {
+        warned = 1;
+        tool_warn("only %u of %u threads could start (%s): running with %u", got, want,
+                  strerror(why), use);
+    }
+    return use;
+}
+
 uint32_t tool_parse_u32(const char *s, const char *what, uint32_t lo, uint32_t hi)
 {
     char *e;

@@ -1026,6 +1026,8 @@ int main(int argc, char **argv)
     /* Threads. */
     unsigned best_threads = 0;
     double win_ns_threads = win_confirmed;
+    if (max_threads > 1)
+        max_threads = tool_threads(max_threads); /* as many as can start */
     if (max_threads > 1) {
         for (unsigned t = 2; t <= max_threads; t = t < max_threads && t * 2 > max_threads ? max_threads : t * 2) {
             double ns = measure_threads(&T, &win->st, t);

@@ -624,6 +624,8 @@ int main(int argc, char **argv)
             threads = tune.threads < pipe_cpus() ? tune.threads : pipe_cpus();
 #endif
     }
+    /* As many threads as can start (--threads 4096 under ulimit -v). */
+    threads = tool_threads(threads);
     /* NUMA: one replica of the scorer per node, loaded while running on
      * that node so its memory is the node's; QS_NUMA_REPLICAS=N forces N
      * replicas (thread i uses replica i % N) on any machine. */
