@@ -265,3 +265,12 @@ tune_setup() {
     assert_success
     assert_output --regexp '^test_blocking: [0-9]+ checks, 0 failures$'
 }
+
+@test "qs-blocktune: a budget spent before any τ is measured keeps the default τ (no crash)" {
+    tune_setup
+    local T="$BATS_TEST_TMPDIR"
+    run qs-blocktune --budget 0.000001 --repeat 1 -o "$T/t.qsm" "$T/m.qsm" "$T/sample.letor"
+    assert_success
+    assert_line --regexp '^winner: '
+    qs-score "$T/t.qsm" "$FIX/lightgbm/mixed.docs.letor" | cmp - <(qs-score "$T/m.qsm" "$FIX/lightgbm/mixed.docs.letor")
+}

@@ -952,7 +952,9 @@ int main(int argc, char **argv)
                 grid_orders(&T, st);
             }
         } else {
-            base.tau = bt->st.tau;
+            /* (a budget spent before any τ was measured keeps the base's) */
+            if (bt)
+                base.tau = bt->st.tau;
             guided_orders(&T, base);
         }
     }
