@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 static const char *progname = "qs";
 static tool_out *pending_out; /* removed on a dying exit */
@@ -231,6 +232,15 @@ uint32_t tool_parse_u32(const char *s, const char *what, uint32_t lo, uint32_t h
     return (uint32_t)v;
 }
 
+/* A zstd failure while reading: out of memory (exit 4) or a bad frame
+ * (exit 1). */
+static _Noreturn void zstd_die(const char *name, size_t ret)
+{
+    if (ZSTD_getErrorCode(ret) == ZSTD_error_memory_allocation)
+        tool_die(EXIT_SYSTEM, "%s: out of memory (decompressing)", name);
+    tool_die(EXIT_DATA, "%s: zstd: %s", name, ZSTD_getErrorName(ret));
+}
+
 size_t tool_max_input(void)
 {
     static size_t cached;
@@ -297,7 +307,7 @@ static char *decompress(const char *name, char *src, size_t n, size_t *len)
         size_t before_in = in.pos;
         ret = ZSTD_decompressStream(ds, &out, &in);
         if (ZSTD_isError(ret))
-            tool_die(EXIT_DATA, "%s: zstd: %s", name, ZSTD_getErrorName(ret));
+            zstd_die(name, ret);
         int progress = out.pos != used || in.pos != before_in;
         used = out.pos;
         if (!progress && in.pos == in.size && ret != 0)
@@ -453,7 +463,7 @@ static size_t fill(tool_reader *r)
         ZSTD_outBuffer out = { r->buf + r->end, room, 0 };
         r->zret = ZSTD_decompressStream(r->zs, &out, &in);
         if (ZSTD_isError(r->zret))
-            tool_die(EXIT_DATA, "%s: zstd: %s", r->name, ZSTD_getErrorName(r->zret));
+            zstd_die(r->name, r->zret);
         r->raw_pos = in.pos;
         if (out.pos > 0)
             return out.pos;
@@ -609,8 +619,14 @@ static ssize_t zin_read(void *cookie, char *buf, size_t size)
         z->raw_pos = in.pos;
         if (ZSTD_isError(z->zret)) {
             z->bad = 1;
-            errno = EBADMSG;
-            tool_input_failed(z->name, ZSTD_getErrorName(z->zret));
+            /* out of memory is a system error (exit 4), a bad frame the
+             * input's (exit 1) */
+            if (ZSTD_getErrorCode(z->zret) == ZSTD_error_memory_allocation) {
+                errno = ENOMEM;
+            } else {
+                errno = EBADMSG;
+                tool_input_failed(z->name, ZSTD_getErrorName(z->zret));
+            }
             return -1;
         }
         if (out.pos > 0)
@@ -738,6 +754,8 @@ _Noreturn void tool_input_error(const char *name, int err)
 {
     if (zin_msg[0])
         tool_die(EXIT_DATA, "%s", zin_msg);
+    if (err == ENOMEM)
+        tool_die(EXIT_SYSTEM, "%s: out of memory (reading)", name);
     tool_die(EXIT_SYSTEM, "%s: read error: %s", name, strerror(err));
 }
 
