@@ -16,6 +16,8 @@ setup() {
     SO="$UNIT/libqsfault.so"
     [ -f "$SO" ] || skip "no fault injector ($SO): make"
     STEP=${QS_FAULT_STEP:-13}
+    # the injector is preloaded before AddressSanitizer's runtime
+    export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0"
 }
 
 sweep() { # all.sh's runs named $@, every STEP-th point

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <unistd.h>
 
+static void (*real_free)(void *);
 static void *(*real_malloc)(size_t);
 static void *(*real_calloc)(size_t, size_t);
 static void *(*real_realloc)(void *, size_t);
@@ -72,7 +73,9 @@ static long env_num(const char *name)
     return v && *v ? strtol(v, NULL, 10) : -1;
 }
 
-static void report_at_exit(void)
+/* (a destructor, not atexit: atexit from inside the first malloc would run
+ * while AddressSanitizer initialises) */
+__attribute__((destructor)) static void report_at_exit(void)
 {
     if (!report)
         return;
@@ -88,6 +91,7 @@ static void init(void)
     if (ready || in_init)
         return;
     in_init = 1;
+    real_free = dlsym(RTLD_NEXT, "free");
     real_malloc = dlsym(RTLD_NEXT, "malloc");
     real_calloc = dlsym(RTLD_NEXT, "calloc");
     real_realloc = dlsym(RTLD_NEXT, "realloc");
@@ -96,18 +100,8 @@ static void init(void)
     real_memalign = dlsym(RTLD_NEXT, "memalign");
     real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
     real_fread = dlsym(RTLD_NEXT, "fread");
-    /* Only in the qs tools (qs-*), not in a shell or env on the way. */
-    if (strncmp(program_invocation_short_name, "qs-", 3) == 0) {
-        fail_alloc = env_num("QS_FAULT_ALLOC");
-        fail_thread = env_num("QS_FAULT_THREAD");
-        fail_read = env_num("QS_FAULT_READ");
-        report = getenv("QS_FAULT_REPORT");
-        if (report && !*report)
-            report = NULL;
-    }
     ready = 1;
     in_init = 0;
-    atexit(report_at_exit);
 }
 
 /* The main program's address range (the first object dl_iterate_phdr
@@ -154,19 +148,32 @@ typedef int (*main_fn)(int, char **, char **);
 static main_fn real_main;
 static int main_hook(int argc, char **argv, char **envp)
 {
+    /* Only in the qs tools (qs-*), not in a shell or env on the way; read
+     * here, not at the first malloc, which may come before the C library
+     * (or AddressSanitizer) has set things up. */
+    const char *prog = argc > 0 && argv[0] ? strrchr(argv[0], '/') : NULL;
+    prog = prog ? prog + 1 : argc > 0 && argv[0] ? argv[0] : "";
+    if (strncmp(prog, "qs-", 3) == 0) {
+        fail_alloc = env_num("QS_FAULT_ALLOC");
+        fail_thread = env_num("QS_FAULT_THREAD");
+        fail_read = env_num("QS_FAULT_READ");
+        report = getenv("QS_FAULT_REPORT");
+        if (report && !*report)
+            report = NULL;
+    }
     in_main = 1;
     return real_main(argc, argv, envp);
 }
-int __libc_start_main(main_fn m, int argc, char **argv, void (*init)(void), void (*fini)(void),
+int __libc_start_main(main_fn m, int argc, char **argv, void (*ini)(void), void (*fini)(void),
                       void (*rtld_fini)(void), void *stack_end);
-int __libc_start_main(main_fn m, int argc, char **argv, void (*init)(void), void (*fini)(void),
+int __libc_start_main(main_fn m, int argc, char **argv, void (*ini)(void), void (*fini)(void),
                       void (*rtld_fini)(void), void *stack_end)
 {
     int (*real)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void), void *) =
         (int (*)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void),
                  void *))dlsym(RTLD_NEXT, "__libc_start_main");
     real_main = m;
-    return real(main_hook, argc, argv, init, fini, rtld_fini, stack_end);
+    return real(main_hook, argc, argv, ini, fini, rtld_fini, stack_end);
 }
 
 static int alloc_fails(const void *ret)
@@ -227,12 +234,12 @@ void *realloc(void *p, size_t n)
 
 void free(void *p)
 {
-    static void (*real_free)(void *);
     if (!p || is_boot(p))
         return;
-    if (!real_free)
-        real_free = dlsym(RTLD_NEXT, "free");
-    real_free(p);
+    if (!real_free && !in_init)
+        init();
+    if (real_free)
+        real_free(p); /* (else a block of dlsym's, freed while it runs: kept) */
 }
 
 int posix_memalign(void **out, size_t al, size_t n)
