@@ -57,7 +57,7 @@ sweep() { # all.sh's runs named $@, every STEP-th point
     sweep blocktune
 }
 
-@test "thread starts that fail: qs-score --threads 2 and 3 (parse ahead, the second decompression thread), qs-blocktune --threads 4" {
+@test "thread starts that fail: qs-score --threads 2 and 3 (parse ahead; the model loaded on two threads, QSLY on its own), qs-blocktune --threads 4" {
     sweep thread
 }
 

@@ -61,6 +61,8 @@ run[blocktune]="- -m 600 -- qs-blocktune --repeat 1 --budget 0.05 -o @OUT@ $T/lg
 # thread starts: the probe before each team, the .qsm's second
 # decompression thread, qs-blocktune's teams
 run[thread-score2]="$T/scores -- qs-score --threads 2 -o @OUT@ $T/lgb.qsm $T/docs"
+# (the model loaded with two threads: QSLY decompressed on a thread of its own)
+run[thread-score2-load]="$T/scores -- env QS_PARSE_AHEAD=0 qs-score --threads 2 -o @OUT@ $T/lgb.qsm $T/docs"
 run[thread-score3]="$T/scores -- qs-score --threads 3 -o @OUT@ $T/lgb.qsm $T/docs"
 run[thread-blocktune]="- -- qs-blocktune --repeat 1 --budget 0.05 --threads 4 -o @OUT@ $T/lgb.qsm $T/sample"
 # read errors at every byte offset (models and documents, plain and zstd)
