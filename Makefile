@@ -127,6 +127,7 @@ TOOL_BIN := $(TOOLS:%=$(BUILD)/bin/%)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 STATIC_LIB := $(BUILD)/libqs.a
+FAULT_SO := $(BUILD)/tests/libqsfault.so
 # The GPU-QS emulator test built three more times, each with one mutation
 # of the kernel's logic or tables (lib/score/cuda/phases.h,
 # QS_CU_MUTATION), to show that the test fails for each
@@ -141,12 +142,12 @@ BENCH_BIN := $(BUILD)/bench/parse $(BUILD)/bench/qs-matrix $(BUILD)/bench/cuda-k
 
 include fuzz/fuzz.mk
 
-.PHONY: all lib check check-all check-unit demo install uninstall clean help features
+.PHONY: all lib check check-all check-faults check-unit demo install uninstall clean help features
 ifeq ($(READERS),0)
 all:
 	@echo "make READERS=0 builds the library only (the tools and tests need the readers): make READERS=0 lib" >&2; exit 2
 else
-all: features $(TOOL_BIN) $(UNIT_BIN) $(FUZZ_REPLAY_BIN) $(BENCH_BIN) $(SHARED_LIB) bin-links
+all: features $(TOOL_BIN) $(UNIT_BIN) $(FAULT_SO) $(FUZZ_REPLAY_BIN) $(BENCH_BIN) $(SHARED_LIB) bin-links
 endif
 
 # The library alone: libqs.a and libqs.so in $(BUILD)/ (with READERS=0, in
@@ -231,6 +232,13 @@ $(BUILD)/bench/parse: $(BUILD)/bench/parse.o $(TOOL_COMMON_OBJ) $(STATIC_LIB)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(ALL_LDFLAGS) $(LIBS)
 
+# The fault injector of the tests (tests/faults/qsfault.c, LD_PRELOAD): a
+# plain shared object, never instrumented, whatever the build.
+$(FAULT_SO): tests/faults/qsfault.c
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC      $<")
+	$(Q)$(CC) -std=c11 -O2 -g $(WARN) -fPIC -shared -o $@ $< -ldl
+
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  LD      $@")
@@ -286,6 +294,12 @@ ifneq ($(SANITIZE),)
 endif
 	+MAKE='$(MAKE)' ./scripts/check-all.sh --with-sanitizers
 
+# Every fault point of tests/faults/all.sh (tests/66-faults.bats runs a
+# sample of them): each allocation, thread start and read of a small run
+# of every tool failed in turn; the count of faulted runs at the end.
+check-faults: all
+	./tests/faults/all.sh
+
 demo: all
 	./scripts/demo.sh
 
@@ -322,9 +336,11 @@ help:
 	@echo "make lib        the library alone (READERS=0: without the model readers, libexpat, protobuf-c)"
 	@echo "make check      build, then run the whole bats suite (tests/) and the SIMD-off passes"
 	@echo "make check-all  make check, then the sanitizer build and its pass (scripts/setup.sh test)"
+	@echo "make check-faults  every allocation, thread start and read of small runs failed in turn (tests/faults/)"
 	@echo "make demo       convert, compile and score the bundled example model"
 	@echo "make install    install tools, their manual pages, libqs(3), libqs.a, libqs.so, qs.h, qs.pc and format/*.md (PREFIX=$(PREFIX) DESTDIR=)"
 	@echo "make uninstall  remove what install put there"
 	@echo "make fuzz       build the libFuzzer targets with clang and run each FUZZ_SECONDS (60)"
+	@echo "make fuzz-long  the long campaign: each target to FUZZ_LONG_RUNS (10^7) or FUZZ_LONG_SECONDS, a table at the end"
 	@echo "make clean      remove build outputs"
 	@echo "knobs: CC= CFLAGS= SANITIZE=address,undefined HAVE_OPENMP=0 HAVE_NUMA=0 HAVE_CUDA=0 V=1"

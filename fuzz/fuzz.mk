@@ -9,10 +9,14 @@
 #                        scratch copy of its corpus (make -j2 fuzz: two at a time)
 #   make fuzz-<target>   one of them: $(FUZZ_TARGETS)
 #   make fuzz-build      only build the libFuzzer binaries
+#   make fuzz-long       the long campaign (fuzz/long.sh): every target in turn,
+#                        one niced process, until FUZZ_LONG_RUNS executions or
+#                        FUZZ_LONG_SECONDS each; a summary table at the end
 #
 # Knobs: FUZZ_SECONDS=60  FUZZ_CC=clang  FUZZ_BUILD=build-fuzz
 #        FUZZ_WORK=/tmp/qs-fuzz (scratch: corpus copies, new inputs, crashes)
 #        FUZZ_FLAGS= (extra libFuzzer flags, e.g. -runs=100000)
+#        FUZZ_LONG_RUNS=10000000 FUZZ_LONG_SECONDS=600 FUZZ_LONG_TARGETS= (fuzz-long)
 
 # Keep the includer's default goal: these rules must not become `make`'s.
 FUZZ_SAVED_GOAL := $(.DEFAULT_GOAL)
@@ -23,6 +27,8 @@ FUZZ_CC      ?= clang
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_WORK    ?= $(or $(TMPDIR),/tmp)/qs-fuzz
 FUZZ_FLAGS   ?=
+FUZZ_LONG_RUNS    ?= 10000000
+FUZZ_LONG_SECONDS ?= 600
 
 # ------------------------------------------------------- replay (normal build)
 FUZZ_REPLAY_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay_%)
@@ -68,7 +74,7 @@ $(FUZZ_BUILD)/bin/fuzz_%: $(FUZZ_BUILD)/fuzz/fuzz_%.o $(FUZZ_LIB_OBJ)
 -include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz/fuzz_%.d)
 
 # ------------------------------------------------------- running
-.PHONY: fuzz fuzz-build $(FUZZ_TARGETS:%=fuzz-%)
+.PHONY: fuzz fuzz-build fuzz-long $(FUZZ_TARGETS:%=fuzz-%)
 fuzz-build: $(FUZZ_BIN)
 
 fuzz: $(FUZZ_TARGETS:%=fuzz-%)
@@ -77,5 +83,10 @@ fuzz: $(FUZZ_TARGETS:%=fuzz-%)
 $(FUZZ_TARGETS:%=fuzz-%): fuzz-%: $(FUZZ_BUILD)/bin/fuzz_%
 	$(Q)FUZZ_SECONDS='$(FUZZ_SECONDS)' FUZZ_WORK='$(FUZZ_WORK)' FUZZ_FLAGS='$(FUZZ_FLAGS)' \
 	    ./fuzz/run.sh $* $<
+
+fuzz-long: $(FUZZ_BIN)
+	$(Q)FUZZ_LONG_RUNS='$(FUZZ_LONG_RUNS)' FUZZ_LONG_SECONDS='$(FUZZ_LONG_SECONDS)' \
+	    FUZZ_WORK='$(FUZZ_WORK)' FUZZ_FLAGS='$(FUZZ_FLAGS)' \
+	    ./fuzz/long.sh $(FUZZ_BUILD) $(or $(FUZZ_LONG_TARGETS),$(FUZZ_TARGETS))
 
 .DEFAULT_GOAL := $(FUZZ_SAVED_GOAL)

@@ -9,7 +9,8 @@
 #define NABSENT 3
 
 /* Model 0: XGBoost-like (compare lt, float32 values and sums, absent =
- * missing, NaN rules), 1000 features so a long line outgrows the slot's list
+ * missing, NaN rules), 200 features: few enough that a line of libFuzzer's
+ * length (a few KB) can set every one, so a long line outgrows the slot's list
  * of touched ids.  Model 1: LightGBM-like (compare le, doubles, absent =
  * zero, zero-band and none rules, categorical nodes), 3 classes. */
 typedef struct fixture {
@@ -51,7 +52,7 @@ static char *model_text(int which, size_t *len)
 {
     static const char *const thr[] = { "0x1p-1", "-0x1p-1", "0x0p+0", "0x1p+0", "0x1.4p+1",
                                        "0x1.99999ap-4", "0x1p+4", "-0x1p+0" };
-    const unsigned nf = which == 0 ? 1000 : 300, ntrees = 60, K = which == 0 ? 1 : 3;
+    const unsigned nf = which == 0 ? 200 : 120, ntrees = 24, K = which == 0 ? 1 : 3;
     char *b = NULL;
     size_t n = 0, cap = 0;
     put(&b, &n, &cap,

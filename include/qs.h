@@ -329,6 +329,16 @@ typedef struct qs_build_info {
 } qs_build_info;
 QS_API void qs_build_get_info(qs_build_info *info);
 
+/* How many threads a threaded call made from this thread with `threads`
+ * threads can have now: `threads`, or fewer (at least 1) when the system
+ * refuses to start more (an address-space or process limit; *why, when not
+ * NULL: the error of the thread that failed, 0 when all started).  The
+ * OpenMP runtime ends the process when a thread of a team fails to start,
+ * so the library asks this before each of its threaded steps and runs with
+ * the threads it gets (the same results with any number); a program asks
+ * it to say so, or to size its own OpenMP team.  1 without OpenMP. */
+QS_API unsigned qs_threads_startable(unsigned threads, int *why);
+
 typedef enum qs_absent {
     QS_ABSENT_DEFAULT = 0, /* what the source library does */
     QS_ABSENT_ZERO = 1,

@@ -2,9 +2,9 @@
 # says what each folder may include).  Included by the Makefile.
 
 # common: errors, number parsing, score printing, CRC-32C, CPU features and
-# cache sizes, growing arrays, whole-file reads
+# cache sizes, growing arrays, whole-file reads, thread starts (threads.c)
 LIB_SRC += lib/common/error.c lib/common/number.c lib/common/format.c lib/common/crc32c.c \
-           lib/common/cpu.c lib/common/vec.c lib/common/file.c
+           lib/common/cpu.c lib/common/vec.c lib/common/file.c lib/common/threads.c
 
 # model: the canonical ensemble, its validation, walk and text form
 LIB_SRC += lib/model/model.c lib/model/text.c lib/model/stats.c

@@ -45,7 +45,7 @@ tests/22-linear.bats tests/26-batch.bats tests/27-cuda.bats
 tests/23-trees-leaves.bats tests/30-errors.bats tests/35-hostile.bats tests/40-fuzz-corpus.bats
 tests/45-eval-groups.bats tests/52-output.bats tests/53-library.bats tests/56-documents.bats
 tests/57-progress.bats tests/58-bounds.bats tests/59-transforms.bats tests/60-threads.bats
-tests/62-inputs.bats tests/63-info.bats tests/70-python.bats tests/eval.bats"
+tests/62-inputs.bats tests/63-info.bats tests/66-faults.bats tests/70-python.bats tests/eval.bats"
 
 names=()
 states=()

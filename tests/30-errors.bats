@@ -216,6 +216,36 @@ no_leftovers() { # no output file and no temporary file in $T
     check qs-blocktune "too many arguments: one model and at most one sample file" a b c
 }
 
+@test "empty numbers: one rule in every tool (an option's empty value, a sign or a space is a usage error; a variable set to '' is unset)" {
+    # bad OPTION-VALUE EXPECTED TOOL ARGS...: exit 2 and the message
+    bad() {
+        local want="$1"; shift
+        run --separate-stderr "$@"
+        [ "$status" = 2 ] || { echo "$*: exit $status"; return 1; }
+        [[ "$stderr" == *"$want"* ]] || { echo "$*: $stderr"; return 1; }
+    }
+    for o in --threads --trees --tree-block --doc-block --delta --order-s --order-d --gpu-batch --device; do
+        bad "bad $o ''" qs-score "$o=" "$T/m.qsm" /dev/null
+    done
+    bad "bad --features ''" qs-score --input f32 --features= "$T/m.qsm" /dev/null
+    bad "bad --threads ' 2'" qs-score "--threads= 2" "$T/m.qsm" /dev/null
+    bad "bad --threads '+2'" qs-score --threads=+2 "$T/m.qsm" /dev/null
+    bad "bad --delta '4 '" qs-score "--delta=4 " "$T/m.qsm" /dev/null
+    for o in --delta --tree-block --doc-block; do
+        bad "bad " qs-compile "$o=" -o "$T/x.qsm" "$T/m.txt"
+    done
+    for o in --threads --sample-docs --seed --repeat --budget; do
+        bad "bad $o ''" qs-blocktune "$o=" -o "$T/x.qsm" "$T/m.qsm" /dev/null
+    done
+    bad "bad -k ''" qs-eval -k ''
+    bad "bad --column ''" qs-eval --column=
+    [ ! -e "$T/x.qsm" ]
+    # an empty variable is as if unset; a bad one is a usage error naming it
+    QS_THREADS= qs-score "$T/m.qsm" /dev/null
+    bad "bad QS_THREADS 'x'" env QS_THREADS=x qs-score "$T/m.qsm" /dev/null
+    QS_MAX_INPUT= qs-score "$T/m.qsm" /dev/null
+}
+
 @test "--help goes to stdout with exit 0 for every tool" {
     for t in qs-convert qs-compile qs-score qs-eval; do
         run "$t" --help

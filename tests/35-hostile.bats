@@ -131,6 +131,22 @@ refuse() {
     [ "$large" -le $((small + 1024)) ]
 }
 
+@test "xgboost: a category near the limit (2^31) costs its bitset once (256 MiB), not twice (fuzz finding F7)" {
+    [ -x /usr/bin/time ] || skip "/usr/bin/time (Debian package time) not installed"
+    if ldd "$(command -v qs-convert)" | grep -q libasan; then skip "peak RSS under AddressSanitizer"; fi
+    python3 - "$FIX/xgboost/categorical.json" "$T/big.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["learner"]["gradient_booster"]["model"]["trees"][0]["categories"][-1] = 2**31 - 100
+json.dump(m, open(sys.argv[2], "w"))
+PY
+    /usr/bin/time -f %M -o "$T/rss" qs-convert -o "$T/big.txt" "$T/big.json"
+    grep -q "2147483548" "$T/big.txt"
+    echo "peak RSS $(tail -n 1 "$T/rss") KiB"
+    # the model's 2^26 words are 262,144 KiB; a scratch copy made it 524,288
+    [ "$(tail -n 1 "$T/rss")" -lt 400000 ]
+}
+
 @test "a model with 2^24 features and a 4096-document block keeps a bounded workspace (fuzz finding F4)" {
     [ -x /usr/bin/time ] || skip "/usr/bin/time (Debian package time) not installed"
     qs-compile --doc-block 4096 -o "$T/big.qsm" "$BATS_TEST_DIRNAME/../fuzz/corpus/text/min-F4-huge-workspace.txt"

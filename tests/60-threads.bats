@@ -370,3 +370,32 @@ ahead_bytes() {
     kill "$busy1" "$busy2"
     [ "$bad" = 0 ]
 }
+
+@test "threads that cannot start: --threads 4096 under an address-space limit runs with fewer and says so (same bytes), or fails with exit 4; never the OpenMP runtime's exit 1" {
+    # (not under the sanitizers, which reserve terabytes of address space)
+    if ldd "$(command -v qs-score)" | grep -q libasan; then skip "ulimit -v under AddressSanitizer"; fi
+    qs-score --version -v | grep -q "threads: default" || skip "built without OpenMP"
+    local q
+    q=$(compiled lgb-l8 model.txt.zst)
+    for v in 2000000 500000; do
+        run --separate-stderr bash -c "ulimit -v $v; qs-score --threads 4096 -o '$BATS_TEST_TMPDIR/o' '$q' '$FIX/lgb-l8/docs.letor'"
+        echo "ulimit -v $v: exit $status: $stderr"
+        if [ "$status" = 0 ]; then
+            [[ "$stderr" =~ ^qs-score:\ only\ [0-9]+\ of\ 4096\ threads\ could\ start\ \(.*\):\ running\ with\ [0-9]+$ ]]
+            cmp "$BATS_TEST_TMPDIR/o" "$FIX/lgb-l8/expected.txt"
+        else
+            [ "$status" = 4 ]
+            [[ "$stderr" == *"qs-score: "* ]]
+            [ ! -e "$BATS_TEST_TMPDIR/o" ]
+        fi
+        [[ "$stderr" != *libgomp* ]]
+        rm -f "$BATS_TEST_TMPDIR/o"
+    done
+    # qs-blocktune --threads too
+    cat "$FIX/lgb-l8/docs.letor" "$FIX/lgb-l8/docs.letor" "$FIX/lgb-l8/docs.letor" > "$BATS_TEST_TMPDIR/s.letor"
+    run --separate-stderr bash -c "ulimit -v 1000000; qs-blocktune --budget 0.2 --repeat 1 --threads 4096 -o '$BATS_TEST_TMPDIR/t.qsm' '$q' '$BATS_TEST_TMPDIR/s.letor'"
+    echo "qs-blocktune: exit $status: $stderr"
+    [[ "$stderr" != *libgomp* ]]
+    [ "$status" = 0 ] || [ "$status" = 4 ]
+    [ "$status" = 4 ] || [[ "$stderr" == *"threads could start"* ]]
+}

@@ -231,9 +231,46 @@ tune_setup() {
     qs-compile --info --json "$T/t2.qsm" | jq -e '[.qsm.sections[] | select(.id == "TUNE")] | length == 1' > /dev/null
 }
 
+@test "TUNE as the format says: a second TUNE section is a format error; a record naming an unknown back end is reported (--info fails, qs-score warns and keeps the defaults)" {
+    tune_setup
+    local T="$BATS_TEST_TMPDIR"
+    qs-blocktune --budget 1 --repeat 1 -o "$T/t.qsm" "$T/m.qsm" "$T/sample.letor" > /dev/null
+    qs-score "$T/m.qsm" "$FIX/lightgbm/mixed.docs.letor" > "$T/a"
+    # the forger itself: an unchanged name keeps the file valid
+    python3 "$BATS_TEST_DIRNAME/tools/qsm_tune.py" "$T/t.qsm" "$T/same.qsm" backend ""
+    qs-compile --info "$T/same.qsm" > /dev/null
+    python3 "$BATS_TEST_DIRNAME/tools/qsm_tune.py" "$T/t.qsm" "$T/dup.qsm" dup
+    run qs-compile --info "$T/dup.qsm"
+    assert_failure 1
+    assert_output --partial "duplicate section"
+    assert_output --partial "TUNE"
+    run qs-score "$T/dup.qsm" "$FIX/lightgbm/mixed.docs.letor"
+    assert_failure 1
+    assert_output --partial "duplicate section"
+    python3 "$BATS_TEST_DIRNAME/tools/qsm_tune.py" "$T/t.qsm" "$T/nb.qsm" backend nosuchbackend
+    run qs-compile --info "$T/nb.qsm"
+    assert_failure 1
+    assert_output --partial "back end 'nosuchbackend' is unknown"
+    qs-score "$T/nb.qsm" "$FIX/lightgbm/mixed.docs.letor" > "$T/b" 2> "$T/err"
+    cmp "$T/a" "$T/b"
+    grep -q "tuning record is unreadable (TUNE section: back end 'nosuchbackend' is unknown" "$T/err"
+    # every back end of the registry is a valid name
+    python3 "$BATS_TEST_DIRNAME/tools/qsm_tune.py" "$T/t.qsm" "$T/w.qsm" backend walk
+    qs-compile --info "$T/w.qsm" | grep -q "back end walk"
+}
+
 @test "the tuning record in the library: written, read back, applied, replaced, damage detected; range cases; τ and Δ given at load (tests/unit/test_blocking.c)" {
     qs-convert "$FIX/lightgbm/mixed.model.txt" | qs-compile -o "$BATS_TEST_TMPDIR/m.qsm"
     run "$UNIT/test_blocking" "$BATS_TEST_TMPDIR/m.qsm"
     assert_success
     assert_output --regexp '^test_blocking: [0-9]+ checks, 0 failures$'
+}
+
+@test "qs-blocktune: a budget spent before any τ is measured keeps the default τ (no crash)" {
+    tune_setup
+    local T="$BATS_TEST_TMPDIR"
+    run qs-blocktune --budget 0.000001 --repeat 1 -o "$T/t.qsm" "$T/m.qsm" "$T/sample.letor"
+    assert_success
+    assert_line --regexp '^winner: '
+    qs-score "$T/t.qsm" "$FIX/lightgbm/mixed.docs.letor" | cmp - <(qs-score "$T/m.qsm" "$FIX/lightgbm/mixed.docs.letor")
 }

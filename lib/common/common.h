@@ -60,6 +60,14 @@ static inline unsigned qs_work_parts(uint64_t n, uint64_t min_each, unsigned thr
 #endif
 }
 
+/* The number of threads the next OpenMP team of `want` started from this
+ * thread may have (qs_threads_startable, threads.c): want, or fewer when
+ * no more can start now.  Every threaded step asks it first. */
+static inline unsigned qs_team(unsigned want)
+{
+    return want > 1 ? qs_threads_startable(want, NULL) : 1;
+}
+
 /* ---- CPU features (CPUID and XGETBV, asked once).  The SIMD levels this
  * CPU and operating system support, less those named in the environment
  * variable QS_DISABLE_CPU_FEATURES (comma-separated: avx512, avx2, sse42;

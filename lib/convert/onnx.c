@@ -64,20 +64,36 @@
 
 /* protobuf-c allocates as it parses; the total is bounded by a multiple of
  * the input's size whatever the message claims. */
+/* What protobuf-c allocates while parsing, its parse tree held whole, is
+ * charged to a budget of ONNX_PARSE_RATIO times the file's size plus
+ * ONNX_PARSE_BASE bytes.  Each allocation costs its size plus
+ * ONNX_PARSE_CHUNK (malloc's header and rounding), so many tiny elements
+ * are charged what they cost: an empty attribute is 2 bytes of file and a
+ * message struct in memory (5,000,000 of them, 10 MB, took 1 GB before the
+ * budget counted them).  A real tree ensemble needs about 4 to 9 times its
+ * size (its repeated numbers and mode strings). */
+#define ONNX_PARSE_RATIO 16u
+#define ONNX_PARSE_BASE ((size_t)16 << 20)
+#define ONNX_PARSE_CHUNK 32u
 typedef struct budget {
-    size_t used, limit;
-    int over;
+    size_t used, limit, peak;
+    int over, oom;
 } budget;
 
 static void *budget_alloc(void *ud, size_t size)
 {
     budget *b = ud;
-    if (size > b->limit - b->used) {
+    if (size > b->limit || size + ONNX_PARSE_CHUNK > b->limit - b->used) {
         b->over = 1;
         return NULL;
     }
-    b->used += size;
-    return malloc(size);
+    void *p = malloc(size);
+    if (!p) {
+        b->oom = 1;
+        return NULL;
+    }
+    b->used += size + ONNX_PARSE_CHUNK;
+    return p;
 }
 
 static void budget_free(void *ud, void *p)
@@ -1427,13 +1443,18 @@ qs_model *qs_convert_onnx(const char *buf, size_t len, qs_error *err)
         qs_fail(err, QS_ERR_ARG, 0, "no input buffer");
         return NULL;
     }
-    budget bud = { 0, len > (SIZE_MAX - (1u << 20)) / 128 ? SIZE_MAX : len * 128 + (1u << 20), 0 };
+    budget bud = { 0, len > (SIZE_MAX - ONNX_PARSE_BASE) / ONNX_PARSE_RATIO
+                          ? SIZE_MAX : len * ONNX_PARSE_RATIO + ONNX_PARSE_BASE, 0, 0, 0 };
     ProtobufCAllocator alloc = { budget_alloc, budget_free, &bud };
     Onnx__ModelProto *mp = onnx__model_proto__unpack(&alloc, len, (const uint8_t *)buf);
     if (!mp) {
-        if (bud.over)
-            qs_fail(err, QS_ERR_LIMIT, 0, "onnx: the model needs more than %zu bytes of memory to "
-                    "parse (limit: 128 times its size)", bud.limit);
+        if (bud.oom)
+            qs_fail(err, QS_ERR_NOMEM, 0, "out of memory parsing the onnx protobuf (%zu bytes "
+                    "so far)", bud.used);
+        else if (bud.over)
+            qs_fail(err, QS_ERR_LIMIT, 0, "onnx: parsing the protobuf needs more than %zu bytes "
+                    "of memory (the limit: %u times the file's size, plus %zu MiB)", bud.limit,
+                    ONNX_PARSE_RATIO, ONNX_PARSE_BASE >> 20);
         else
             qs_fail(err, QS_ERR_FORMAT, 0, "not an onnx model: the protobuf is malformed or "
                     "truncated");

@@ -117,7 +117,6 @@ typedef struct conv {
     int32_t *map;            /* original node id -> canonical index, -1: unreachable */
     int32_t *catidx;         /* node id -> index into categories_nodes, -1: none */
     size_t scratch_cap;
-    uint32_t *words;         /* one category bitset */
 } conv;
 
 static int nomem(conv *c)
@@ -470,18 +469,16 @@ static int build_tree(conv *c, uint64_t ti)
                     maxc = cat;
             }
             nwords = (uint32_t)(maxc / 32 + 1);
-            if (!c->words) {
-                c->words = malloc((size_t)QS_MAX_CAT_WORDS * sizeof *c->words);
-                if (!c->words)
-                    return nomem(c);
-            }
-            memset(c->words, 0, (size_t)nwords * sizeof *c->words);
-            for (size_t j = b; j < b + z; j++)
-                c->words[cv->v[j] / 32] |= 1u << (cv->v[j] % 32);
-            int64_t o = qs_model_add_cat_words(c->m, c->words, nwords, err);
+            /* The set is built in the model's own words (zeroed), with no
+             * scratch copy: a category near the limit then costs its
+             * bitset once (256 MiB at most), not twice. */
+            int64_t o = qs_model_add_cat_words(c->m, NULL, nwords, err);
             if (o < 0)
                 return -1;
             off = (uint32_t)o;
+            uint32_t *words = c->m->cat_words + off;
+            for (size_t j = b; j < b + z; j++)
+                words[cv->v[j] / 32] |= 1u << (cv->v[j] % 32);
         }
         qs_node *nd = qs_model_cur_node(c->m, ci);
         nd->feature = (uint32_t)SI[i];
@@ -1210,7 +1207,6 @@ done:
     free(c.stack);
     free(c.map);
     free(c.catidx);
-    free(c.words);
     if (rc != 0) {
         qs_model_free(c.m);
         return NULL;

@@ -617,7 +617,7 @@ static void build_block(const qs_model *m, const tinfo *ti, const uint8_t *rever
         ub[parts] = t;
         rb[parts] = caprec;
 #if QS_HAVE_OPENMP
-#pragma omp parallel for schedule(static, 1) num_threads(parts)
+#pragma omp parallel for schedule(static, 1) num_threads(qs_team(parts))
 #endif
         for (unsigned p = 0; p < parts; p++) {
             pc[p] = NULL;
@@ -805,7 +805,7 @@ qs_layout *qs_layout_build_mt(const qs_model *m, uint32_t delta, uint32_t tree_b
         build_block(m, ti, reverse, L, &L->blocks[0], &outs[0], threads);
     } else {
 #if QS_HAVE_OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(qs_team(threads)) if (threads > 1)
 #endif
         for (int k = 0; k < nb; k++)
             build_block(m, ti, reverse, L, &L->blocks[k], &outs[k], 1);

@@ -10,6 +10,7 @@
 #endif
 #include <string.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 static const unsigned char QSM_MAGIC[8] = { 0x89, 'Q', 'S', 'M', '\r', '\n', 0x1A, '\n' };
 #define QSM_VERSION_MAJOR 1
@@ -33,6 +34,13 @@ static const unsigned char QSM_MAGIC[8] = { 0x89, 'Q', 'S', 'M', '\r', '\n', 0x1
 #define SEC_LINR FOURCC('L', 'I', 'N', 'R')
 #define SEC_TUNE FOURCC('T', 'U', 'N', 'E')
 #define TUNE_SIZE 200u
+
+/* Whether a zstd result is its failure to allocate (out of memory, not a
+ * bad frame). */
+static int zstd_nomem(size_t r)
+{
+    return ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation;
+}
 
 /* ------------------------------------------------------------ writing */
 
@@ -267,6 +275,8 @@ int qsm_write(const qs_model *m, const qs_layout *L, unsigned char **out, size_t
         size_t zn = ZSTD_compress(z, bound, sec[i].p, sec[i].n, 9);
         if (ZSTD_isError(zn)) {
             free(z);
+            if (zstd_nomem(zn))
+                goto nomem;
             qs_fail(err, QS_ERR_IO, 0, "zstd: %s", ZSTD_getErrorName(zn));
             goto done;
         }
@@ -332,9 +342,13 @@ typedef struct rbuf {
     int bad;
 } rbuf;
 
+/* r->bad: 1 the section is malformed, 2 out of memory; the first cause
+ * stays. */
 static int r_need(rbuf *r, uint64_t n)
 {
-    if (r->bad || n > r->n - r->pos) {
+    if (r->bad)
+        return 0;
+    if (n > r->n - r->pos) {
         r->bad = 1;
         return 0;
     }
@@ -384,7 +398,9 @@ static void r_str(rbuf *r, char *dst, size_t width)
  * records of at least `size` bytes: a small file cannot ask for a huge buffer. */
 static void *r_alloc(rbuf *r, uint64_t count, size_t disk_size, size_t mem_size)
 {
-    if (r->bad || count > (r->n - r->pos) / disk_size) {
+    if (r->bad)
+        return NULL;
+    if (count > (r->n - r->pos) / disk_size) {
         r->bad = 1;
         return NULL;
     }
@@ -818,6 +834,11 @@ static unsigned char *section_bytes_into(const unsigned char *src, uint64_t stor
         }
         size_t got = ZSTD_decompressDCtx(dc, raw, (size_t)rawsz, src, (size_t)stored);
         ZSTD_freeDCtx(dc);
+        if (zstd_nomem(got)) {
+            free(raw);
+            qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (section %u: decompressing)", s);
+            return NULL;
+        }
         const char *why = ZSTD_isError(got) || got != rawsz ? "does not decompress to its recorded size"
                                                             : NULL;
         if (why) {
@@ -877,6 +898,11 @@ static unsigned char *section_bytes_into(const unsigned char *src, uint64_t stor
         }
     }
     ZSTD_freeDStream(ds);
+    if (zstd_nomem(ret)) {
+        free(raw);
+        qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (section %u: decompressing)", s);
+        return NULL;
+    }
     if (!why && (ret != 0 || used != rawsz || in.pos != in.size))
         why = "does not decompress to its recorded size";
     if (why) {
@@ -901,19 +927,21 @@ static int tree_counts(const unsigned char *src, uint64_t stored, int zstd, tree
     } else {
         ZSTD_DStream *ds = ZSTD_createDStream();
         if (!ds)
-            return -1;
+            return -2;
         ZSTD_DCtx_setParameter(ds, ZSTD_d_windowLogMax, QSM_WINDOW_LOG_MAX);
         ZSTD_inBuffer in = { src, (size_t)stored, 0 };
         ZSTD_outBuffer out = { h, sizeof h, 0 };
+        int nomem = 0;
         while (out.pos < out.size) {
             size_t before = in.pos, got = out.pos;
             size_t ret = ZSTD_decompressStream(ds, &out, &in);
+            nomem = zstd_nomem(ret);
             if (ZSTD_isError(ret) || ret == 0 || (in.pos == before && out.pos == got))
                 break;
         }
         ZSTD_freeDStream(ds);
         if (out.pos < sizeof h)
-            return -1;
+            return nomem ? -2 : -1;
     }
     memset(tc, 0, sizeof *tc);
     tc->nt = get_u64_at(h);
@@ -1065,6 +1093,7 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
     qs_model *m = qs_model_new(QS_SRC_UNKNOWN, err);
     qs_layout *L = calloc(1, sizeof *L);
     int have[5] = { 0, 0, 0, 0, 0 };
+    unsigned tune_seen = 0;
     unsigned char *raw = NULL;
     qsly_ahead qa = { UINT32_MAX, NULL, { 0 } };
 #if !QS_HAVE_OPENMP
@@ -1087,9 +1116,14 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
             long long eoff = (long long)(hsize + (uint64_t)s * QSM_ENTRY_SIZE);
             int known = id == SEC_INFO || id == SEC_TREE || id == SEC_QSLY || id == SEC_AFFN ||
                         id == SEC_LINR || id == SEC_TUNE;
-            /* First pass: check every entry. */
+            /* First pass: check every entry; TUNE, read elsewhere
+             * (qs_qsm_read_tuning), at most once too. */
             if (want == 0 && entry_check(buf, len, hsize, nsec, s, known, err) != 0)
                 goto fail;
+            if (want == 0 && id == SEC_TUNE && tune_seen++) {
+                qs_fail_at(err, QS_ERR_FORMAT, eoff, "duplicate section %u (a second TUNE)", s);
+                goto fail;
+            }
             if (id != wid)
                 continue;
             if (have[want]) {
@@ -1106,8 +1140,12 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
             if (want == 0) {
                 most = QSM_INFO_MOST;
             } else if (want == 1) {
-                if (tree_counts(buf + off, stored, (flags & SEC_ZSTD) != 0, &tc) != 0) {
-                    qs_fail(err, QS_ERR_FORMAT, 0, "TREE section is truncated");
+                const int tcr = tree_counts(buf + off, stored, (flags & SEC_ZSTD) != 0, &tc);
+                if (tcr != 0) {
+                    if (tcr == -2)
+                        qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (decompressing TREE)");
+                    else
+                        qs_fail(err, QS_ERR_FORMAT, 0, "TREE section is truncated");
                     goto fail;
                 }
                 if (tc.nt > QS_MAX_TREES || tc.nc > UINT32_MAX || tc.nn < tc.nt ||
@@ -1321,16 +1359,24 @@ static double f64_at(const unsigned char *p)
     return d;
 }
 
-int qs_qsm_get_tuning(const unsigned char *buf, size_t len, qs_tuning *t, qs_error *err)
+int qs_qsm_read_tuning(const unsigned char *buf, size_t len, qs_tuning *t, qs_error *err)
 {
     qs_qsm_file_info fi;
     memset(t, 0, sizeof *t);
     if (qs_qsm_get_file_info(buf, len, &fi, err) != 0)
         return -1;
-    for (uint32_t s = 0; s < fi.nsections; s++) {
+    uint32_t first = fi.nsections;
+    for (uint32_t s = 0; s < fi.nsections; s++)
+        if (memcmp(fi.sections[s].id, "TUNE", 4) == 0) {
+            /* A duplicate known section is a format error (format/qsm.md). */
+            if (first < fi.nsections)
+                return qs_fail_at(err, QS_ERR_FORMAT, (long long)fi.sections[s].offset,
+                                  "duplicate section %u (a second TUNE, after section %u)", s,
+                                  first);
+            first = s;
+        }
+    for (uint32_t s = first; s < fi.nsections; s++) {
         const qs_qsm_section *q = &fi.sections[s];
-        if (memcmp(q->id, "TUNE", 4) != 0)
-            continue;
         if ((q->flags & SEC_ZSTD) || q->stored_size != TUNE_SIZE || q->raw_size != TUNE_SIZE)
             return qs_fail_at(err, QS_ERR_FORMAT, (long long)q->offset,
                               "TUNE section: %llu bytes stored, %u expected, uncompressed",

@@ -20,4 +20,10 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
 int qsm_peek_info(const unsigned char *buf, size_t len, uint32_t *num_features,
                   int *float_precision, int *absent_missing, qs_error *err);
 
+/* The TUNE record of a .qsm image as stored (qs_qsm_get_tuning without the
+ * check of its back end's name, which the registry of score/ makes): 1 and
+ * *t, 0 when there is none, -1 with err when it is malformed, out of range
+ * or present twice. */
+int qs_qsm_read_tuning(const unsigned char *buf, size_t len, qs_tuning *t, qs_error *err);
+
 #endif

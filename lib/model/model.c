@@ -163,8 +163,10 @@ int64_t qs_model_add_cat_words(qs_model *m, const uint32_t *w, uint32_t n, qs_er
     if (grow((void **)&m->cat_words, &m->cap_cat_words, m->num_cat_words + n,
              sizeof *m->cat_words, err))
         return -1;
-    if (n)
+    if (n && w)
         memcpy(m->cat_words + m->num_cat_words, w, (size_t)n * sizeof *w);
+    else if (n)
+        memset(m->cat_words + m->num_cat_words, 0, (size_t)n * sizeof *m->cat_words);
     int64_t off = (int64_t)m->num_cat_words;
     m->num_cat_words += n;
     return off;
@@ -537,7 +539,7 @@ static int model_scan(const qs_model *m, uint32_t *max_leaves, uint32_t *max_dep
     uint32_t pl[SCAN_MAX_PARTS], pd[SCAN_MAX_PARTS];
     int prc[SCAN_MAX_PARTS];
 #if QS_HAVE_OPENMP
-#pragma omp parallel for schedule(static, 1) num_threads(parts) if (parts > 1)
+#pragma omp parallel for schedule(static, 1) num_threads(qs_team(parts)) if (parts > 1)
 #endif
     for (unsigned p = 0; p < parts; p++) {
         uint32_t *stack = malloc((size_t)maxn * 2 * sizeof *stack);
@@ -664,38 +666,41 @@ int qs_tree_is_oblivious(const qs_model *m, const qs_tree *t, uint32_t *depth_ou
         d++;
     if (((2u << d) - 1u) != n || d > 16)
         return 0;
-    /* Breadth-first, level by level, without recursion. */
-    uint32_t *cur = malloc(sizeof *cur * ((size_t)1 << d)), *nxt = malloc(sizeof *nxt * ((size_t)1 << d));
-    if (!cur || !nxt) {
-        free(cur);
-        free(nxt);
-        return 0;
-    }
-    uint32_t cnt = 1;
-    cur[0] = 0;
+    /* Depth first on a stack of at most two nodes per level (no
+     * allocation, so the answer never depends on memory): every node of a
+     * level tests what the level's first one tests, and depth d is leaves. */
+    const qs_node *first[16];
+    uint32_t stk[2 * 17 + 2];
+    uint8_t lev_of[2 * 17 + 2];
+    unsigned sp = 0;
+    stk[sp] = 0;
+    lev_of[sp++] = 0;
+    for (uint32_t l = 0; l < d; l++)
+        first[l] = NULL;
     int ok = 1;
-    for (uint32_t lev = 0; lev <= d && ok; lev++) {
-        const qs_node *first = &nd[cur[0]];
-        for (uint32_t i = 0; i < cnt && ok; i++) {
-            const qs_node *x = &nd[cur[i]];
-            if (lev == d)
-                ok = x->kind == QS_NODE_LEAF;
-            else if (!same_test(first, x))
-                ok = 0;
-            else {
-                nxt[2 * i] = (uint32_t)x->left;
-                nxt[2 * i + 1] = (uint32_t)x->right;
-            }
+    while (sp > 0 && ok) {
+        sp--;
+        const uint32_t k = stk[sp], lev = lev_of[sp];
+        if (k >= n) {
+            ok = 0;
+            break;
         }
-        if (lev < d) {
-            uint32_t *tmp = cur;
-            cur = nxt;
-            nxt = tmp;
-            cnt *= 2;
+        const qs_node *x = &nd[k];
+        if (lev == d) {
+            ok = x->kind == QS_NODE_LEAF;
+            continue;
         }
+        if (!first[lev])
+            first[lev] = x;
+        if (!same_test(first[lev], x) || sp + 2 > sizeof stk / sizeof stk[0]) {
+            ok = 0;
+            break;
+        }
+        stk[sp] = (uint32_t)x->right;
+        lev_of[sp++] = (uint8_t)(lev + 1);
+        stk[sp] = (uint32_t)x->left;
+        lev_of[sp++] = (uint8_t)(lev + 1);
     }
-    free(cur);
-    free(nxt);
     if (ok && depth_out)
         *depth_out = d;
     return ok;

@@ -173,7 +173,8 @@ int qs_model_add_tree(qs_model *m, uint32_t class_id, double weight, qs_error *e
 int64_t qs_model_add_nodes(qs_model *m, uint32_t n, qs_error *err);
 /* Pointer to node `i` of the current (last) tree. */
 qs_node *qs_model_cur_node(qs_model *m, uint32_t i);
-/* Append a category bitset; returns its offset or -1. */
+/* Append a category bitset (w NULL: n zero words, for the caller to fill
+ * at the returned offset); returns its offset or -1. */
 int64_t qs_model_add_cat_words(qs_model *m, const uint32_t *w, uint32_t n, qs_error *err);
 
 /* Append a linear model to leaf `node` (global index; nodes must come in

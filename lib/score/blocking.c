@@ -4,6 +4,7 @@
  * machine fingerprint of a tuning record and applying a record to a
  * scorer.  The loops themselves are in qs.c (qs_bwqs_score). */
 #include "score/score.h"
+#include "layout/qsm.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -141,6 +142,18 @@ int qs_tuning_matches(const qs_tuning *t)
     qs_tuning_fingerprint(&me);
     return strcmp(me.cpu_model, t->cpu_model) == 0 && me.cores == t->cores &&
            memcmp(me.cache, t->cache, sizeof me.cache) == 0;
+}
+
+int qs_qsm_get_tuning(const unsigned char *buf, size_t len, qs_tuning *t, qs_error *err)
+{
+    const int r = qs_qsm_read_tuning(buf, len, t, err);
+    /* A record out of range is reported (format/qsm.md): so is a back end
+     * this library does not know (empty: auto). */
+    if (r == 1 && t->backend[0] && strcmp(t->backend, "auto") != 0 &&
+        qs_backend_find(t->backend) == QS_BACKEND_UNKNOWN)
+        return qs_fail(err, QS_ERR_FORMAT, 0,
+                       "TUNE section: back end '%s' is unknown to this build", t->backend);
+    return r;
 }
 
 int qs_scorer_apply_tuning(qs_scorer *s, const qs_tuning *t, qs_error *err)

@@ -97,7 +97,7 @@ int qs_backend_score_rows(const qs_scorer *s, qs_backend b, const qs_rows *r, do
     qs_error first;
     qs_error_clear(&first);
     /* Contiguous shares of whole rows, one per thread. */
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(qs_team(threads))
     {
         const size_t t = (size_t)omp_get_thread_num(), T = (size_t)omp_get_num_threads();
         const size_t begin = ndocs * t / T, end = ndocs * (t + 1) / T;

@@ -89,7 +89,7 @@ static int plan_expand(const qs_layout *L, qs_vqs_plan *P, unsigned threads)
     const unsigned parts = plan_parts(N, threads);
     uint64_t at[PLAN_MAX_PARTS + 1] = { 0 };
 #if QS_HAVE_OPENMP
-#pragma omp parallel for schedule(static, 1) num_threads(parts) if (parts > 1)
+#pragma omp parallel for schedule(static, 1) num_threads(qs_team(parts)) if (parts > 1)
 #endif
     for (unsigned p = 0; p < parts; p++) {
         uint64_t n = 0;
@@ -107,7 +107,7 @@ static int plan_expand(const qs_layout *L, qs_vqs_plan *P, unsigned threads)
         return -1;
     }
 #if QS_HAVE_OPENMP
-#pragma omp parallel for schedule(static, 1) num_threads(parts) if (parts > 1)
+#pragma omp parallel for schedule(static, 1) num_threads(qs_team(parts)) if (parts > 1)
 #endif
     for (unsigned p = 0; p < parts; p++) {
         uint64_t n = at[p];
@@ -181,7 +181,7 @@ int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P, unsigned threads)
             gb[p] = p == gparts ? B->group_end : g;
         }
 #if QS_HAVE_OPENMP
-#pragma omp parallel for schedule(static, 1) num_threads(gparts) if (gparts > 1)
+#pragma omp parallel for schedule(static, 1) num_threads(qs_team(gparts)) if (gparts > 1)
 #endif
         for (uint32_t p = 0; p < gparts; p++)
         for (uint32_t g = gb[p]; g < gb[p + 1]; g++) {

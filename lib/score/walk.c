@@ -49,7 +49,7 @@ static int walk_rows(const qs_backend_def *d, const qs_scorer *s, void *state, c
         threads = (unsigned)omp_get_max_threads();
     if (threads > 1 && n > 1) {
         int failed = 0;
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(qs_team(threads))
         {
             const size_t t = (size_t)omp_get_thread_num(), T = (size_t)omp_get_num_threads();
             double *buf = r->zero_band ? malloc(sizeof(double) * nf) : NULL;

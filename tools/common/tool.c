@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 static const char *progname = "qs";
 static tool_out *pending_out; /* removed on a dying exit */
@@ -203,6 +204,43 @@ _Noreturn void tool_die_err(const char *where, const qs_error *err)
 
 /* ------------------------------------------------------------ input */
 
+unsigned tool_threads(unsigned want)
+{
+    static int warned;
+    int why = 0;
+    const unsigned got = want > 1 ? qs_threads_startable(want, &why) : 1;
+    if (got >= want)
+        return want;
+    /* The limit that stopped the threads' stacks would stop their work
+     * next (buffers, workspaces): half of them, the rest left as room. */
+    const unsigned use = got > 1 ? got / 2 : 1;
+    if (!warned) {
+        warned = 1;
+        tool_warn("only %u of %u threads could start (%s): running with %u", got, want,
+                  strerror(why), use);
+    }
+    return use;
+}
+
+uint32_t tool_parse_u32(const char *s, const char *what, uint32_t lo, uint32_t hi)
+{
+    char *e;
+    errno = 0;
+    unsigned long long v = s[0] >= '0' && s[0] <= '9' ? strtoull(s, &e, 10) : 0;
+    if (s[0] < '0' || s[0] > '9' || *e || errno || v < lo || v > hi)
+        tool_die(EXIT_USAGE, "bad %s '%s' (expected %u..%u)", what, s, lo, hi);
+    return (uint32_t)v;
+}
+
+/* A zstd failure while reading: out of memory (exit 4) or a bad frame
+ * (exit 1). */
+static _Noreturn void zstd_die(const char *name, size_t ret)
+{
+    if (ZSTD_getErrorCode(ret) == ZSTD_error_memory_allocation)
+        tool_die(EXIT_SYSTEM, "%s: out of memory (decompressing)", name);
+    tool_die(EXIT_DATA, "%s: zstd: %s", name, ZSTD_getErrorName(ret));
+}
+
 size_t tool_max_input(void)
 {
     static size_t cached;
@@ -269,7 +307,7 @@ static char *decompress(const char *name, char *src, size_t n, size_t *len)
         size_t before_in = in.pos;
         ret = ZSTD_decompressStream(ds, &out, &in);
         if (ZSTD_isError(ret))
-            tool_die(EXIT_DATA, "%s: zstd: %s", name, ZSTD_getErrorName(ret));
+            zstd_die(name, ret);
         int progress = out.pos != used || in.pos != before_in;
         used = out.pos;
         if (!progress && in.pos == in.size && ret != 0)
@@ -425,7 +463,7 @@ static size_t fill(tool_reader *r)
         ZSTD_outBuffer out = { r->buf + r->end, room, 0 };
         r->zret = ZSTD_decompressStream(r->zs, &out, &in);
         if (ZSTD_isError(r->zret))
-            tool_die(EXIT_DATA, "%s: zstd: %s", r->name, ZSTD_getErrorName(r->zret));
+            zstd_die(r->name, r->zret);
         r->raw_pos = in.pos;
         if (out.pos > 0)
             return out.pos;
@@ -581,8 +619,14 @@ static ssize_t zin_read(void *cookie, char *buf, size_t size)
         z->raw_pos = in.pos;
         if (ZSTD_isError(z->zret)) {
             z->bad = 1;
-            errno = EBADMSG;
-            tool_input_failed(z->name, ZSTD_getErrorName(z->zret));
+            /* out of memory is a system error (exit 4), a bad frame the
+             * input's (exit 1) */
+            if (ZSTD_getErrorCode(z->zret) == ZSTD_error_memory_allocation) {
+                errno = ENOMEM;
+            } else {
+                errno = EBADMSG;
+                tool_input_failed(z->name, ZSTD_getErrorName(z->zret));
+            }
             return -1;
         }
         if (out.pos > 0)
@@ -710,6 +754,8 @@ _Noreturn void tool_input_error(const char *name, int err)
 {
     if (zin_msg[0])
         tool_die(EXIT_DATA, "%s", zin_msg);
+    if (err == ENOMEM)
+        tool_die(EXIT_SYSTEM, "%s: out of memory (reading)", name);
     tool_die(EXIT_SYSTEM, "%s: read error: %s", name, strerror(err));
 }
 

@@ -61,6 +61,19 @@ void tool_threads_running(int on);
 /* "prog: WHERE:LINE: msg" (or "WHERE:LINE:COLUMN: msg" when err->column is set, or "WHERE: byte N: msg", or "WHERE: msg") from a
  * library error, then exit with the code that matches err->code. */
 _Noreturn void tool_die_err(const char *where, const qs_error *err);
+/* A number given to an option or an environment variable: decimal digits
+ * only, lo..hi; anything else (an empty value, a sign, a space, a suffix)
+ * dies with "bad WHAT 'S' (expected LO..HI)", a usage error (exit 2).  The
+ * one rule of every tool: an option's empty value is never a default (an
+ * environment variable set to "" counts as unset: the caller skips it). */
+uint32_t tool_parse_u32(const char *s, const char *what, uint32_t lo, uint32_t hi);
+/* The threads a team of `want` started from this thread can have
+ * (qs_threads_startable): want, or, when the system refuses to start that
+ * many (an address-space or process limit), half of those that could, with
+ * the warning "only K of N threads could start (REASON): running with K/2"
+ * (once per process).
+ * The OpenMP runtime would end the process (exit 1) instead. */
+unsigned tool_threads(unsigned want);
 /* Exit code for a library status. */
 int tool_exit_code(qs_status st);
 

@@ -60,16 +60,6 @@ static void usage(FILE *f)
             "documents, too small to measure), 3 unsupported, 4 system error\n");
 }
 
-static uint32_t parse_u32(const char *s, const char *what, uint32_t lo, uint32_t hi)
-{
-    char *e;
-    errno = 0;
-    unsigned long v = strtoul(s, &e, 10);
-    if (!*s || *e || errno || s[0] == '-' || v < lo || v > hi)
-        tool_die(EXIT_USAGE, "bad %s '%s' (expected %u..%u)", what, s, lo, hi);
-    return (uint32_t)v;
-}
-
 static double now_ns(void)
 {
     struct timespec ts;
@@ -779,11 +769,11 @@ int main(int argc, char **argv)
             break;
         }
         case 'E': exhaustive = 1; break;
-        case 'n': sample_docs = parse_u32(optarg, "--sample-docs", 1, UINT32_MAX); break;
-        case 's': seed = parse_u32(optarg, "--seed", 0, UINT32_MAX); break;
-        case 'r': repeat = parse_u32(optarg, "--repeat", 1, 64); break;
+        case 'n': sample_docs = tool_parse_u32(optarg, "--sample-docs", 1, UINT32_MAX); break;
+        case 's': seed = tool_parse_u32(optarg, "--seed", 0, UINT32_MAX); break;
+        case 'r': repeat = tool_parse_u32(optarg, "--repeat", 1, 64); break;
         case 'b': bname = optarg; break;
-        case 'j': max_threads = parse_u32(optarg, "--threads", 1, 4096); break;
+        case 'j': max_threads = tool_parse_u32(optarg, "--threads", 1, 4096); break;
         case 'a':
             if (strcmp(optarg, "zero") == 0)
                 absent = QS_ABSENT_ZERO;
@@ -962,7 +952,9 @@ int main(int argc, char **argv)
                 grid_orders(&T, st);
             }
         } else {
-            base.tau = bt->st.tau;
+            /* (a budget spent before any τ was measured keeps the base's) */
+            if (bt)
+                base.tau = bt->st.tau;
             guided_orders(&T, base);
         }
     }
@@ -1036,6 +1028,8 @@ int main(int argc, char **argv)
     /* Threads. */
     unsigned best_threads = 0;
     double win_ns_threads = win_confirmed;
+    if (max_threads > 1)
+        max_threads = tool_threads(max_threads); /* as many as can start */
     if (max_threads > 1) {
         for (unsigned t = 2; t <= max_threads; t = t < max_threads && t * 2 > max_threads ? max_threads : t * 2) {
             double ns = measure_threads(&T, &win->st, t);

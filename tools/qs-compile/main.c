@@ -51,16 +51,6 @@ static void usage(FILE *f)
             "exit: 0 ok, 1 malformed input, 2 usage, 3 unsupported model, 4 system error\n");
 }
 
-static uint32_t parse_u32(const char *s, const char *what, uint32_t min, uint32_t max)
-{
-    char *e;
-    errno = 0;
-    unsigned long v = strtoul(s, &e, 10);
-    if (!*s || *e || errno || v < min || v > max || s[0] == '-')
-        tool_die(EXIT_USAGE, "bad %s '%s' (expected %u..%u)", what, s, min, max);
-    return (uint32_t)v;
-}
-
 /* Release functions for tool_hold (every block is held until freed, so
  * that each exit frees it). */
 static void release_scorer(void *s) { qs_scorer_free(s); }
@@ -154,11 +144,11 @@ int main(int argc, char **argv)
         switch (c) {
         case 'o': outpath = optarg; break;
         case 'd':
-            opt.delta = parse_u32(optarg, "delta", 1, 64);
+            opt.delta = tool_parse_u32(optarg, "delta", 1, 64);
             break;
-        case 't': opt.tree_block = parse_u32(optarg, "tree block", 0, UINT32_MAX - 1); break;
+        case 't': opt.tree_block = tool_parse_u32(optarg, "tree block", 0, UINT32_MAX - 1); break;
         case 'b':
-            opt.doc_block = parse_u32(optarg, "document block", 1, 4096);
+            opt.doc_block = tool_parse_u32(optarg, "document block", 1, 4096);
             break;
         case 'r': sample = optarg; break;
         case 'v': verbose = 1; break;

@@ -222,16 +222,6 @@ static int takes_batches(qs_backend b)
     return qs_backend_get_info(b, &bi) == 0 && (bi.flags & QS_BACKEND_F_BATCH);
 }
 
-static uint32_t parse_u32(const char *s, const char *what, uint32_t lo, uint32_t hi)
-{
-    char *e;
-    errno = 0;
-    unsigned long v = strtoul(s, &e, 10);
-    if (!*s || *e || errno || s[0] == '-' || v < lo || v > hi)
-        tool_die(EXIT_USAGE, "bad %s '%s' (expected %u..%u)", what, s, lo, hi);
-    return (uint32_t)v;
-}
-
 /* What loading the model needs, and what it gives (load_model). */
 typedef struct load_ctx {
     char *mbuf;                 /* the .qsm image: freed by load_model */
@@ -399,7 +389,11 @@ int main(int argc, char **argv)
     uint32_t f32_features = 0;
     uint64_t iterations = 0; /* --trees: 0 = every iteration */
     const char *outpath = NULL, *bname = getenv("QS_BACKEND");
+    /* --threads N, else QS_THREADS (set to "": unset, as every variable) */
     const char *threads_arg = getenv("QS_THREADS"), *numa_arg = "auto";
+    const char *threads_what = "QS_THREADS";
+    if (threads_arg && !*threads_arg)
+        threads_arg = NULL;
     uint32_t tree_block = QS_KEEP, doc_block = QS_KEEP, delta = QS_KEEP;
     int order = -1, ignore_tuning = 0, progress = TOOL_PROGRESS_AUTO;
     const char *transform_name = NULL;
@@ -432,15 +426,15 @@ int main(int argc, char **argv)
         case 'n': annotate = 1; break;
         case 'S': strict_features = 1; break;
         case 'b': bname = optarg; break;
-        case 'T': tree_block = parse_u32(optarg, "--tree-block", 0, UINT32_MAX - 1); break;
-        case 'D': doc_block = parse_u32(optarg, "--doc-block", 1, 4096); break;
-        case 'd': delta = parse_u32(optarg, "--delta", 1, 64); break;
+        case 'T': tree_block = tool_parse_u32(optarg, "--tree-block", 0, UINT32_MAX - 1); break;
+        case 'D': doc_block = tool_parse_u32(optarg, "--doc-block", 1, 4096); break;
+        case 'd': delta = tool_parse_u32(optarg, "--delta", 1, 64); break;
         case 'o': outpath = optarg; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': show_version = 1; break;
         case 'v': verbose = 1; break;
         case 'L': show_list = 1; break;
-        case 'j': threads_arg = optarg; break;
+        case 'j': threads_arg = optarg; threads_what = "--threads"; break;
         case 'N': numa_arg = optarg; break;
         case 'I':
             if (strcmp(optarg, "letor") == 0)
@@ -457,7 +451,7 @@ int main(int argc, char **argv)
         case 'H': header = 1; break;
         case 'l': label_col = optarg; break;
         case 'q': qid_col = optarg; break;
-        case 'F': f32_features = parse_u32(optarg, "--features", 1, 1u << 26); break;
+        case 'F': f32_features = tool_parse_u32(optarg, "--features", 1, 1u << 26); break;
         case 'W': {
             char *e;
             errno = 0;
@@ -476,10 +470,10 @@ int main(int argc, char **argv)
                 tool_die(EXIT_USAGE, "bad --order '%s' (expected SD, DS, DSD, SDS, DSDS or SDSD)",
                          optarg);
             break;
-        case 'P': order_s = parse_u32(optarg, "--order-s", 1, UINT32_MAX - 1); break;
-        case 'Q': order_d = parse_u32(optarg, "--order-d", 1, 4096); break;
+        case 'P': order_s = tool_parse_u32(optarg, "--order-s", 1, UINT32_MAX - 1); break;
+        case 'Q': order_d = tool_parse_u32(optarg, "--order-d", 1, 4096); break;
         case 'G': ignore_tuning = 1; break;
-        case 'B': gpu_batch = parse_u32(optarg, "--gpu-batch", 1, PIPE_GPU_BATCH_MAX); break;
+        case 'B': gpu_batch = tool_parse_u32(optarg, "--gpu-batch", 1, PIPE_GPU_BATCH_MAX); break;
         case 'U': {
             char *e;
             errno = 0;
@@ -562,10 +556,10 @@ int main(int argc, char **argv)
     const char *dname = strcmp(dpath, "-") == 0 ? "(stdin)" : dpath;
 
     unsigned threads = pipe_cpus();
-    if (threads_arg && *threads_arg)
-        threads = parse_u32(threads_arg, "--threads", 1, 4096);
+    if (threads_arg)
+        threads = tool_parse_u32(threads_arg, threads_what, 1, 4096);
 #ifndef _OPENMP
-    if (threads_arg && *threads_arg && threads > 1)
+    if (threads_arg && threads > 1)
         tool_die(EXIT_USAGE, "--threads %u: this qs-score is built without OpenMP (one thread only)",
                  threads);
     threads = 1;
@@ -578,7 +572,7 @@ int main(int argc, char **argv)
     size_t chunk_bytes = (size_t)1 << 20;
     const char *cb = getenv("QS_CHUNK_BYTES");
     if (cb && *cb)
-        chunk_bytes = parse_u32(cb, "QS_CHUNK_BYTES", 1, 1u << 30);
+        chunk_bytes = tool_parse_u32(cb, "QS_CHUNK_BYTES", 1, 1u << 30);
 
     /* From here on SIGUSR1 prints a progress line (and on a terminal one is
      * redrawn as the documents are scored). */
@@ -638,10 +632,12 @@ int main(int argc, char **argv)
                 backend = tb;
         }
 #ifdef _OPENMP
-        if (!(threads_arg && *threads_arg) && tune.threads)
+        if (!threads_arg && tune.threads)
             threads = tune.threads < pipe_cpus() ? tune.threads : pipe_cpus();
 #endif
     }
+    /* As many threads as can start (--threads 4096 under ulimit -v). */
+    threads = tool_threads(threads);
     /* NUMA: one replica of the scorer per node, loaded while running on
      * that node so its memory is the node's; QS_NUMA_REPLICAS=N forces N
      * replicas (thread i uses replica i % N) on any machine. */
@@ -649,7 +645,7 @@ int main(int argc, char **argv)
     int by_node = 0;
     const char *force = getenv("QS_NUMA_REPLICAS");
     if (force && *force && strcmp(numa_arg, "off") != 0) {
-        nrep = parse_u32(force, "QS_NUMA_REPLICAS", 1, 64);
+        nrep = tool_parse_u32(force, "QS_NUMA_REPLICAS", 1, 64);
     } else if (strcmp(numa_arg, "off") != 0 && threads > 1) {
         int nodes = numa_nodes();
         if (nodes > 1) {

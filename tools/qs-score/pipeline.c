@@ -921,7 +921,7 @@ static void run_threads(pipe_job *job, reader *rd, writer *wr)
     /* A death inside the threads (the model's load failing while others
      * read, a write error) must not tear stdio down under them. */
     tool_threads_running(1);
-#pragma omp parallel num_threads(T)
+#pragma omp parallel num_threads(tool_threads(T))
     {
         const unsigned tid = (unsigned)omp_get_thread_num();
         if (job->pin)
