@@ -599,6 +599,11 @@ static void gather(const dense_src *src, size_t r0, size_t r1, double *buf)
     }
 }
 
+static void dense_fill(const void *src, size_t r0, size_t r1, double *buf)
+{
+    gather(src, r0, r1, buf);
+}
+
 /* Apply the output function to n rows of K raw scores in raw[], writing
  * tc columns per row to out[]. */
 static void finish_rows(const qs_scorer *s, const want *w, double *raw, size_t n, uint32_t K,
@@ -618,6 +623,42 @@ static PyArrayObject *new_out(size_t n, uint32_t cols, int typenum)
 {
     npy_intp dims[2] = { (npy_intp)n, (npy_intp)cols };
     return (PyArrayObject *)PyArray_SimpleNew(cols == 1 ? 1 : 2, dims, typenum);
+}
+
+/* Rows 0 .. n-1 of nf features, gathered a chunk at a time into float64
+ * rows by fill(src, r0, r1, buf), scored (as_read: the values as given, no
+ * zero band; else as qs_score_matrix reads a dense matrix) and finished
+ * into out (tc columns per row).  Without the GIL.  The library's status
+ * (err set), or 0; *oom when a chunk's buffers could not be had. */
+typedef void (*fill_fn)(const void *src, size_t r0, size_t r1, double *buf);
+static int score_chunked(qs_scorer *s, const want *w, uint32_t nf, size_t n, unsigned nth,
+                         uint32_t K, uint32_t tc, double *out, int as_read, fill_fn fill,
+                         const void *src, qs_error *err, int *oom)
+{
+    if (n == 0)
+        return 0;
+    const size_t cr = chunk_rows(nf, nth);
+    const size_t rows = cr < n ? cr : n;
+    const int finish = w->transform || tc != K;
+    double *buf = malloc(rows * (nf ? nf : 1) * sizeof(double));
+    double *raw = finish ? malloc(rows * K * sizeof(double)) : NULL;
+    int rc = 0;
+    if (!buf || (finish && !raw)) {
+        *oom = 1;
+    } else {
+        for (size_t r0 = 0; r0 < n && rc == 0; r0 += rows) {
+            const size_t r1 = r0 + rows < n ? r0 + rows : n;
+            double *dst = raw ? raw : out + r0 * K;
+            fill(src, r0, r1, buf);
+            rc = as_read ? qs_score_matrix_as_read(s, w->b, buf, r1 - r0, nf, dst, nth, err)
+                         : qs_score_matrix(s, w->b, buf, r1 - r0, nf, dst, nth, err);
+            if (rc == 0 && raw)
+                finish_rows(s, w, raw, r1 - r0, K, tc, out + r0 * tc);
+        }
+    }
+    free(buf);
+    free(raw);
+    return rc;
 }
 
 static const char *dtype_name(PyArrayObject *a)
@@ -744,24 +785,7 @@ static PyObject *Model_predict_dense(ModelObject *self, PyObject *args, PyObject
         }
     } else {
         /* converted a chunk of rows at a time */
-        const size_t cr = chunk_rows(src.nf, nth);
-        const size_t rows = cr < n ? cr : n;
-        double *buf = malloc(rows * (src.nf ? src.nf : 1) * sizeof(double));
-        double *raw = tc == K && !w.transform ? NULL : malloc(rows * K * sizeof(double));
-        if (!buf || (!raw && !(tc == K && !w.transform))) {
-            oom = 1;
-        } else {
-            for (size_t r0 = 0; r0 < n && rc == 0; r0 += rows) {
-                size_t r1 = r0 + rows < n ? r0 + rows : n;
-                gather(&src, r0, r1, buf);
-                rc = qs_score_matrix(s, w.b, buf, r1 - r0, src.nf, raw ? raw : o + r0 * K, nth,
-                                     &err);
-                if (rc == 0 && raw)
-                    finish_rows(s, &w, raw, r1 - r0, K, tc, o + r0 * tc);
-            }
-        }
-        free(buf);
-        free(raw);
+        rc = score_chunked(s, &w, src.nf, n, nth, K, tc, o, 0, dense_fill, &src, &err, &oom);
     }
     pthread_rwlock_unlock(&self->lock);
     Py_END_ALLOW_THREADS
@@ -827,6 +851,11 @@ static void csr_gather(const csr_src *c, size_t r0, size_t r1, double *buf)
                 row[j] = val_at(c, (size_t)k);
         }
     }
+}
+
+static void csr_fill(const void *src, size_t r0, size_t r1, double *buf)
+{
+    csr_gather(src, r0, r1, buf);
 }
 
 static int contiguous_1d(PyObject *o, const char *name, PyArrayObject **out)
@@ -961,26 +990,9 @@ static PyObject *Model_predict_csr(ModelObject *self, PyObject *args, PyObject *
     double *o = (double *)PyArray_DATA(out);
     int rc = 0, oom = 0;
     Py_BEGIN_ALLOW_THREADS
-    const size_t cr = chunk_rows(c.nf, nth);
-    const size_t rows = cr < n ? cr : n;
-    double *buf = n ? malloc(rows * (c.nf ? c.nf : 1) * sizeof(double)) : NULL;
-    double *raw = n && (w.transform || tc != K) ? malloc(rows * K * sizeof(double)) : NULL;
-    if (n && (!buf || (!raw && (w.transform || tc != K)))) {
-        oom = 1;
-    } else {
-        for (size_t r0 = 0; r0 < n && rc == 0; r0 += rows) {
-            size_t r1 = r0 + rows < n ? r0 + rows : n;
-            csr_gather(&c, r0, r1, buf);
-            /* CSR keeps every value as given (LightGBM's CSR input keeps the
-             * zero band, as its LibSVM reader does): as read */
-            rc = qs_score_matrix_as_read(s, w.b, buf, r1 - r0, c.nf, raw ? raw : o + r0 * K, nth,
-                                         &err);
-            if (rc == 0 && raw)
-                finish_rows(s, &w, raw, r1 - r0, K, tc, o + r0 * tc);
-        }
-    }
-    free(buf);
-    free(raw);
+    /* CSR keeps every value as given (LightGBM's CSR input keeps the zero
+     * band, as its LibSVM reader does): as read */
+    rc = score_chunked(s, &w, c.nf, n, nth, K, tc, o, 1, csr_fill, &c, &err, &oom);
     pthread_rwlock_unlock(&self->lock);
     Py_END_ALLOW_THREADS
     Py_DECREF(keep);
