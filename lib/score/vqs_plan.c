@@ -327,6 +327,20 @@ int qs_vqs_omega_ranks(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
     return 0;
 }
 
+/* The categorical lookups (cv_*), freed and cleared. */
+static void cv_free(qs_vqs_plan *P)
+{
+    free(P->cv_nq);
+    free(P->cv_toff);
+    free(P->cv_tree);
+    free(P->cv_boff);
+    free(P->cv_tab);
+    P->cv_nq = NULL;
+    P->cv_toff = P->cv_boff = NULL;
+    P->cv_tree = NULL;
+    P->cv_tab = NULL;
+}
+
 void qs_vqs_plan_free(qs_vqs_plan *P)
 {
     free(P->off);
@@ -342,15 +356,7 @@ void qs_vqs_plan_free(qs_vqs_plan *P)
     free(P->om_sp);
     free(P->om_uoff);
     free(P->om_u);
-    free(P->cv_nq);
-    free(P->cv_toff);
-    free(P->cv_tree);
-    free(P->cv_boff);
-    free(P->cv_tab);
-    P->cv_nq = NULL;
-    P->cv_toff = P->cv_boff = NULL;
-    P->cv_tree = NULL;
-    P->cv_tab = NULL;
+    cv_free(P);
     P->om_uoff = NULL;
     P->om_u = NULL;
     free(P->om_level);
@@ -495,15 +501,7 @@ int qs_vqs_cat_build(const qs_layout *L, qs_vqs_plan *P)
     return 0;
 nomem:
     free(pos);
-    free(P->cv_nq);
-    free(P->cv_toff);
-    free(P->cv_boff);
-    free(P->cv_tree);
-    free(P->cv_tab);
-    P->cv_nq = NULL;
-    P->cv_toff = P->cv_boff = NULL;
-    P->cv_tree = NULL;
-    P->cv_tab = NULL;
+    cv_free(P);
     return -1;
 }
 

@@ -68,6 +68,22 @@ static void lanes_leaves(const qs_model *m, const qs_layout *L, const qs_block *
                 e[l] += PRED(thr[e[l]], x[l]);                                                 \
     } while (0)
 
+/* RUN_ENDS with the comparison of group G (descending groups: reversed
+ * trees) and of the model (lt: compare <). */
+#define RUN_ENDS_OF(G, lt)                                                                     \
+    do {                                                                                       \
+        if ((G)->rule & QS_GROUP_DESC) {                                                       \
+            if (lt)                                                                            \
+                RUN_ENDS(P_GT);                                                                \
+            else                                                                               \
+                RUN_ENDS(P_GE);                                                                \
+        } else {                                                                               \
+            if (lt)                                                                            \
+                RUN_ENDS(P_LE);                                                                \
+            else                                                                               \
+                RUN_ENDS(P_LT);                                                        \
+        }                                                                                      \
+    } while (0)
 #define P_LT(t, x) ((t) < (x))
 #define P_LE(t, x) ((t) <= (x))
 #define P_GT(t, x) ((t) > (x))
@@ -93,17 +109,7 @@ static inline __attribute__((always_inline)) unsigned long long lanes_ends(const
         x[l] = xl;
         e[l] = G->begin;
     }
-    if (G->rule & QS_GROUP_DESC) {
-        if (lt)
-            RUN_ENDS(P_GT);
-        else
-            RUN_ENDS(P_GE);
-    } else {
-        if (lt)
-            RUN_ENDS(P_LE);
-        else
-            RUN_ENDS(P_LT);
-    }
+    RUN_ENDS_OF(G, lt);
     for (unsigned l = 0; l < lanes; l++)
         if (sp & (1ull << l))
             e[l] = G->begin;
@@ -215,17 +221,7 @@ BP_INLINE void bp_run_ends(const qs_layout *L, const qs_group *G, const double *
     const unsigned lanes = BP_LANES;
     for (unsigned l = 0; l < BP_LANES; l++)
         e[l] = G->begin;
-    if (G->rule & QS_GROUP_DESC) {
-        if (lt)
-            RUN_ENDS(P_GT);
-        else
-            RUN_ENDS(P_GE);
-    } else {
-        if (lt)
-            RUN_ENDS(P_LE);
-        else
-            RUN_ENDS(P_LT);
-    }
+    RUN_ENDS_OF(G, lt);
     for (unsigned l = 0; l < BP_LANES; l++)
         if (sp & (1ull << l))
             e[l] = G->begin;
