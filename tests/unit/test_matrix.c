@@ -97,6 +97,19 @@ int main(int argc, char **argv)
                 printf("walk differs from auto\n");
                 failures++;
             }
+            /* Batches that grow and shrink: cuda-emu sizes its lanes by
+             * the first batch and grows them (16, 32, ... rows). */
+            const size_t lens[] = { 1, 3, 20, 70, 200, 5, 1000, 2 };
+            for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+                size_t len = lens[i] < n ? lens[i] : n;
+                memset(got, 0xff, sizeof(double) * K * n);
+                if (qs_score_matrix(s, wb, x, len, F, got, 1, &err) != 0 ||
+                    memcmp(got, wref, sizeof(double) * K * len) != 0) {
+                    printf("%s, the first %zu rows alone: differ from walk\n", bname, len);
+                    failures++;
+                    break;
+                }
+            }
             const unsigned wcounts[] = { 1, 2, 3, 7, 0 };
             for (size_t i = 0; i < sizeof wcounts / sizeof wcounts[0]; i++) {
                 memset(got, 0xff, sizeof(double) * K * n);

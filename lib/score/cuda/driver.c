@@ -6,9 +6,14 @@
  * the device's shared memory, upload it once.  score_rows (the whole-batch
  * entry): the rows go in sub-batches of up to `sub` documents, round-robin
  * over 2 (QS_CUDA_STREAMS: 1..4) lanes, each a stream with its own
- * page-locked input and output buffers and device buffers: while one
- * lane's copy in, kernel and copy out run, the host packs the next lane's
- * rows and unpacks the scores of the lane before.  Calls from several
+ * page-locked input and output buffers and device buffers (and, when a
+ * tree block's leaf vectors do not fit in shared memory, its own global
+ * ones: two lanes' kernels run at once): while one lane's copy in, kernel
+ * and copy out run, the host packs the next lane's rows and unpacks the
+ * scores of the lane before.  The lanes are sized by the first batch, a
+ * power of two of at least QS_CU_MIN_ROWS rows, and grow (by powers of two,
+ * up to `sub`) when a larger one comes: a batch of 21 documents does not
+ * allocate buffers for 16,384.  Calls from several
  * threads take the device one after another.  Any device error fails the
  * call with the device's message (QS_ERR_DEVICE): never a wrong score,
  * never a retry on another back end. */
@@ -23,12 +28,14 @@
                                       as 4, so copies overlap kernels */
 #define QS_CU_SUB_BYTES ((uint64_t)256 << 20) /* most bytes of rows per transfer */
 #define QS_CU_MAX_LANES 4u
+#define QS_CU_MIN_ROWS 16u          /* the smallest lane */
 
 typedef struct lane {
     void *st;
     double *pin_x, *pin_out;        /* page-locked */
     double *dx, *dacc, *dout;       /* device */
     float *daccf;
+    unsigned char *dvec;            /* global leaf vectors (image shared == 0) */
     int busy;
     size_t first;                   /* the batch's first row */
     uint32_t n;
@@ -41,13 +48,12 @@ typedef struct cu_state {
     qs_cu_image im;
     void *dblob;                    /* the image on the device */
     qs_cu_model dmodel;             /* its pointers rebased there */
-    unsigned char *dvec;            /* global leaf vectors (image shared == 0) */
     uint32_t nf;                    /* values per row on the device */
     uint32_t K;
-    uint32_t sub;                   /* documents per transfer */
+    uint32_t sub;                   /* most documents per transfer */
     unsigned nlanes;
     lane lanes[QS_CU_MAX_LANES];
-    int lanes_ready;
+    uint32_t cap;                   /* rows each lane holds now (0: none allocated) */
     pthread_mutex_t lock;
 } cu_state;
 
@@ -67,13 +73,13 @@ static void lanes_free(cu_state *c)
             c->ops->host_free(c->ctx, l->pin_x);
         if (l->pin_out)
             c->ops->host_free(c->ctx, l->pin_out);
-        void *dev[4] = { l->dx, l->dacc, l->dout, l->daccf };
-        for (int k = 0; k < 4; k++)
+        void *dev[5] = { l->dx, l->dacc, l->dout, l->daccf, l->dvec };
+        for (int k = 0; k < 5; k++)
             if (dev[k])
                 c->ops->dev_free(c->ctx, dev[k]);
         memset(l, 0, sizeof *l);
     }
-    c->lanes_ready = 0;
+    c->cap = 0;
 }
 
 static void cu_release(void *state)
@@ -82,8 +88,6 @@ static void cu_release(void *state)
     if (!c)
         return;
     lanes_free(c);
-    if (c->dvec)
-        c->ops->dev_free(c->ctx, c->dvec);
     if (c->dblob)
         c->ops->dev_free(c->ctx, c->dblob);
     if (c->ctx)
@@ -155,15 +159,6 @@ static int cu_prepare_ops(const qs_cu_ops *ops, const qs_scorer *s, void **state
     }
     ops->stream_free(c->ctx, st);
     qs_cu_image_model_at(&c->im, c->dblob, &c->dmodel);
-    if (c->im.shared == 0) {
-        uint64_t bytes = c->im.vec_block * qs_cu_grid(&c->im, c->sub);
-        if (ops->dev_alloc(c->ctx, (void **)&c->dvec, (size_t)bytes, msg, sizeof msg) != 0) {
-            c->dvec = NULL;
-            int rc = dev_fail(err, c, "allocating leaf vectors", msg);
-            cu_release(c);
-            return rc;
-        }
-    }
     /* The host copy of the tables is not needed any more (the emulator too
      * reads the device's copy), nor the layout it was built from. */
     free(c->im.blob);
@@ -174,12 +169,15 @@ static int cu_prepare_ops(const qs_cu_ops *ops, const qs_scorer *s, void **state
     return 0;
 }
 
-static int lanes_alloc(cu_state *c, qs_error *err)
+/* Every lane's buffers for `rows` documents (any smaller ones freed first). */
+static int lanes_alloc(cu_state *c, uint32_t rows, qs_error *err)
 {
     char msg[256];
-    const size_t xb = (size_t)c->sub * c->nf * sizeof(double);
-    const size_t ob = (size_t)c->sub * c->K * sizeof(double);
-    const size_t fb = (size_t)c->sub * c->K * sizeof(float);
+    lanes_free(c);
+    const size_t xb = (size_t)rows * c->nf * sizeof(double);
+    const size_t ob = (size_t)rows * c->K * sizeof(double);
+    const size_t fb = (size_t)rows * c->K * sizeof(float);
+    const size_t vb = c->im.shared == 0 ? (size_t)(c->im.vec_block * qs_cu_grid(&c->im, rows)) : 0;
     for (unsigned i = 0; i < c->nlanes; i++) {
         lane *l = &c->lanes[i];
         const char *what = "creating a stream";
@@ -195,12 +193,15 @@ static int lanes_alloc(cu_state *c, qs_error *err)
             c->ops->dev_alloc(c->ctx, (void **)&l->dout, ob, msg, sizeof msg) != 0 ||
             c->ops->dev_alloc(c->ctx, (void **)&l->daccf, fb, msg, sizeof msg) != 0)
             goto fail;
+        what = "allocating leaf vectors";
+        if (vb && c->ops->dev_alloc(c->ctx, (void **)&l->dvec, vb, msg, sizeof msg) != 0)
+            goto fail;
         continue;
     fail:
         lanes_free(c);
         return dev_fail(err, c, what, msg);
     }
-    c->lanes_ready = 1;
+    c->cap = rows;
     return 0;
 }
 
@@ -225,10 +226,19 @@ static int cu_score_rows(const qs_backend_def *d, const qs_scorer *s, void *stat
     if (r->n == 0)
         return 0;
     pthread_mutex_lock(&c->lock);
-    if (!c->lanes_ready && lanes_alloc(c, err) != 0) {
-        pthread_mutex_unlock(&c->lock);
-        return -1;
+    if (c->cap < c->sub && c->cap < r->n) {
+        /* Too small for this batch (or none yet): the next power of two. */
+        uint32_t want = c->cap ? c->cap : QS_CU_MIN_ROWS;
+        while (want < r->n && want < c->sub)
+            want *= 2;
+        if (want > c->sub)
+            want = c->sub;
+        if (lanes_alloc(c, want, err) != 0) {
+            pthread_mutex_unlock(&c->lock);
+            return -1;
+        }
     }
+    const uint32_t sub = c->cap;
     const uint32_t nfm = s->m->num_features;
     size_t next = 0;
     unsigned li = 0;
@@ -239,7 +249,7 @@ static int cu_score_rows(const qs_backend_def *d, const qs_scorer *s, void *stat
             rc = -1;
             break;
         }
-        const uint32_t n = r->n - next < c->sub ? (uint32_t)(r->n - next) : c->sub;
+        const uint32_t n = r->n - next < sub ? (uint32_t)(r->n - next) : sub;
         for (uint32_t i = 0; i < n; i++) {
             double *row = l->pin_x + (size_t)i * c->nf;
             if (nfm) {
@@ -252,7 +262,7 @@ static int cu_score_rows(const qs_backend_def *d, const qs_scorer *s, void *stat
         }
         qs_cu_batch X = {
             .x = l->dx, .stride = c->nf, .n = n, .db = c->im.db, .acc = l->dacc,
-            .accf = l->daccf, .out = l->dout, .vec_global = c->dvec,
+            .accf = l->daccf, .out = l->dout, .vec_global = l->dvec,
         };
         const char *what = "copying documents to the device";
         if (c->ops->put(c->ctx, l->dx, l->pin_x, sizeof(double) * c->nf * n, l->st, msg,
