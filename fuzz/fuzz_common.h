@@ -44,6 +44,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* 16 + 4 + 1: VPRED's interleaved block, then its remainders by 4 and by 1. */
 #define FUZZ_NDOCS 21u
 
+/* The libFuzzer build checks each input along one of a check's
+ * alternatives (the default or the reversed layout; relaid out or not; one
+ * absent rule), picked by a hash of the input's bytes, so the same input
+ * always takes the same one and a campaign reaches every alternative over
+ * many inputs at a fraction of the cost; the replay driver (`make check`,
+ * a crash file) takes every alternative of every input.  fuzz_begin() at
+ * the top of LLVMFuzzerTestOneInput. */
+static uint32_t fuzz_hash;
+static int fuzz_every = 1;
+
+static inline void fuzz_begin(const uint8_t *data, size_t size)
+{
+#ifdef QS_LIBFUZZER
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < size; i++)
+        h = (h ^ data[i]) * 16777619u;
+    fuzz_hash = h;
+    fuzz_every = 0;
+#else
+    (void)data;
+    (void)size;
+#endif
+}
+
+/* Whether this input takes alternative k of n of the check named by salt. */
+static inline int fuzz_takes(uint32_t salt, uint32_t k, uint32_t n)
+{
+    if (fuzz_every)
+        return 1;
+    uint32_t h = fuzz_hash ^ (salt * 0x9E3779B9u);
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    return h % n == k;
+}
+
 /* A failing call must leave a usable error record: a status from the enum
  * and a NUL-terminated, non-empty message. */
 static inline void fuzz_check_err(const qs_error *err, const char *what)
@@ -83,56 +119,84 @@ static inline double fuzz_next(const qs_model *m, double v, double dir)
     return nextafter(v, dir);
 }
 
-/* Fill the selected slot with fixed document d: the absent rule cycles
- * through default/zero/missing; documents 0-2 set nothing; the others set,
- * for each internal node, its feature to the threshold, just above or below
- * it, a category near a bitset edge, or a special value (±0, the zero band,
- * ±inf, NaN, huge), picked by a hash of (node, d). */
-static inline void fuzz_fill_doc(qs_workspace *w, const qs_model *m, unsigned d)
+#if defined(__clang__) && __clang_major__ >= 13
+#define FUZZ_NO_COVERAGE __attribute__((no_sanitize("coverage")))
+#else
+#define FUZZ_NO_COVERAGE
+#endif
+
+/* Fixed document d as a list of (feature, value) sets: the absent rule
+ * cycles through default/zero/missing; documents 0-2 set nothing; the
+ * others set, for each internal node, its feature to the threshold, just
+ * above or below it, a category near a bitset edge, or a special value (±0,
+ * the zero band, ±inf, NaN, huge), picked by a hash of (node, d).  Made
+ * once per scorer check (fuzz_docs_make), replayed into a slot by
+ * fuzz_fill_doc for every back end. */
+typedef struct fuzz_docs {
+    uint32_t n[FUZZ_NDOCS];
+    uint32_t feat[FUZZ_NDOCS][FUZZ_MAX_DOC_NODES];
+    double val[FUZZ_NDOCS][FUZZ_MAX_DOC_NODES];
+} fuzz_docs;
+static fuzz_docs fuzz_doc_sets;
+
+FUZZ_NO_COVERAGE
+static inline void fuzz_docs_make(const qs_model *m)
 {
     static const double pat[] = { 0.0,   -0.0,   1e-36, -1e-36, 1e-35, 1.0,   -1.0,
                                   0.5,   -0.5,   -0.99, 2.0,    3.0,   31.0,  32.0,
                                   33.0,  63.0,   64.0,  4096.0, 1e10,  -1e10, 1e-45,
                                   -1e-45, 2.5,   1e300 };
     const size_t npat = sizeof pat / sizeof pat[0];
-    qs_doc_reset(w, (qs_absent)(d % 3));
-    if (d < 3)
-        return;
     uint64_t nn = m->num_nodes < FUZZ_MAX_DOC_NODES ? m->num_nodes : FUZZ_MAX_DOC_NODES;
-    for (uint64_t i = 0; i < nn; i++) {
-        const qs_node *n = &m->nodes[i];
-        if (n->kind == QS_NODE_LEAF)
-            continue;
-        uint32_t h = (uint32_t)(i * 2654435761u) ^ (d * 0x9E3779B9u);
-        h ^= h >> 15;
-        h *= 0x85EBCA6Bu;
-        h ^= h >> 13;
-        double v;
-        unsigned how = h % 8;
-        if (n->kind == QS_NODE_CAT && how < 5) {
-            /* Categories around the end of the bitset, and negatives. */
-            uint64_t top = (uint64_t)n->cat_nwords * 32;
-            double c = (double)(h / 8 % (top + 3)) - 1.0;
-            v = how == 0 ? c + 0.75 : c;
-        } else if (how == 7 || h % 97 == 0) {
-            v = (h / 8 % 3) == 0 ? NAN : (h / 8 % 3) == 1 ? INFINITY : -INFINITY;
-        } else if (how >= 5) {
-            v = pat[h / 8 % npat];
-        } else {
-            v = n->value;
-            if (how == 1)
-                v = fuzz_next(m, v, INFINITY);
-            else if (how == 2)
-                v = fuzz_next(m, v, -INFINITY);
+    for (unsigned d = 0; d < FUZZ_NDOCS; d++) {
+        uint32_t k = 0;
+        for (uint64_t i = 0; d >= 3 && i < nn; i++) {
+            const qs_node *n = &m->nodes[i];
+            if (n->kind == QS_NODE_LEAF)
+                continue;
+            uint32_t h = (uint32_t)(i * 2654435761u) ^ (d * 0x9E3779B9u);
+            h ^= h >> 15;
+            h *= 0x85EBCA6Bu;
+            h ^= h >> 13;
+            double v;
+            unsigned how = h % 8;
+            if (n->kind == QS_NODE_CAT && how < 5) {
+                /* Categories around the end of the bitset, and negatives. */
+                uint64_t top = (uint64_t)n->cat_nwords * 32;
+                double c = (double)(h / 8 % (top + 3)) - 1.0;
+                v = how == 0 ? c + 0.75 : c;
+            } else if (how == 7 || h % 97 == 0) {
+                v = (h / 8 % 3) == 0 ? NAN : (h / 8 % 3) == 1 ? INFINITY : -INFINITY;
+            } else if (how >= 5) {
+                v = pat[h / 8 % npat];
+            } else {
+                v = n->value;
+                if (how == 1)
+                    v = fuzz_next(m, v, INFINITY);
+                else if (how == 2)
+                    v = fuzz_next(m, v, -INFINITY);
+            }
+            fuzz_doc_sets.feat[d][k] = n->feature;
+            fuzz_doc_sets.val[d][k++] = fuzz_round(m, v);
         }
-        qs_doc_set(w, n->feature, fuzz_round(m, v));
+        fuzz_doc_sets.n[d] = k;
     }
+}
+
+/* Fill the selected slot with fixed document d (made by fuzz_docs_make). */
+FUZZ_NO_COVERAGE
+static inline void fuzz_fill_doc(qs_workspace *w, unsigned d)
+{
+    qs_doc_reset(w, (qs_absent)(d % 3));
+    for (uint32_t k = 0; k < fuzz_doc_sets.n[d]; k++)
+        qs_doc_set(w, fuzz_doc_sets.feat[d][k], fuzz_doc_sets.val[d][k]);
 }
 
 /* Score the fixed documents with every back end the scorer reports, one by
  * one and as a batch, and abort unless each agrees with the walk back end bit
  * for bit; then rebuild the layout with small blocks and another Δ and check
- * the back ends that use the layout (QS and vQS) again.  Leaves the scorer relaid out. */
+ * the back ends that use the layout (QS and vQS) again (in the libFuzzer
+ * build, half the inputs: see fuzz_takes).  May leave the scorer relaid out. */
 static inline void fuzz_check_scorer(qs_scorer *s)
 {
     const qs_model *m = qs_scorer_model(s);
@@ -142,6 +206,7 @@ static inline void fuzz_check_scorer(qs_scorer *s)
     if ((uint64_t)(m->num_features ? m->num_features : 1) * (db ? db : 1) > FUZZ_MAX_WS_DOUBLES)
         return;
     const uint32_t K = m->num_classes;
+    fuzz_docs_make(m);
     double *ref = malloc(sizeof(double) * K * FUZZ_NDOCS);
     double *got = malloc(sizeof(double) * K * FUZZ_NDOCS);
     uint64_t *cnt = calloc(m->num_trees ? 2 * m->num_trees : 1, sizeof *cnt);
@@ -150,12 +215,18 @@ static inline void fuzz_check_scorer(qs_scorer *s)
     /* Every back end that this machine runs and that takes the model. */
     const qs_backend walk = qs_backend_find("walk");
     for (qs_backend b = 0; b < qs_backend_count(); b++) {
+        /* The emulated GPU, thread by thread, is the slowest back end: in
+         * the libFuzzer build, one input in two. */
+        if (strcmp(qs_backend_name(b), "cuda-emu") == 0 && !fuzz_takes(4, 0, 2))
+            continue;
         qs_error_clear(&err);
         if (qs_scorer_prepare(s, b, &err) != 0 && err.code != QS_ERR_UNSUPPORTED &&
             err.code != QS_ERR_NOMEM && err.code != QS_ERR_DEVICE)
             FUZZ_FAIL("qs_scorer_prepare(%s): %s", qs_backend_name(b), err.msg);
     }
     for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1 && !fuzz_takes(1, 1, 2))
+            break;
         if (pass == 1) {
             /* Blocks of 2 trees, 5 documents, Δ 3: other scan and block paths. */
             qs_error_clear(&err);
@@ -177,7 +248,7 @@ static inline void fuzz_check_scorer(qs_scorer *s)
             FUZZ_FAIL("workspace with no slots");
         for (unsigned d = 0; d < FUZZ_NDOCS; d++) {
             qs_workspace_select(w, 0);
-            fuzz_fill_doc(w, m, d);
+            fuzz_fill_doc(w, d);
             if (pass == 0 && qs_score_doc(s, w, walk, ref + (size_t)d * K, &err) != 0)
                 FUZZ_FAIL("walk back end refused to score");
             if (pass == 0 && d == FUZZ_NDOCS - 1 && m->num_trees) {
@@ -200,7 +271,7 @@ static inline void fuzz_check_scorer(qs_scorer *s)
                 continue;
             for (unsigned d = 0; d < FUZZ_NDOCS; d++) {
                 qs_workspace_select(w, 0);
-                fuzz_fill_doc(w, m, d);
+                fuzz_fill_doc(w, d);
                 if (qs_score_doc(s, w, b, got, &err) != 0)
                     FUZZ_FAIL("back end %s is prepared but refused to score: %s",
                               qs_backend_name(b), err.msg);
@@ -214,7 +285,7 @@ static inline void fuzz_check_scorer(qs_scorer *s)
             uint32_t n = nslots < FUZZ_NDOCS ? nslots : FUZZ_NDOCS;
             for (uint32_t d = 0; d < n; d++) {
                 qs_workspace_select(w, d);
-                fuzz_fill_doc(w, m, d);
+                fuzz_fill_doc(w, d);
             }
             if (qs_score_batch(s, w, b, n, got, &err) != 0)
                 FUZZ_FAIL("back end %s refused a batch of %u: %s", qs_backend_name(b), n,
@@ -236,7 +307,7 @@ static inline void fuzz_check_scorer(qs_scorer *s)
                 if (la && lb) {
                     for (uint32_t d = 0; d < n; d++) {
                         qs_workspace_select(w, d);
-                        fuzz_fill_doc(w, m, d);
+                        fuzz_fill_doc(w, d);
                     }
                     if (qs_score_leaves(s, w, walk, n, la, &err) != 0 ||
                         qs_score_leaves(s, w, qs_backend_find("qs"), n, lb, &err) != 0)
@@ -338,7 +409,8 @@ static inline void fuzz_text_round_trip(const qs_model *m)
 
 /* Everything a model from a converter or the text reader must survive:
  * validation, the text round trip, compiling (default layout, and every
- * tree reversed in small blocks) and loading, and exact scoring. */
+ * tree reversed in small blocks; in the libFuzzer build, one of the two by
+ * the input's hash) and loading, and exact scoring. */
 static inline void fuzz_check_model(const qs_model *m)
 {
     qs_error err;
@@ -352,7 +424,10 @@ static inline void fuzz_check_model(const qs_model *m)
     fuzz_text_round_trip(m);
     if (m->num_cat_words > FUZZ_MAX_CAT_WORDS)
         return;
-    fuzz_compile_load_score(m, NULL, "default layout");
+    if (fuzz_takes(2, 0, 2))
+        fuzz_compile_load_score(m, NULL, "default layout");
+    if (!fuzz_takes(2, 1, 2))
+        return;
     uint8_t *rev = malloc(m->num_trees ? (size_t)m->num_trees : 1);
     if (!rev)
         return;

@@ -244,6 +244,8 @@ static void one_line(const char *line, size_t len, unsigned lineno)
         double got[4], want[4], walk[4];
         check_values(F->s, F->float_precision, line, len);
         for (int a = 0; a < NABSENT; a++) {
+            if (!fuzz_takes(3, (uint32_t)a, NABSENT))
+                continue;
             qs_letor_line o1, o2;
             int d1 = -1, d2 = -1;
             qs_error e1, e2;
@@ -292,6 +294,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!ready)
         setup();
+    fuzz_begin(data, size);
     const char *p = (const char *)data, *end = p + size;
     unsigned lineno = 0;
     while (p < end || (p == end && size == 0 && lineno == 0)) {

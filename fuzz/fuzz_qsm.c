@@ -41,6 +41,7 @@ static void load_and_check(const unsigned char *buf, size_t len)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    fuzz_begin(data, size);
     load_and_check(data, size);
     /* The same bytes with the file size and every checksum recomputed, so a
      * plain mutation still reaches the section readers. */

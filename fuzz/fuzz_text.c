@@ -3,6 +3,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    fuzz_begin(data, size);
     const char *buf = (const char *)data;
     (void)qs_detect_format(buf, size);
     qs_error err;
