@@ -16,6 +16,7 @@
 # Knobs: FUZZ_SECONDS=60  FUZZ_CC=clang  FUZZ_BUILD=build-fuzz
 #        FUZZ_WORK=/tmp/qs-fuzz (scratch: corpus copies, new inputs, crashes)
 #        FUZZ_FLAGS= (extra libFuzzer flags, e.g. -runs=100000)
+#        FUZZ_MAX_LEN= (the inputs' bound; default per target, fuzz/maxlen.sh)
 #        FUZZ_LONG_RUNS=10000000 FUZZ_LONG_SECONDS=600 FUZZ_LONG_TARGETS=
 #        FUZZ_LONG_JOBS=1 (fuzz-long: targets at a time, one core each)
 

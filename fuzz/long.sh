@@ -23,6 +23,7 @@ set -u
 build=$1
 shift
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/fuzz/maxlen.sh"
 runs=${FUZZ_LONG_RUNS:-10000000}
 secs=${FUZZ_LONG_SECONDS:-600}
 nicev=${FUZZ_NICE:-19}
@@ -43,8 +44,7 @@ one() {
     tbefore=$(count 'timeout-*')
     dict=
     [ -f "$root/fuzz/dict/$name.dict" ] && dict="-dict=$root/fuzz/dict/$name.dict"
-    maxlen=
-    [ "$name" = qsm ] && maxlen="-max_len=65536"
+    maxlen=$(fuzz_maxlen "$name")
     start=$(date +%s)
     # -fork is not used: one process, one core.  A finding stops the target
     # (its input is in artifacts/); the others still run.

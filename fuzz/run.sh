@@ -5,6 +5,7 @@ set -u
 name=$1
 bin=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/fuzz/maxlen.sh"
 secs=${FUZZ_SECONDS:-60}
 work=${FUZZ_WORK:-/tmp/qs-fuzz}/$name
 # New inputs and crashes go to the scratch directory, never into the repo;
@@ -13,9 +14,7 @@ mkdir -p "$work/corpus" "$work/artifacts"
 cp "$root/fuzz/corpus/$name/"* "$work/corpus/" 2>/dev/null || true
 dict=
 [ -f "$root/fuzz/dict/$name.dict" ] && dict="-dict=$root/fuzz/dict/$name.dict"
-# .qsm inputs grow when the mutator unpacks their zstd sections.
-maxlen=
-[ "$name" = qsm ] && maxlen="-max_len=65536"
+maxlen=$(fuzz_maxlen "$name")
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 # shellcheck disable=SC2086 # dict, maxlen and FUZZ_FLAGS are lists of flags
 "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \

@@ -1,0 +1,17 @@
+# maxlen.sh: sourced by run.sh and long.sh: fuzz_maxlen NAME prints the
+# libFuzzer flag that bounds target NAME's inputs (FUZZ_MAX_LEN overrides).
+# A model target's cost grows with the model an input describes, so its
+# inputs stay within 8 KB (a 30 s run: twice the executions of 20 KB, the
+# same coverage); .qsm inputs within 32 KB (every seed, with room for the
+# custom mutator's unpacked sections); the line-based targets keep
+# libFuzzer's own bound (their largest seed).
+fuzz_maxlen() {
+    if [ -n "${FUZZ_MAX_LEN:-}" ]; then
+        echo "-max_len=$FUZZ_MAX_LEN"
+        return
+    fi
+    case $1 in
+    qsm) echo "-max_len=32768" ;;
+    lightgbm | xgboost | catboost | onnx | quickrank | text) echo "-max_len=8192" ;;
+    esac
+}
