@@ -1,4 +1,4 @@
-# maxlen.sh: sourced by run.sh and long.sh: fuzz_maxlen NAME prints the
+# maxlen.sh: sourced by run.sh, long.sh and merge.sh: fuzz_maxlen NAME prints the
 # libFuzzer flag that bounds target NAME's inputs (FUZZ_MAX_LEN overrides).
 # A model target's cost grows with the model an input describes, so its
 # inputs stay within 8 KB (a 30 s run: twice the executions of 20 KB, the

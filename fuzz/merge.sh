@@ -9,6 +9,7 @@ set -u
 build=$1
 shift
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/fuzz/maxlen.sh"
 base=${FUZZ_WORK:-/tmp/qs-fuzz}
 max=${FUZZ_MERGE_MAX:-1024}
 for name in "$@"; do
@@ -17,8 +18,7 @@ for name in "$@"; do
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/qs-merge.XXXXXX")
     cp "$root/fuzz/corpus/$name/"* "$tmp/" 2>/dev/null
     before=$(ls "$tmp" | wc -l)
-    maxlen=
-    [ "$name" = qsm ] && maxlen="-max_len=65536"
+    maxlen=$(fuzz_maxlen "$name")
     # shellcheck disable=SC2086
     nice -n "${FUZZ_NICE:-19}" "$build/bin/fuzz_$name" -merge=1 -timeout=25 -rss_limit_mb=2048 \
         $maxlen "$tmp" "$src" > "$tmp.log" 2>&1 || { echo "merge: $name failed (log $tmp.log)" >&2; continue; }
