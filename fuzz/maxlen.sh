@@ -4,8 +4,9 @@
 # inputs stay within 8 KB (a 30 s run: twice the executions of 20 KB, the
 # same coverage); .qsm inputs within 16 KB (at 32 KB, a campaign's corpus
 # filled with 32 KB models and the rate fell from 5,600 to 2,100 a second
-# in 11 minutes); the line-based targets keep
-# libFuzzer's own bound (their largest seed).
+# in 11 minutes); eval's within 4 KB (a hundred lines: its cost grows with
+# the lines, its largest seed is 24 KB); letor and dsv keep libFuzzer's own
+# bound (their largest seed, 4 KB and 1 KB).
 fuzz_maxlen() {
     if [ -n "${FUZZ_MAX_LEN:-}" ]; then
         echo "-max_len=$FUZZ_MAX_LEN"
@@ -14,5 +15,6 @@ fuzz_maxlen() {
     case $1 in
     qsm) echo "-max_len=16384" ;;
     lightgbm | xgboost | catboost | onnx | quickrank | text) echo "-max_len=8192" ;;
+    eval) echo "-max_len=4096" ;;
     esac
 }
