@@ -4,20 +4,25 @@
 # scripts/gpu-run.sh to use there:
 #
 #   bin/      qs-score, qs-compile, qs-convert, bench/cuda-kernel (the CUDA
-#             runtime linked in statically: only the driver is needed there)
+#             runtime linked in statically: only the driver is needed there),
+#             bench/qs-matrix, zstd (and a zstdcat), stripped
 #   lib/      the shared libraries they load besides the C library's own
 #             (a bare GPU machine may lack libzstd, libexpat, protobuf-c,
-#             libnuma, libgomp)
+#             libnuma, libgomp; gpu-run.sh takes the machine's own first)
 #   conform/  every conformance model of the reference data and the fixtures
 #             as canonical text (zstd -19: smaller than .qsm files; gpu-run.sh
 #             compiles each there in two layouts), each with its documents
 #             (zstd) and the CPU's scores for them (zstd; scored here with
 #             `qs`, which the suite checks against the oracle files), and a
 #             list (conform/list.tsv)
-#   bench/    the 1,000 x 64 XGBoost MQ2008 model and a 20,000 x 64 synthetic
-#             forest over the same features (bench/gen_forest.py), as
-#             canonical text, and the MQ2008 test documents, repeated there
-#             to 10^5 and 10^6
+#   bench/    the 1,000 x 64 XGBoost MQ2008 model as canonical text and the
+#             MQ2008 test documents (gpu-run.sh makes there the 20,000 x 64
+#             synthetic forest over the same features with
+#             bench/gen_forest.py, which would take 15 MiB here, and repeats
+#             the documents to 10^5 and 10^6)
+#   cpu/      XGBoost 1,000 x 8 and 1,000 x 256 of bench/run.sh's grid, when
+#             its workloads are there (QS_BENCH_DIR), for gpu-run.sh's step
+#             `cpu` (the other grid models are conformance models)
 #
 #   scripts/gpu-pack.sh [OUT-DIR]      (QS_SHARED_DATA: the reference data)
 set -euo pipefail
@@ -32,9 +37,15 @@ bin/qs-score --version -v | grep -q 'cuda=1' || { echo "gpu-pack.sh: built witho
 
 rm -rf "$out"
 mkdir -p "$out"/{bin,lib,conform,bench}
-cp build/bin/qs-score build/bin/qs-compile build/bin/qs-convert build/bench/cuda-kernel "$out/bin/"
+cp build/bin/qs-score build/bin/qs-compile build/bin/qs-convert build/bench/cuda-kernel \
+    build/bench/qs-matrix "$(command -v zstd)" "$out/bin/"
+strip -s "$out"/bin/*
+# a GPU machine's image may lack zstd's command
+printf '#!/bin/sh\nexec zstd -dcf "$@"\n' > "$out/bin/zstdcat"
+chmod +x "$out/bin/zstdcat"
 # Shared libraries other than glibc's own and the dynamic loader.
-ldd build/bin/qs-score build/bench/cuda-kernel | awk '$3 ~ /^\// { print $3 }' | sort -u |
+ldd build/bin/qs-score build/bench/cuda-kernel build/bench/qs-matrix "$(command -v zstd)" |
+    awk '$3 ~ /^\// { print $3 }' | sort -u |
     grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*)\.so' |
     while read -r l; do cp -L "$l" "$out/lib/"; done
 
@@ -52,6 +63,8 @@ pairs() {
             l=${l//\$SHARED/$shared}
             l=${l//\$C\//tests/fixtures/catboost/}
             l=${l//\$N\//tests/fixtures/catboost-nonsym/}
+            # a line still naming a test's own variables is not a plain model and documents
+            case $l in *'$'*) continue ;; esac
             printf '%s\n' "$l"
         done
     done
@@ -96,9 +109,21 @@ done < <(pairs | sort -u)
 x1k="$shared/xgboost/mq2008-ndcg-lg64-t1000/model.json.zst"
 mqdocs="$shared/letor/mq2008/test.txt"
 bin/qs-convert "$x1k" | zstd -q -19 -T0 -o "$out/bench/1000x64.txt.zst"
-python3 bench/gen_forest.py 20000 64 "$mqdocs" 7 | zstd -q -19 -T0 -o "$out/bench/20000x64.txt.zst"
 zstd -q -19 -o "$out/bench/mq2008.letor.zst" "$mqdocs"
 
+# cpu: grid models of bench/run.sh not among the reference data (1,000 x 8
+# and 1,000 x 256 trees; XGBoost on MQ2008), for the step `cpu` of gpu-run.sh,
+# when bench/run.sh --prepare-only has made them (QS_BENCH_DIR)
+wl=${QS_BENCH_DIR:-/tmp/qs-bench}/workloads
+mkdir -p "$out/cpu"
+for w in mq2008-t1000-l8 mq2008-t1000-l256; do
+    if [ -f "$wl/$w-n50000-s1/model.json" ]; then
+        bin/qs-convert "$wl/$w-n50000-s1/model.json" | zstd -q -19 -T0 -o "$out/cpu/$w.txt.zst"
+    else
+        echo "gpu-pack.sh: no $wl/$w-n50000-s1 (bench/run.sh --prepare-only): not packed" >&2
+    fi
+done
+
 size=$(du -sm "$out" | cut -f1)
-echo "gpu-pack.sh: $out: $n conformance runs over $(ls "$out"/conform/m*.txt.zst | wc -l) models, 2 bench models, ${size} MiB" >&2
+echo "gpu-pack.sh: $out: $n conformance runs over $(ls "$out"/conform/m*.txt.zst | wc -l) models, ${size} MiB" >&2
 [ "$size" -le 64 ] || { echo "gpu-pack.sh: over 64 MiB" >&2; exit 1; }

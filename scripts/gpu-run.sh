@@ -2,7 +2,7 @@
 # gpu-run.sh: the GPU-QS checks and benchmarks, on a GPU machine, in one go,
 # from the folder scripts/gpu-pack.sh made (nothing is built there).
 #
-#   QS_GPU_STEPS=info,conform,bench,sweep,sanitize scripts/gpu-run.sh [PACK] [OUT]
+#   QS_GPU_STEPS=info,conform,sanitize,cpu,bench,sweep scripts/gpu-run.sh [PACK] [OUT]
 #
 # PACK defaults to build/gpu-pack, OUT to $OUT (or ./gpu-out).  Every step
 # writes its log and results under OUT; a step that fails is reported and the
@@ -14,15 +14,19 @@
 #             --list-backends
 #   conform   every packed model, both layouts: --backend cuda byte for byte
 #             against the CPU's scores; also --threads 4 and --gpu-batch 1000
-#             (batches that end inside queries) on the first layout
+#             (batches that end inside queries) on the first layout; up to 8
+#             runs at a time, each its own process and CUDA context
+#   sanitize  compute-sanitizer racecheck and memcheck on a small model
+#             (when compute-sanitizer is on the machine)
+#   cpu       this machine's CPU, not its GPU: vqs-avx2 against vqs-avx512
+#             against auto on the packed grid of models (bench/kernels.sh)
 #   bench     1,000 x 64 and 20,000 x 64 on 10^5 and 10^6 documents: the
 #             kernel alone (bench/cuda-kernel) and end to end (text in,
 #             scores out) for cuda, vqs on every core and qs on one core
 #             (20,000 x 64: on 10^4 documents), every output compared
 #   sweep     documents per thread-block x threads x shared budget, kernel
-#             alone, 10^5 documents, both models
-#   sanitize  compute-sanitizer racecheck and memcheck on a small model
-#             (when compute-sanitizer is on the machine)
+#             alone, 10^5 documents, both models (QS_GPU_SWEEP=full: a
+#             larger grid; small: 4 settings)
 #
 # A dry run on a machine without a GPU (checks this script, not the GPU):
 #   QS_GPU_BACKEND=cuda-emu QS_GPU_SIZES="1000 3000" QS_GPU_SWEEP=small \
@@ -33,11 +37,24 @@ pack=$(cd "${1:-build/gpu-pack}" && pwd) || { echo "gpu-run.sh: no pack (scripts
 out=${2:-${OUT:-gpu-out}}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-steps=",${QS_GPU_STEPS:-info,conform,bench,sweep,sanitize},"
-export LD_LIBRARY_PATH="$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+steps=",${QS_GPU_STEPS:-info,conform,sanitize,cpu,bench,sweep},"
 export PATH="$pack/bin:$PATH"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# The shared libraries: the machine's own where it has them (a packed one may
+# need a newer glibc than the machine's), else the packed ones; if the
+# programs do not start that way, every packed one.
+mkdir -p "$work/lib"
+for l in "$pack"/lib/*; do
+    ldconfig -p 2> /dev/null | grep -q "/$(basename "$l")\$" || ln -s "$l" "$work/lib/"
+done
+starts() { qs-score --version -v > /dev/null && qs-compile --version > /dev/null && zstd -V > /dev/null &&
+    { qs-matrix > /dev/null 2>&1; [ $? = 2 ]; } && { cuda-kernel > /dev/null 2>&1; [ $? != 127 ]; }; }
+export LD_LIBRARY_PATH="$work/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if ! starts 2> /dev/null; then
+    export LD_LIBRARY_PATH="$pack/lib:$LD_LIBRARY_PATH"
+    starts || { echo "gpu-run.sh: the packed programs do not start here" >&2; exit 2; }
+fi
 failed=
 be=${QS_GPU_BACKEND:-cuda}
 sizes=${QS_GPU_SIZES:-100000 1000000}
@@ -71,54 +88,84 @@ esac
 # Every packed model compiled here: as compiled by default, and (conform)
 # with every tree reversed in blocks of 37.
 mkdir -p "$work/m"
+# the 20,000 x 64 synthetic forest, made here (seeded: the same model each time)
+if [ ! -f "$pack/bench/20000x64.txt.zst" ]; then
+    zstdcat "$pack/bench/mq2008.letor.zst" > "$work/mq.letor"
+    python3 bench/gen_forest.py 20000 64 "$work/mq.letor" 7 | qs-compile -o "$work/m/20000x64.qsm" - ||
+        { say "gpu-run.sh: cannot make the 20,000 x 64 forest (python3 bench/gen_forest.py)"; exit 1; }
+fi
 for f in "$pack"/bench/*.txt.zst; do
     zstdcat "$f" | qs-compile -o "$work/m/$(basename "$f" .txt.zst).qsm" - ||
         { say "gpu-run.sh: cannot compile $f"; exit 1; }
 done
-if [[ $steps == *,conform,* || $steps == *,sanitize,* ]]; then
-    for f in "$pack"/conform/m*.txt.zst; do
+par=$(( $(nproc) < 8 ? $(nproc) : 8 ))
+export pack work be out
+if [[ $steps == *,conform,* || $steps == *,sanitize,* || $steps == *,cpu,* ]]; then
+    compile_one() {
+        local f=$1 key
         key=$(basename "$f" .txt.zst)
-        zstdcat "$f" > "$work/m/$key.txt"
-        qs-compile -o "$work/m/$key.qsm" "$work/m/$key.txt" &&
+        zstdcat "$f" > "$work/m/$key.txt" &&
+            qs-compile -o "$work/m/$key.qsm" "$work/m/$key.txt" &&
             qs-compile --reverse-all --tree-block 37 -o "$work/m/$key.alt.qsm" "$work/m/$key.txt" ||
-            { say "gpu-run.sh: cannot compile $f"; exit 1; }
+            { echo "cannot compile $f"; return 1; }
         rm "$work/m/$key.txt"
-    done
+    }
+    export -f compile_one
+    ls "$pack"/conform/m*.txt.zst "$pack"/cpu/*.txt.zst 2> /dev/null |
+        xargs -P "$(nproc)" -n 1 bash -c 'compile_one "$1"' _ ||
+        { say "gpu-run.sh: cannot compile every packed model"; exit 1; }
 fi
 
 # ------------------------------------------------------------ conform
+# one process per run, $par at a time (each its own CUDA context)
 if [[ $steps == *,conform,* ]]; then
-    n=0 bad=0
-    : > "$out/conform.txt"
-    while IFS=$'\t' read -r key mk dk opts model; do
+    conform_one() {
+        local key=$1 mk=$2 dk=$3 opts=$4 q=$5 run=$6 model=$7 extra=() t="$work/c.$1.$5.$6"
         [ "$opts" != - ] || opts=
-        zstdcat "$pack/conform/$dk.docs.zst" > "$work/docs"
-        zstdcat "$pack/conform/$key.cpu.zst" > "$work/cpu"
-        for q in "$mk.qsm" "$mk.alt.qsm"; do
-            for run in plain threads batch; do
-                [ "$q" = "$mk.qsm" ] || [ $run = plain ] || continue
-                case $run in
-                plain) extra=() ;;
-                threads) extra=(--threads 4) ;;
-                batch) extra=(--gpu-batch 1000) ;;
-                esac
-                n=$((n + 1))
-                # shellcheck disable=SC2086
-                if ! qs-score --backend "$be" "${extra[@]}" $opts "$work/m/$q" < "$work/docs" \
-                    > "$work/got" 2> "$work/err"; then
-                    bad=$((bad + 1))
-                    echo "$q ($model) $run: exit: $(head -c 300 "$work/err")" >> "$out/conform.txt"
-                elif ! cmp -s "$work/got" "$work/cpu"; then
-                    bad=$((bad + 1))
-                    echo "$q ($model) $run: differs: $(cmp "$work/got" "$work/cpu" | head -c 200)" >> "$out/conform.txt"
-                else
-                    echo "$q ($model) $run: same" >> "$out/conform.txt"
-                fi
-            done
+        case $run in
+        threads) extra=(--threads 4) ;;
+        batch) extra=(--gpu-batch 1000) ;;
+        esac
+        # shellcheck disable=SC2086
+        if ! zstdcat "$pack/conform/$dk.docs.zst" | qs-score --backend "$be" "${extra[@]}" $opts "$work/m/$q" \
+            > "$t.got" 2> "$t.err"; then
+            echo "BAD $key $q ($model${opts:+ $opts}) $run: exit: $(head -c 300 "$t.err")"
+        elif ! zstdcat "$pack/conform/$key.cpu.zst" | cmp -s "$t.got" -; then
+            echo "BAD $key $q ($model${opts:+ $opts}) $run: differs: $(zstdcat "$pack/conform/$key.cpu.zst" | cmp "$t.got" - | head -c 200)"
+        else
+            echo "ok $key $q ($model${opts:+ $opts}) $run: same"
+        fi
+        rm -f "$t.got" "$t.err"
+    }
+    export -f conform_one
+    while IFS=$'\t' read -r key mk dk opts model; do
+        for run in plain threads batch; do
+            printf '%s\0%s\0%s\0%s\0%s\0%s\0%s\0' "$key" "$mk" "$dk" "$opts" "$mk.qsm" "$run" "$model"
         done
-    done < "$pack/conform/list.tsv"
+        printf '%s\0%s\0%s\0%s\0%s\0%s\0%s\0' "$key" "$mk" "$dk" "$opts" "$mk.alt.qsm" plain "$model"
+    done < "$pack/conform/list.tsv" |
+        xargs -0 -P "$par" -n 7 bash -c 'conform_one "$@"' _ > "$out/conform.txt"
+    n=$(wc -l < "$out/conform.txt")
+    bad=$(grep -c '^BAD' "$out/conform.txt")
     say "conform: $((n - bad)) of $n runs byte-identical to the CPU"
     [ "$bad" -eq 0 ] || fail conform "$bad runs differ or failed (conform.txt)"
+fi
+
+# ------------------------------------------------------------ sanitize
+if [[ $steps == *,sanitize,* ]]; then
+    cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
+    if [ -z "$cs" ]; then
+        say "sanitize: compute-sanitizer is not on this machine: not run"
+    else
+        IFS=$'\t' read -r key _ dk _ < "$pack/conform/list.tsv"
+        zstdcat "$pack/conform/$dk.docs.zst" | head -n 200 > "$work/sdocs"
+        for tool in racecheck memcheck; do
+            timeout 120 "$cs" --tool $tool --error-exitcode 9 qs-score --backend cuda "$work/m/$(
+                awk -F'\t' -v k="$key" '$1 == k { print $2 }' "$pack/conform/list.tsv").qsm" "$work/sdocs" \
+                > "$out/sanitize.$tool.txt" 2>&1 && say "sanitize: $tool clean" ||
+                fail sanitize "$tool (sanitize.$tool.txt: $(tail -n 3 "$out/sanitize.$tool.txt" | tr '\n' ' ' | head -c 300))"
+        done
+    fi
 fi
 
 # documents: MQ2008 test, repeated to N (LETOR text, one file per size)
@@ -133,6 +180,55 @@ docs_n() {
     fi
     printf '%s\n' "$f"
 }
+
+# ------------------------------------------------------------ cpu
+# This machine's CPU: vqs-avx2 against vqs-avx512 against auto per model
+# (bench/kernels.sh: the matrix view, one thread a model, pinned), on the
+# packed grid: LightGBM 8-64 leaves x 1,000 and 5,000 trees, XGBoost 16-64 x
+# 1,000 and 64 x 5,000 (and 8 and 256 x 1,000 when packed), the QuickRank
+# oblivious model and the 1,000 / 20,000 x 64 bench models; documents of each
+# model's own set, repeated to QS_GPU_CPU_DOCS (20,000; 5,000 for 20,000 trees).
+if [[ $steps == *,cpu,* ]]; then
+    cl="$work/cpu.list" cn=${QS_GPU_CPU_DOCS:-20000}
+    : > "$cl"
+    rep_docs() { # SRC.zst N -> a file of N documents
+        local f
+        f="$work/rep.$(basename "$1" .zst).$2"
+        [ -f "$f" ] || {
+            zstdcat "$1" | grep -v '^[[:space:]]*$' > "$f.base"
+            : > "$f"
+            while [ "$(wc -l < "$f")" -lt "$2" ]; do cat "$f.base" >> "$f"; done
+            head -n "$2" "$f" > "$f.tmp" && mv "$f.tmp" "$f"
+        }
+        printf '%s\n' "$f"
+    }
+    addm() { # NAME PATH-SUFFIX FILL
+        local row mk dk
+        row=$(awk -F'\t' -v s="$2" '{ p = $5; sub(/\.zst$/, "", p) } substr(p, length(p) - length(s) + 1) == s && !seen++ { print $2 "\t" $3 }' \
+            "$pack/conform/list.tsv")
+        [ -n "$row" ] || { say "cpu: $2 is not packed: skipped"; return; }
+        mk=${row%%$'\t'*} dk=${row#*$'\t'}
+        printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$work/m/$mk.qsm" "$(rep_docs "$pack/conform/$dk.docs.zst" "$cn")" "$3" "$cn" >> "$cl"
+    }
+    for l in 8 16 32 64; do
+        for t in 1000 5000; do addm "LightGBM ${l}x$t" "lambdarank_l${l}_t$t/model.txt" zero; done
+    done
+    for l in 16 32; do addm "XGBoost ${l}x1000" "mq2008-ndcg-lg$l-t1000/model.json" nan; done
+    addm "XGBoost 64x1000" "mq2008-ndcg-lg64-t1000/model.json" nan
+    addm "XGBoost 64x5000" "mq2008-ndcg-lg64-t5000/model.json" nan
+    addm "XGBoost depth 6 x1000" "mq2008-ndcg-d6-t1000/model.json" nan
+    addm "QuickRank oblivious d6 x1000" "qr_oblivious_d6_t1000/model.xml" zero
+    mqd=$(rep_docs "$pack/bench/mq2008.letor.zst" "$cn")
+    for w in mq2008-t1000-l8 mq2008-t1000-l256; do
+        [ -f "$work/m/$w.qsm" ] && printf 'XGBoost %s\t%s\t%s\tnan\t%s\n' "${w#mq2008-t1000-l}x1000" "$work/m/$w.qsm" "$mqd" "$cn" >> "$cl"
+    done
+    printf 'synthetic 64x20000\t%s\t%s\tnan\t%s\n' "$work/m/20000x64.qsm" "$mqd" $((cn / 4)) >> "$cl"
+    cp "$cl" "$out/cpu.list"
+    QS_BIN="$pack/bin" bench/kernels.sh --rounds "${QS_GPU_CPU_ROUNDS:-5}" --jobs "${QS_GPU_CPU_JOBS:-4}" \
+        "$out/cpu" "$cl" > "$out/cpu.md" 2> "$out/cpu.log" || fail cpu "bench/kernels.sh (cpu.log)"
+    grep -q DIFFER "$out/cpu.md" && fail cpu "a kernel's scores differ (cpu.md)"
+    say "cpu: $(sed -n 's/^model name[[:space:]]*: //p' "$out/cpu/cpu.txt"); $(wc -l < "$cl") models (cpu.md)"
+fi
 
 # ------------------------------------------------------------ bench
 if [[ $steps == *,bench,* ]]; then
@@ -199,7 +295,8 @@ fi
 # ------------------------------------------------------------ sweep
 if [[ $steps == *,sweep,* ]]; then
     d=$(docs_n "$small")
-    dbs="4 8 16 32" ths="64 128 256 512" shs="49152 98304 200704"
+    dbs="8 16 32" ths="128 256 512" shs="49152 200704"
+    [ "${QS_GPU_SWEEP:-}" != full ] || { dbs="4 8 16 32" ths="64 128 256 512" shs="49152 98304 200704"; }
     [ "${QS_GPU_SWEEP:-}" != small ] || { dbs="4 16" ths="64 256" shs="49152"; }
     printf 'trees\tdocuments\tdb\tthreads\ttau\tshared\tkernel ms min\tmedian\tdocs/s\tns/doc/tree\tcopy ms\tcheck\n' > "$out/sweep.tsv"
     for model in 1000x64 20000x64; do
@@ -214,22 +311,6 @@ if [[ $steps == *,sweep,* ]]; then
         done
     done
     say "sweep: best per model: $(sort -t$'\t' -k1,1n -k7,7g "$out/sweep.tsv" | awk -F'\t' '$1 ~ /^[0-9]/ && !seen[$1]++ { printf "%s trees: db=%s threads=%s shared=%s %s ms; ", $1, $3, $4, $6, $7 }')"
-fi
-
-# ------------------------------------------------------------ sanitize
-if [[ $steps == *,sanitize,* ]]; then
-    cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
-    if [ -z "$cs" ]; then
-        say "sanitize: compute-sanitizer is not on this machine: not run"
-    else
-        IFS=$'\t' read -r _ key dk _ < "$pack/conform/list.tsv"
-        zstdcat "$pack/conform/$dk.docs.zst" | head -n 200 > "$work/sdocs"
-        for tool in racecheck memcheck; do
-            "$cs" --tool $tool --error-exitcode 9 qs-score --backend cuda "$work/m/$key.qsm" "$work/sdocs" \
-                > "$out/sanitize.$tool.txt" 2>&1 && say "sanitize: $tool clean" ||
-                fail sanitize "$tool (sanitize.$tool.txt)"
-        done
-    fi
 fi
 
 if [ -n "$failed" ]; then
