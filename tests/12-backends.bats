@@ -86,10 +86,10 @@ cpu_lacks() {
     qs-convert "$FIX/lgb-l8/model.txt.zst" | qs-compile -o "$t/small.qsm" -
     qs-convert "$FIX/qr-oblivious/model.xml.zst" | qs-compile -o "$t/obl.qsm" -
     qs-convert "$SHARED/xgboost/mq2008-ndcg-lg64-t1000/model.json.zst" | qs-compile -o "$t/large.qsm" -
-    # AMD Zen 4 and 5: vqs, AVX-512 where most leaves are in trees of <= 16
-    # leaves or QS-Omega blocks, else AVX2, and AVX-512 for batches under 32
-    # documents (bench/README.md: measured on Zen 5).
-    for cls in zen5 amd-zen5 zen4; do
+    # AMD Zen 4 and 5, Intel: vqs, AVX-512 where most leaves are in trees of
+    # <= 16 leaves or QS-Omega blocks, else AVX2, and AVX-512 for batches
+    # under 32 documents (README.md: measured on Zen 5 and Emerald Rapids).
+    for cls in zen5 amd-zen5 zen4 intel; do
         run env QS_CPU_CLASS=$cls qs-score -v "$t/small.qsm" < /dev/null
         assert_success
         assert_output --partial "auto runs vqs (AVX-512 (100% of the leaves in QS-Omega or <= 16-leaf trees) for batches of >= 32 documents, AVX-512 below"
@@ -102,6 +102,11 @@ cpu_lacks() {
     # Other CPUs: the widest level for every model.
     run env QS_CPU_CLASS=generic qs-score -v "$t/large.qsm" < /dev/null
     assert_output --partial "auto runs vqs-avx512 (AVX-512, the widest level (CPU class generic: QS_CPU_CLASS))"
+    # a name that is no class's (nor the tail of one) is not taken
+    run env QS_CPU_CLASS=l qs-score -v "$t/large.qsm" < /dev/null
+    refute_output --partial "QS_CPU_CLASS"
+    run env QS_CPU_CLASS=generic qs-score -v "$t/large.qsm" < /dev/null
+    assert_output --partial "auto runs vqs-avx512 (AVX-512, the widest level (CPU class generic: QS_CPU_CLASS))"
     # AVX-512 disabled: AVX2 whatever the rule.
     run env QS_CPU_CLASS=zen5 QS_DISABLE_CPU_FEATURES=avx512 qs-score -v "$t/small.qsm" < /dev/null
     assert_output --partial "auto runs vqs-avx2"
@@ -111,7 +116,7 @@ cpu_lacks() {
     run env QS_CPU_CLASS=zen5 qs-score --list-backends
     assert_output --regexp $'\nvqs\tyes\t[^\t]*\t[^\n]*; auto: vqs, AVX-512 for batches'
     # vqs runs the same kernel as auto; every choice gives the same bits.
-    for cls in zen5 generic; do
+    for cls in zen5 intel generic; do
         QS_CPU_CLASS=$cls qs-score --backend vqs "$t/small.qsm" < "$FIX/lgb-l8/docs.letor" > "$t/got"
         compare_scores "$t/got" "$FIX/lgb-l8/expected.txt"
         QS_CPU_CLASS=$cls qs-score "$t/small.qsm" < "$FIX/lgb-l8/docs.letor" > "$t/got"
@@ -150,4 +155,25 @@ cpu_lacks() {
     echo "$output" | grep -q '^walk-batch	yes	threads,batch	'
     echo "$output" | grep -q '^cuda-emu	yes	batch,threads	'
     echo "$output" | grep -q '^cuda	[^	]*	device,batch,threads	'
+}
+
+@test "bench/kernels.sh: each kernel's time per model, auto / best, every kernel's scores compared" {
+    command -v python3 > /dev/null || skip "python3 not installed"
+    [ -x "$QS_ROOT/build/bench/qs-matrix" ] || skip "build/bench/qs-matrix not built"
+    local t="$BATS_TEST_TMPDIR"
+    qs-convert "$FIX/lgb-l8/model.txt.zst" | qs-compile -o "$t/m.qsm" -
+    printf 'small\t%s\t%s\tzero\t50\n' "$t/m.qsm" "$FIX/lgb-l8/docs.letor" > "$t/list"
+    run env KERNELS="walk qs auto" "$QS_ROOT/bench/kernels.sh" --rounds 2 --reps 1 "$t/out" "$t/list"
+    assert_success
+    assert_output --partial "| model | docs | walk | qs | auto | auto ran as | auto / best | scores |"
+    assert_output --regexp '\| small \| 50 \| [0-9.e+-]+ \| [0-9.e+-]+ \| [0-9.e+-]+ \| [A-Za-z0-9: -]+ \| [0-9.]+ \| identical \|'
+    [ "$(grep -c $'\tsmall\t' "$t/out/runs.tsv")" = 6 ]
+    # the scores written are the model's (the fixture's oracle, numerically)
+    python3 - "$t/out/scores/small.auto.f64" "$FIX/lgb-l8/expected.txt" <<'PY'
+import array, sys
+a = array.array('d')
+a.frombytes(open(sys.argv[1], 'rb').read())
+want = [float(l) for l in open(sys.argv[2])][:50]
+assert len(a) == 50 and list(a) == want, (len(a), a[:3], want[:3])
+PY
 }

@@ -81,15 +81,16 @@ int qs_cpu_crc32(void);
 
 /* The CPU's class where the kernels' speeds differ by class (the vQS
  * back ends choose AVX2 or AVX-512 by it): from CPUID's vendor and family,
- * or the environment variable QS_CPU_CLASS (generic, zen4, zen5), so that
- * tests and comparisons can ask for any class's choice.  QS_CPU_ZEN4:
+ * or the environment variable QS_CPU_CLASS (generic, zen4, zen5, intel), so
+ * that tests and comparisons can ask for any class's choice.  QS_CPU_ZEN4:
  * AMD family 19h (Zen 3 and 4; only Zen 4 has AVX-512, which it runs as
  * two 256-bit halves), QS_CPU_ZEN5: AMD family 1Ah and later (full-width
- * AVX-512), QS_CPU_GENERIC: any other. */
-enum { QS_CPU_GENERIC = 0, QS_CPU_ZEN4 = 1, QS_CPU_ZEN5 = 2 };
+ * AVX-512), QS_CPU_INTEL: Intel family 6 (every Intel core with AVX-512),
+ * QS_CPU_GENERIC: any other. */
+enum { QS_CPU_GENERIC = 0, QS_CPU_ZEN4 = 1, QS_CPU_ZEN5 = 2, QS_CPU_INTEL = 3 };
 unsigned qs_cpu_class(void);
-/* "generic", "amd-zen4", "amd-zen5" (QS_CPU_CLASS takes these, or zen4,
- * zen5). */
+/* "generic", "amd-zen4", "amd-zen5", "intel" (QS_CPU_CLASS takes these, or
+ * zen4, zen5). */
 const char *qs_cpu_class_name(unsigned cls);
 /* How qs_cpu_class() was found: "CPUID AuthenticAMD family 1Ah", or
  * "QS_CPU_CLASS". */

@@ -70,6 +70,8 @@ static unsigned detect_class(char *src, size_t cap)
     if (family == 0xF)
         family += (a >> 20) & 0xFF;
     snprintf(src, cap, "CPUID %s family %02Xh", vendor, family);
+    if (strcmp(vendor, "GenuineIntel") == 0)
+        return family == 6 ? QS_CPU_INTEL : QS_CPU_GENERIC;
     if (strcmp(vendor, "AuthenticAMD") != 0)
         return QS_CPU_GENERIC;
     return family >= 0x1A ? QS_CPU_ZEN5 : family == 0x19 ? QS_CPU_ZEN4 : QS_CPU_GENERIC;
@@ -133,7 +135,7 @@ unsigned qs_cpu_simd(void)
 
 static int cached_crc32 = -1;
 
-static const char *const class_names[] = { "generic", "amd-zen4", "amd-zen5" };
+static const char *const class_names[] = { "generic", "amd-zen4", "amd-zen5", "intel" };
 
 const char *qs_cpu_class_name(unsigned cls)
 {
@@ -153,7 +155,8 @@ unsigned qs_cpu_class(void)
     v = -1;
     if (e && *e) {
         for (unsigned i = 0; i < sizeof class_names / sizeof class_names[0]; i++)
-            if (strcmp(e, class_names[i]) == 0 || strcmp(e, class_names[i] + (i ? 4 : 0)) == 0)
+            if (strcmp(e, class_names[i]) == 0 ||
+                (strncmp(class_names[i], "amd-", 4) == 0 && strcmp(e, class_names[i] + 4) == 0))
                 v = (int)i;
     }
     if (v >= 0) {
