@@ -30,6 +30,7 @@ while [ $# -gt 0 ]; do
     --reps) reps=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -?*) echo "kernels.sh: unknown option $1" >&2; exit 2 ;;
     *) break ;;
     esac
 done
@@ -117,14 +118,13 @@ EOF
 }
 
 names=() models=() mats=()
+: > "$out/auto.txt"
 while IFS=$'\t' read -r name model docs fill limit; do
     case $name in '' | '#'*) continue ;; esac
     m=$(tofloat "$docs" "$fill" "$limit") || { echo "kernels.sh: $name: cannot read $docs" >&2; exit 4; }
     names+=("$name") models+=("$model") mats+=("$m")
     printf '%s\t%s\n' "$name" "$("$score" -v "$model" < /dev/null 2>&1 | sed -n 's/.*: auto runs //p' | head -n 1)" >> "$out/auto.txt"
 done < "$list"
-: > "$out/auto.txt.tmp"
-awk -F'\t' '!seen[$1]++' "$out/auto.txt" > "$out/auto.txt.tmp" && mv "$out/auto.txt.tmp" "$out/auto.txt"
 
 printf 'round\tmodel\tkernel\tran_as\tdocs\tcpu_s_best\twall_s_best\tcheck\n' > "$out/runs.tsv"
 # one model's kernels, in turn, on CPU $2, round $3
