@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 
 /* The operations of entry i (xop): its first plane, the planes between
  * (all their leaves cleared: byte 0), its last; none for an entry that
@@ -341,8 +342,11 @@ static void cv_free(qs_vqs_plan *P)
     P->cv_tab = NULL;
 }
 
+static void rk_free(qs_vqs_plan *P);
+
 void qs_vqs_plan_free(qs_vqs_plan *P)
 {
+    rk_free(P);
     free(P->off);
     free(P->bytes);
     free(P->feats);
@@ -505,3 +509,165 @@ nomem:
     return -1;
 }
 
+
+/* ---- QS blocks by ranks (vqs_plan.h: rk_*) */
+
+/* Whether block B can go by ranks: a QS block of narrow trees (at most 64
+ * leaves), no categorical node, no reversed tree, each group of at most
+ * 255 distinct thresholds, at most 4095 groups (two rows of counts each,
+ * their offsets in 64-byte rows times 8 within 16 bits). */
+static int rk_block_ok(const qs_layout *L, const qs_block *B)
+{
+    if (B->kind != QS_BLOCK_QS || B->width == 0 || B->width > 64 || B->cat_begin != B->cat_end ||
+        !qs_vqs_planes(B) || B->group_end - B->group_begin > 0xFFFu)
+        return 0;
+    for (uint32_t g = B->group_begin; g < B->group_end; g++) {
+        const qs_group *G = &L->groups[g];
+        if (G->rule & QS_GROUP_DESC)
+            return 0;
+        uint32_t nu = 0;
+        for (uint32_t k = G->begin; k < G->end; k++)
+            if ((k == G->begin || L->thr[k] != L->thr[k - 1]) && ++nu > 255)
+                return 0;
+    }
+    return 1;
+}
+
+int qs_vqs_rank_ok(const qs_model *m, const qs_layout *L, const qs_block *B)
+{
+    return !m->node_linear && rk_block_ok(L, B);
+}
+
+/* The by-ranks lists, freed and cleared. */
+static void rk_free(qs_vqs_plan *P)
+{
+    free(P->rk_ok);
+    free(P->rk_opoff);
+    free(P->rk_pn);
+    free(P->rk_op);
+    free(P->rk_uoff);
+    free(P->rk_u);
+    P->rk_ok = P->rk_pn = NULL;
+    P->rk_opoff = P->rk_op = P->rk_uoff = NULL;
+    P->rk_u = NULL;
+    P->rk_maxg = 0;
+}
+
+/* A tree's planes below its last leaf's (and that one). */
+static inline uint32_t rk_planes(const qs_layout *L, uint64_t t)
+{
+    return ((L->nleaves[t] ? L->nleaves[t] : 1) - 1) / 8 + 1;
+}
+
+int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
+{
+    if (m->node_linear || !P->xop || L->nblocks == 0)
+        return 0;
+    int any = 0;
+    for (uint32_t b = 0; b < L->nblocks && !any; b++)
+        any = rk_block_ok(L, &L->blocks[b]);
+    if (!any)
+        return 0;
+    const uint64_t N = L->nentries, T = L->ntrees;
+    P->rk_ok = calloc(L->nblocks, 1);
+    P->rk_opoff = calloc(T + 1, sizeof *P->rk_opoff);
+    P->rk_pn = calloc(T ? T * 8 : 1, 1);
+    P->rk_uoff = calloc((size_t)L->ngroups + 1, sizeof *P->rk_uoff);
+    P->rk_u = malloc((N ? N : 1) * sizeof *P->rk_u);
+    uint8_t *rho = malloc(N ? N : 1);
+    if (!P->rk_ok || !P->rk_opoff || !P->rk_pn || !P->rk_uoff || !P->rk_u || !rho)
+        goto nomem;
+    /* first: which blocks, each group's distinct thresholds and each
+     * entry's rank, the operations per tree and plane */
+    uint32_t nu = 0;
+    uint64_t nops = 0;
+    for (uint32_t b = 0; b < L->nblocks; b++) {
+        const qs_block *B = &L->blocks[b];
+        for (uint32_t g = B->group_begin; g < B->group_end; g++)
+            P->rk_uoff[g] = nu;
+        if (!rk_block_ok(L, B))
+            continue;
+        P->rk_ok[b] = 1;
+        const uint32_t ng = B->group_end - B->group_begin;
+        if (ng > P->rk_maxg)
+            P->rk_maxg = ng;
+        const uint64_t row = (uint64_t)qs_vqs_planes(B) * 64;
+        for (uint32_t g = B->group_begin; g < B->group_end; g++) {
+            const qs_group *G = &L->groups[g];
+            P->rk_uoff[g] = nu;
+            for (uint32_t k = G->begin; k < G->end; k++) {
+                if (k == G->begin || L->thr[k] != L->thr[k - 1])
+                    P->rk_u[nu++] = L->thr[k];
+                rho[k] = (uint8_t)(nu - 1 - P->rk_uoff[g]);
+            }
+            for (int part = 0; part < 2; part++) {
+                const uint32_t i0 = part ? G->sp_begin : G->begin, i1 = part ? G->sp_end : G->end;
+                for (uint32_t i = i0; i < i1; i++)
+                    for (uint64_t j = P->xidx[i]; j < P->xidx[i + 1]; j++) {
+                        const uint64_t t = B->tree_begin + P->xop[j] / row;
+                        const uint32_t pl = (uint32_t)(P->xop[j] % row) / 64, np = rk_planes(L, t);
+                        if (pl < np && P->rk_pn[t * 8 + (np - 1 - pl)]++ == 255)
+                            goto nomem; /* never: at most 126 entries a tree */
+                    }
+            }
+        }
+    }
+    for (uint64_t t = 0; t < T; t++) {
+        P->rk_opoff[t] = (uint32_t)nops;
+        for (unsigned k = 0; k < 8; k++)
+            nops += P->rk_pn[t * 8 + k];
+        if (nops >= UINT32_MAX) { /* past 32-bit offsets: the whole planes instead */
+            free(rho);
+            rk_free(P);
+            return 0;
+        }
+    }
+    P->rk_opoff[T] = (uint32_t)nops;
+    P->rk_op = malloc((nops ? nops : 1) * sizeof *P->rk_op);
+    uint32_t *at = malloc((T ? T * 8 : 1) * sizeof *at);
+    if (!P->rk_op || !at) {
+        free(at);
+        goto nomem;
+    }
+    for (uint64_t t = 0, n = 0; t < T; t++)
+        for (unsigned k = 0; k < 8; k++) {
+            at[t * 8 + k] = (uint32_t)n;
+            n += P->rk_pn[t * 8 + k];
+        }
+    /* then each operation: its counts' row (a sorted entry: its group's
+     * row; a special one: ng + the row, the lanes of the special list),
+     * its rank (0 for special) and its AND byte's complement; the counts
+     * and ranks biased by 0x80, as signed bytes */
+    for (uint32_t b = 0; b < L->nblocks; b++) {
+        const qs_block *B = &L->blocks[b];
+        if (!P->rk_ok[b])
+            continue;
+        const uint32_t ng = B->group_end - B->group_begin;
+        const uint64_t row = (uint64_t)qs_vqs_planes(B) * 64;
+        for (uint32_t g = B->group_begin; g < B->group_end; g++) {
+            const qs_group *G = &L->groups[g];
+            for (int part = 0; part < 2; part++) {
+                const uint32_t i0 = part ? G->sp_begin : G->begin, i1 = part ? G->sp_end : G->end;
+                const uint32_t crow = part ? ng + (g - B->group_begin) : g - B->group_begin;
+                for (uint32_t i = i0; i < i1; i++)
+                    for (uint64_t j = P->xidx[i]; j < P->xidx[i + 1]; j++) {
+                        const uint64_t t = B->tree_begin + P->xop[j] / row;
+                        const uint32_t pl = (uint32_t)(P->xop[j] % row) / 64, np = rk_planes(L, t);
+                        if (pl >= np)
+                            continue;
+                        const uint32_t r = (part ? 0u : rho[i]) ^ 0x80u;
+                        P->rk_op[at[t * 8 + (np - 1 - pl)]++] =
+                            crow * 8 | r << 16 | (uint32_t)(uint8_t)~P->xbyte[j] << 24;
+                    }
+            }
+        }
+    }
+    free(at);
+    P->rk_uoff[L->ngroups] = nu;
+    free(rho);
+    return 0;
+nomem:
+    free(rho);
+    rk_free(P);
+    return -1;
+}

@@ -118,7 +118,37 @@ typedef struct qs_vqs_plan {
     uint32_t *cv_tree;
     uint64_t *cv_boff;
     uint8_t *cv_tab;
+    /* QS blocks by ranks (both kernels; trees of at most 64 leaves, no
+     * categorical node, no reversed tree, no linear leaf, every group of
+     * at most 255 distinct thresholds): a document's value is read once
+     * per group and batch as its count, how many of the group's distinct
+     * thresholds (rk_u[rk_uoff[g] .. rk_uoff[g + 1])) it passes, a byte;
+     * an entry whose threshold has rank r among them is false for the
+     * documents whose count passes r.  The block then goes tree by tree,
+     * each plane of 64 documents built in a register from its operations
+     * and turned into exit leaves there: no plane is stored.  rk_ok[b]:
+     * block b goes so; tree t's operations are rk_op[rk_opoff[t] ..
+     * rk_opoff[t + 1]), its planes from the top (its last leaf's) down,
+     * rk_pn[t * 8 + k] of them for its k-th plane from the top.  An
+     * operation: the row of counts it reads, times 8 (bits 0-15; the row:
+     * a group's in its block, or the block's group count plus it for a
+     * special entry, whose row marks the special list's documents: the
+     * row's byte offset is 8 times the field, an address's scale), the
+     * rank (bits 16-23)
+     * and the complement of its AND byte (bits 24-31); ranks and counts
+     * biased by 0x80 (signed bytes). */
+    uint8_t *rk_ok;
+    uint32_t *rk_opoff;
+    uint8_t *rk_pn;
+    uint32_t *rk_op;
+    uint32_t *rk_uoff;
+    double *rk_u;
+    uint32_t rk_maxg; /* most groups of a block by ranks */
 } qs_vqs_plan;
+
+/* Bytes of scratch per group of a block by ranks: two rows of 64 counts
+ * (its sorted entries', its special list's). */
+#define QS_VQS_RK_ROW 128u
 
 /* The AND byte of plane j for a multi-word node clearing leaves [lo, hi). */
 static inline uint8_t qs_vqs_range_byte(uint32_t lo, uint32_t hi, uint32_t j)
@@ -135,6 +165,13 @@ int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P, unsigned threads);
 /* The QS-Ω-by-ranks tables of the blocks that can go that way for model m
  * (none is not an error); 0, or -1 when out of memory. */
 int qs_vqs_omega_ranks(const qs_model *m, const qs_layout *L, qs_vqs_plan *P);
+/* The by-ranks lists (rk_*) of the blocks that can go that way for
+ * model m (none is not an error); after qs_vqs_plan_build.  0, or -1 when
+ * out of memory. */
+int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P);
+/* Whether block B of model m goes by ranks (qs_vqs_rank_build's
+ * test). */
+int qs_vqs_rank_ok(const qs_model *m, const qs_layout *L, const qs_block *B);
 /* The float32 leaf table (leavesf) where scorer s's model adds (float)c
  * in float32; 0, or -1 when out of memory. */
 int qs_vqs_leaves_float(const qs_scorer *s, qs_vqs_plan *P);
@@ -167,6 +204,13 @@ static inline size_t qs_vqs_xrow_bytes(const qs_vqs_plan *P)
     return P ? (size_t)(P->max_feats < QS_VQS_XROWS ? P->max_feats : QS_VQS_XROWS) *
                    QS_VQS_XROW * sizeof(double)
              : 0;
+}
+
+/* Bytes of the counts of the blocks by ranks (after the rows of feature
+ * values, before the planes). */
+static inline size_t qs_vqs_rk_bytes(const qs_vqs_plan *P)
+{
+    return P ? (size_t)P->rk_maxg * QS_VQS_RK_ROW : 0;
 }
 
 /* Bytes of the accumulators the byte-plane kernels keep for K classes

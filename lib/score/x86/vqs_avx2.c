@@ -405,6 +405,55 @@ VQS_ATTR BP_INLINE void bp_sum_avx2(const qs_model *m, const qs_layout *L, const
     }
 }
 
+/* By ranks: a group's counts (vqs_common.h: rk_counts). */
+VQS_ATTR BP_INLINE void rk_counts_avx2(const double *u, uint32_t nu, const vqs_xv_avx2 *xv,
+                                       uint64_t sp, int lt, uint8_t *c)
+{
+    rk_counts(u, nu, xv->x, sp, lt, c);
+}
+
+/* By ranks: a tree's exit leaves (its leaf index, a byte a document, to
+ * lb0) from its operations op (vqs_plan.h, rk_op), pn[k] of them for its
+ * k-th plane from the top, and the rows of counts cnt; returns the next
+ * tree's operations.  Each plane in two registers: all ones, less, for
+ * each operation, its byte's complement in the documents whose count
+ * passes its rank (the top plane then gets the last leaf's bit, as the
+ * scalar kernels do); the lowest nonzero plane kept as it comes (sel, and
+ * its number b1). */
+VQS_ATTR BP_INLINE const uint32_t *rk_tree_avx2(const uint8_t *cnt, const uint32_t *op,
+                                                const uint8_t *pn, uint32_t nl, uint8_t *lb0)
+{
+    const uint32_t last = nl - 1, np = last / 8 + 1;
+    const __m256i zero = _mm256_setzero_si256();
+    __m256i sel0 = zero, sel1 = zero, b10 = zero, b11 = zero;
+    for (uint32_t k = 0; k < np; k++) {
+        __m256i a0 = _mm256_set1_epi8(-1), a1 = a0;
+        const uint8_t *ob = (const uint8_t *)op;
+        for (uint32_t n = pn[k]; n; n--, ob += 4) {
+            const __m256i *C = (const __m256i *)(cnt + (size_t)(*(const uint16_t *)(const void *)ob) * 8);
+            const __m256i r = _mm256_set1_epi8((char)ob[2]), nb = _mm256_set1_epi8((char)ob[3]);
+            a0 = _mm256_andnot_si256(_mm256_and_si256(_mm256_cmpgt_epi8(_mm256_load_si256(C), r), nb), a0);
+            a1 = _mm256_andnot_si256(_mm256_and_si256(_mm256_cmpgt_epi8(_mm256_load_si256(C + 1), r), nb), a1);
+        }
+        op += pn[k];
+        if (k == 0) {
+            const __m256i bit = _mm256_set1_epi8((char)(1u << (last & 7)));
+            a0 = _mm256_or_si256(a0, bit);
+            a1 = _mm256_or_si256(a1, bit);
+        }
+        const __m256i j = _mm256_set1_epi8((char)(np - 1 - k));
+        const __m256i z0 = _mm256_cmpeq_epi8(a0, zero), z1 = _mm256_cmpeq_epi8(a1, zero);
+        sel0 = _mm256_blendv_epi8(a0, sel0, z0);
+        sel1 = _mm256_blendv_epi8(a1, sel1, z1);
+        b10 = _mm256_blendv_epi8(j, b10, z0);
+        b11 = _mm256_blendv_epi8(j, b11, z1);
+    }
+    _mm256_store_si256((__m256i *)lb0, _mm256_add_epi8(bp2_ctz8(sel0), _mm256_slli_epi16(b10, 3)));
+    _mm256_store_si256((__m256i *)(lb0 + 32),
+                       _mm256_add_epi8(bp2_ctz8(sel1), _mm256_slli_epi16(b11, 3)));
+    return op;
+}
+
 #include "score/x86/vqs_kernel.h"
 
 /* ---- QS-Ω by ranks */
@@ -581,6 +630,8 @@ void qs_vqs_block_avx2(const qs_simd_kernel *k, unsigned lanes, const qs_model *
     const qs_vqs_plan *P = k->data;
     if (lanes == BP_LANES && P && P->om_ok && P->om_ok[B - L->blocks])
         block_om_avx2(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
+    else if (lanes == BP_LANES && P && P->rk_ok && P->rk_ok[B - L->blocks])
+        block_rk_avx2(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
     else if (lanes == BP_LANES && qs_vqs_planes(B) && P && P->off)
         block_bp_avx2(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
     else

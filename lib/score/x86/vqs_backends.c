@@ -145,7 +145,8 @@ static int vqs_prepare(const qs_backend_def *d, const qs_scorer *s, void **state
     vqs_state *st = calloc(1, sizeof *st);
     qs_vqs_plan *P = st ? &st->plan : NULL;
     if (!P || qs_vqs_plan_build(s->L, P, s->build_threads) != 0 || qs_vqs_leaves_float(s, P) != 0 ||
-        qs_vqs_omega_ranks(s->m, s->L, P) != 0 || qs_vqs_cat_build(s->L, P) != 0) {
+        qs_vqs_omega_ranks(s->m, s->L, P) != 0 || qs_vqs_cat_build(s->L, P) != 0 ||
+        qs_vqs_rank_build(s->m, s->L, P) != 0) {
         if (P)
             qs_vqs_plan_free(P);
         free(st);
@@ -179,7 +180,7 @@ static int vqs_ws_init(const qs_backend_def *d, const qs_scorer *s, const void *
             tree_bytes = (size_t)qs_vqs_planes(&s->L->blocks[b]) * 64;
     const qs_vqs_plan *P = state ? &((const vqs_state *)state)->plan : NULL;
     const size_t bytes = qs_bwqs_vec_bytes(s, tree_bytes) + qs_vqs_acc_bytes(s->m->num_classes) +
-                         qs_vqs_xrow_bytes(P);
+                         qs_vqs_xrow_bytes(P) + qs_vqs_rk_bytes(P);
     *scratch = aligned_alloc(64, bytes);
     if (!*scratch)
         return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (leaf vectors of %llu trees)",

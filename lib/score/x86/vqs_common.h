@@ -227,4 +227,33 @@ BP_INLINE void bp_run_ends(const qs_layout *L, const qs_group *G, const double *
             e[l] = G->begin;
 }
 
+/* The counts of a group by ranks (vqs_plan.h, rk_*): for each of the 64
+ * values x[], how many of the group's nu >= 1 ascending distinct
+ * thresholds u[] it passes (t < x for <=, t <= x for <: those whose
+ * entries are false for it), by bisection, the lanes in lockstep; the
+ * lanes of sp (the special-value list's) count 0, which no entry passes.
+ * Written biased by 0x80 (as signed bytes). */
+BP_INLINE void rk_counts(const double *u, uint32_t nu, const double *x, uint64_t sp, int lt,
+                         uint8_t *c)
+{
+    uint32_t e[BP_LANES];
+    for (unsigned l = 0; l < BP_LANES; l++)
+        e[l] = 0;
+    if (lt) {
+        const uint32_t b = 0;
+        const double *thr = u;
+        const qs_group G_ = { .begin = b, .end = nu }, *G = &G_;
+        const unsigned lanes = BP_LANES;
+        RUN_ENDS(P_LE);
+    } else {
+        const uint32_t b = 0;
+        const double *thr = u;
+        const qs_group G_ = { .begin = b, .end = nu }, *G = &G_;
+        const unsigned lanes = BP_LANES;
+        RUN_ENDS(P_LT);
+    }
+    for (unsigned l = 0; l < BP_LANES; l++)
+        c[l] = (uint8_t)(((sp >> l) & 1 ? 0 : e[l]) ^ 0x80u);
+}
+
 #endif

@@ -185,4 +185,78 @@ VQS_ATTR static void VQS_FN(block_bp)(const qs_model *m, const qs_layout *L, con
             }
 }
 
+/* ---- QS blocks by ranks (vqs_plan.h, rk_*)
+ *
+ * Each group's 64 values read once, as counts (how many of the group's
+ * distinct thresholds each passes; a row of 64 signed bytes), then the
+ * block tree by tree: each of the tree's planes built in a register from
+ * its operations, from the top plane down (an operation: the documents
+ * whose count passes its entry's rank, one compare of 64 bytes, lose the
+ * leaves its byte clears), and the lowest nonzero plane kept as it goes:
+ * the exit leaves without storing a plane.  Then the sums, as block_bp's,
+ * each document's in tree order. */
+VQS_ATTR static void VQS_FN(block_rk)(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
+                                      const qs_block *B, uint8_t *v, const double *const *xs,
+                                      unsigned nreal, double *acc, float *accf)
+{
+    const int lt = m->cmp == QS_CMP_LT;
+    const uint32_t nt = (uint32_t)(B->tree_end - B->tree_begin);
+    const uint32_t K = m->num_classes;
+    const uint32_t bi = (uint32_t)(B - L->blocks);
+    const uint32_t ng = B->group_end - B->group_begin;
+    double *accT = (double *)(void *)v;
+    float *accTf = (float *)(void *)(accT + (size_t)K * BP_LANES);
+    v += qs_vqs_acc_bytes(K);
+    const uint32_t *feats = P->feats + P->feat_off[bi];
+    const uint32_t nfe = (uint32_t)(P->feat_off[bi + 1] - P->feat_off[bi]);
+    double *xT = (double *)(void *)v;
+    uint32_t c0 = UINT32_MAX;
+    v += qs_vqs_xrow_bytes(P);
+    uint8_t *cnt = v; /* rows 0 .. ng - 1: counts; ng ..: special lists */
+    if (nfe <= BP_XROWS)
+        bp_row(feats, nfe, xT, &c0, 0, xs);
+    const uint32_t *grow = P->grow;
+    for (uint32_t g = B->group_begin; g < B->group_end; g++) {
+        const qs_group *G = &L->groups[g];
+        const uint32_t r = g - B->group_begin;
+        const double *xr = bp_row(feats, nfe, xT, &c0, grow[g], xs);
+        VQS_XV xv;
+        const uint64_t sp = VQS_FN(bp_rule)(G->rule & QS_RULE_MASK, xr, &xv);
+        VQS_FN(rk_counts)(P->rk_u + P->rk_uoff[g], P->rk_uoff[g + 1] - P->rk_uoff[g], &xv, sp, lt,
+                          cnt + (size_t)r * 64);
+        if (G->sp_end > G->sp_begin)
+            for (unsigned l = 0; l < BP_LANES; l++)
+                cnt[(size_t)(ng + r) * 64 + l] = (uint8_t)(0x80u | ((sp >> l) & 1));
+    }
+    VQS_ACC A;
+    const int regs = VQS_FN(bp_acc_load)(&A, K, acc, accf, nreal);
+    if (!regs)
+        for (uint32_t c = 0; c < K; c++)
+            for (unsigned l = 0; l < BP_LANES; l++) {
+                accT[(size_t)c * BP_LANES + l] = l < nreal ? acc[(size_t)l * K + c] : 0.0;
+                accTf[(size_t)c * BP_LANES + l] = l < nreal ? accf[(size_t)l * K + c] : 0.0f;
+            }
+    const uint32_t *nl = L->nleaves + B->tree_begin;
+    const uint32_t *op = P->rk_op + P->rk_opoff[B->tree_begin];
+    for (uint32_t i = 0; i < nt; i++) {
+        uint8_t lb0[BP_LANES] __attribute__((aligned(64)));
+        op = VQS_FN(rk_tree)(cnt, op, P->rk_pn + (B->tree_begin + i) * 8, nl[i], lb0);
+#ifdef VQS_RK_SUM
+        if (regs) {
+            VQS_FN(rk_sum)(m, L, B->tree_begin + i, lb0, &A);
+            continue;
+        }
+#endif
+        VQS_FN(bp_sum)(m, L, P, B->tree_begin + i, 0, 1, lb0, lb0, &A, regs, accT, accTf);
+    }
+    if (regs)
+        VQS_FN(bp_acc_store)(&A, acc, accf, nreal);
+    else
+        for (unsigned l = 0; l < nreal; l++)
+            for (uint32_t c = 0; c < K; c++) {
+                acc[(size_t)l * K + c] = accT[(size_t)c * BP_LANES + l];
+                accf[(size_t)l * K + c] = accTf[(size_t)c * BP_LANES + l];
+            }
+}
+
 #undef VQS_BP_SCAN
