@@ -547,6 +547,10 @@ static void rk_free(qs_vqs_plan *P)
     free(P->rk_op);
     free(P->rk_uoff);
     free(P->rk_u);
+    free(P->rk_tb);
+    free(P->rk_mt);
+    P->rk_tb = P->rk_mt = NULL;
+    P->rk_maxtn = 0;
     P->rk_ok = P->rk_pn = NULL;
     P->rk_opoff = P->rk_op = P->rk_uoff = NULL;
     P->rk_u = NULL;
@@ -574,8 +578,9 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
     P->rk_pn = calloc(T ? T * 8 : 1, 1);
     P->rk_uoff = calloc((size_t)L->ngroups + 1, sizeof *P->rk_uoff);
     P->rk_u = malloc((N ? N : 1) * sizeof *P->rk_u);
+    P->rk_tb = calloc(L->ngroups ? L->ngroups : 1, sizeof *P->rk_tb);
     uint8_t *rho = malloc(N ? N : 1);
-    if (!P->rk_ok || !P->rk_opoff || !P->rk_pn || !P->rk_uoff || !P->rk_u || !rho)
+    if (!P->rk_ok || !P->rk_opoff || !P->rk_pn || !P->rk_uoff || !P->rk_u || !P->rk_tb || !rho)
         goto nomem;
     /* first: which blocks, each group's distinct thresholds and each
      * entry's rank, the operations per tree and plane */
@@ -588,6 +593,7 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
         if (!rk_block_ok(L, B))
             continue;
         P->rk_ok[b] = 1;
+        uint32_t tn = 0;
         const uint32_t ng = B->group_end - B->group_begin;
         if (ng > P->rk_maxg)
             P->rk_maxg = ng;
@@ -600,6 +606,10 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
                     P->rk_u[nu++] = L->thr[k];
                 rho[k] = (uint8_t)(nu - 1 - P->rk_uoff[g]);
             }
+            /* its masks in the block's table: one a rank, then one for
+             * its special list */
+            P->rk_tb[g] = tn;
+            tn += nu - P->rk_uoff[g] + 1;
             for (int part = 0; part < 2; part++) {
                 const uint32_t i0 = part ? G->sp_begin : G->begin, i1 = part ? G->sp_end : G->end;
                 for (uint32_t i = i0; i < i1; i++)
@@ -610,6 +620,11 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
                             goto nomem; /* never: at most 126 entries a tree */
                     }
             }
+        }
+        if (tn <= QS_VQS_RK_TABLE) {
+            P->rk_ok[b] = 2;
+            if (tn > P->rk_maxtn)
+                P->rk_maxtn = tn;
         }
     }
     for (uint64_t t = 0; t < T; t++) {
@@ -624,8 +639,9 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
     }
     P->rk_opoff[T] = (uint32_t)nops;
     P->rk_op = malloc((nops ? nops : 1) * sizeof *P->rk_op);
+    P->rk_mt = malloc((nops ? nops : 1) * sizeof *P->rk_mt);
     uint32_t *at = malloc((T ? T * 8 : 1) * sizeof *at);
-    if (!P->rk_op || !at) {
+    if (!P->rk_op || !P->rk_mt || !at) {
         free(at);
         goto nomem;
     }
@@ -656,8 +672,10 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
                         if (pl >= np)
                             continue;
                         const uint32_t r = (part ? 0u : rho[i]) ^ 0x80u;
-                        P->rk_op[at[t * 8 + (np - 1 - pl)]++] =
-                            crow * 8 | r << 16 | (uint32_t)(uint8_t)~P->xbyte[j] << 24;
+                        const uint32_t nb = (uint32_t)(uint8_t)~P->xbyte[j] << 24;
+                        const uint32_t mi = P->rk_tb[g] + (part ? P->rk_uoff[g + 1] - P->rk_uoff[g] : rho[i]);
+                        P->rk_mt[at[t * 8 + (np - 1 - pl)]] = mi | nb;
+                        P->rk_op[at[t * 8 + (np - 1 - pl)]++] = crow * 8 | r << 16 | nb;
                     }
             }
         }

@@ -144,11 +144,23 @@ typedef struct qs_vqs_plan {
     uint32_t *rk_uoff;
     double *rk_u;
     uint32_t rk_maxg; /* most groups of a block by ranks */
+    /* The same operations for the AVX-512 kernel, which looks up each
+     * one's documents in a table of masks made per batch (a block's
+     * table: for each group, the documents whose count passes each rank,
+     * rk_tb[g] + rank, then its special list's documents, rk_tb[g] + its
+     * distinct thresholds): the mask's index (bits 0-23) and the
+     * complement of the AND byte (bits 24-31).  rk_ok[b] 2: block b's
+     * table fits QS_VQS_RK_TABLE masks (else 1: compares). */
+    uint32_t *rk_tb;
+    uint32_t *rk_mt;
+    uint32_t rk_maxtn; /* most masks of a block's table */
 } qs_vqs_plan;
 
 /* Bytes of scratch per group of a block by ranks: two rows of 64 counts
  * (its sorted entries', its special list's). */
 #define QS_VQS_RK_ROW 128u
+/* Most masks of a block's table (8 bytes each: 64 KiB). */
+#define QS_VQS_RK_TABLE 8192u
 
 /* The AND byte of plane j for a multi-word node clearing leaves [lo, hi). */
 static inline uint8_t qs_vqs_range_byte(uint32_t lo, uint32_t hi, uint32_t j)
@@ -210,7 +222,7 @@ static inline size_t qs_vqs_xrow_bytes(const qs_vqs_plan *P)
  * values, before the planes). */
 static inline size_t qs_vqs_rk_bytes(const qs_vqs_plan *P)
 {
-    return P ? (size_t)P->rk_maxg * QS_VQS_RK_ROW : 0;
+    return P ? (size_t)P->rk_maxg * QS_VQS_RK_ROW + (size_t)P->rk_maxtn * 8 : 0;
 }
 
 /* Bytes of the accumulators the byte-plane kernels keep for K classes

@@ -349,6 +349,54 @@ VQS_ATTR BP_INLINE void rk_counts_avx512(const double *u, uint32_t nu, const VQS
     rk_counts(u, nu, bp_values_avx512(xv, xb), sp, lt, c);
 }
 
+/* By ranks: block B's table of masks (vqs_plan.h: rk_tb, rk_mt) from the
+ * counts, where the plan has one: for each group, the documents whose
+ * count passes each rank, and those of its special list.  1 when made. */
+VQS_ATTR BP_INLINE int rk_table_avx512(const qs_vqs_plan *P, const qs_layout *L, const qs_block *B,
+                                       const uint8_t *cnt, uint64_t *tab)
+{
+    if (P->rk_ok[B - L->blocks] != 2)
+        return 0;
+    const uint32_t ng = B->group_end - B->group_begin;
+    for (uint32_t g = B->group_begin; g < B->group_end; g++) {
+        const uint32_t r = g - B->group_begin, nu = P->rk_uoff[g + 1] - P->rk_uoff[g];
+        const __m512i C = _mm512_load_si512((const __m512i *)(cnt + (size_t)r * 64));
+        uint64_t *t = tab + P->rk_tb[g];
+        for (uint32_t k = 0; k < nu; k++)
+            t[k] = _mm512_cmpgt_epi8_mask(C, _mm512_set1_epi8((char)(k ^ 0x80u)));
+        const __m512i S = _mm512_load_si512((const __m512i *)(cnt + (size_t)(ng + r) * 64));
+        t[nu] = L->groups[g].sp_end > L->groups[g].sp_begin
+                    ? _mm512_cmpgt_epi8_mask(S, _mm512_set1_epi8((char)0x80))
+                    : 0;
+    }
+    return 1;
+}
+
+/* By ranks, with the table: a tree's exit leaves as rk_tree_avx512's, each
+ * operation's documents the table's mask at its index (bits 0-23). */
+VQS_ATTR BP_INLINE const uint32_t *rk_tree_mt_avx512(const uint64_t *tab, const uint32_t *op,
+                                                     const uint8_t *pn, uint32_t nl, uint8_t *lb0)
+{
+    const uint32_t last = nl - 1, np = last / 8 + 1;
+    __m512i sel = _mm512_setzero_si512(), b1 = _mm512_setzero_si512();
+    for (uint32_t k = 0; k < np; k++) {
+        __m512i a = _mm512_set1_epi8(-1);
+        const uint32_t *o = op;
+        for (uint32_t n = pn[k]; n; n--, o++) {
+            const __mmask64 f = _cvtu64_mask64(tab[*o & 0xFFFFFFu]);
+            a = _mm512_andnot_si512(_mm512_maskz_set1_epi8(f, (char)((const uint8_t *)o)[3]), a);
+        }
+        op += pn[k];
+        if (k == 0)
+            a = _mm512_or_si512(a, _mm512_set1_epi8((char)(1u << (last & 7))));
+        const __mmask64 nz = _mm512_test_epi8_mask(a, a);
+        sel = _mm512_mask_mov_epi8(sel, nz, a);
+        b1 = _mm512_mask_mov_epi8(b1, nz, _mm512_set1_epi8((char)(np - 1 - k)));
+    }
+    _mm512_store_si512((__m512i *)lb0, _mm512_add_epi8(bp_ctz8(sel), _mm512_slli_epi16(b1, 3)));
+    return op;
+}
+
 /* By ranks: a tree's exit leaves (its leaf index, a byte a document, to
  * lb0) from its operations op (vqs_plan.h, rk_op), pn[k] of them for its
  * k-th plane from the top, and the rows of counts cnt; returns the next

@@ -228,6 +228,9 @@ VQS_ATTR static void VQS_FN(block_rk)(const qs_model *m, const qs_layout *L, con
             for (unsigned l = 0; l < BP_LANES; l++)
                 cnt[(size_t)(ng + r) * 64 + l] = (uint8_t)(0x80u | ((sp >> l) & 1));
     }
+    /* the ISA's table of masks, where it keeps one */
+    uint64_t *tab = (uint64_t *)(void *)(cnt + (size_t)P->rk_maxg * QS_VQS_RK_ROW);
+    const int table = VQS_FN(rk_table)(P, L, B, cnt, tab);
     VQS_ACC A;
     const int regs = VQS_FN(bp_acc_load)(&A, K, acc, accf, nreal);
     if (!regs)
@@ -237,10 +240,11 @@ VQS_ATTR static void VQS_FN(block_rk)(const qs_model *m, const qs_layout *L, con
                 accTf[(size_t)c * BP_LANES + l] = l < nreal ? accf[(size_t)l * K + c] : 0.0f;
             }
     const uint32_t *nl = L->nleaves + B->tree_begin;
-    const uint32_t *op = P->rk_op + P->rk_opoff[B->tree_begin];
+    const uint32_t *op = (table ? P->rk_mt : P->rk_op) + P->rk_opoff[B->tree_begin];
     for (uint32_t i = 0; i < nt; i++) {
         uint8_t lb0[BP_LANES] __attribute__((aligned(64)));
-        op = VQS_FN(rk_tree)(cnt, op, P->rk_pn + (B->tree_begin + i) * 8, nl[i], lb0);
+        op = table ? VQS_FN(rk_tree_mt)(tab, op, P->rk_pn + (B->tree_begin + i) * 8, nl[i], lb0)
+                   : VQS_FN(rk_tree)(cnt, op, P->rk_pn + (B->tree_begin + i) * 8, nl[i], lb0);
 #ifdef VQS_RK_SUM
         if (regs) {
             VQS_FN(rk_sum)(m, L, B->tree_begin + i, lb0, &A);
