@@ -629,8 +629,12 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
     }
     for (uint64_t t = 0; t < T; t++) {
         P->rk_opoff[t] = (uint32_t)nops;
-        for (unsigned k = 0; k < 8; k++)
+        for (unsigned k = 0; k < 8; k++) {
+            /* an even count: the kernels take two at a time (the spare
+             * one changes nothing: its byte's complement is 0) */
+            P->rk_pn[t * 8 + k] += P->rk_pn[t * 8 + k] & 1;
             nops += P->rk_pn[t * 8 + k];
+        }
         if (nops >= UINT32_MAX) { /* past 32-bit offsets: the whole planes instead */
             free(rho);
             rk_free(P);
@@ -638,8 +642,8 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
         }
     }
     P->rk_opoff[T] = (uint32_t)nops;
-    P->rk_op = malloc((nops ? nops : 1) * sizeof *P->rk_op);
-    P->rk_mt = malloc((nops ? nops : 1) * sizeof *P->rk_mt);
+    P->rk_op = calloc(nops ? nops : 1, sizeof *P->rk_op);
+    P->rk_mt = calloc(nops ? nops : 1, sizeof *P->rk_mt);
     uint32_t *at = malloc((T ? T * 8 : 1) * sizeof *at);
     if (!P->rk_op || !P->rk_mt || !at) {
         free(at);

@@ -437,14 +437,20 @@ VQS_ATTR BP_INLINE const uint32_t *rk_tree_avx2(const void *cntv, const uint32_t
     const __m256i zero = _mm256_setzero_si256();
     __m256i sel0 = zero, sel1 = zero, b10 = zero, b11 = zero;
     for (uint32_t k = 0; k < np; k++) {
-        __m256i a0 = _mm256_set1_epi8(-1), a1 = a0;
+        __m256i a0 = _mm256_set1_epi8(-1), a1 = a0, a2 = a0, a3 = a0;
         const uint8_t *ob = (const uint8_t *)op;
-        for (uint32_t n = pn[k]; n; n--, ob += 4) {
+        for (uint32_t n = pn[k]; n; n -= 2, ob += 8) {
             const __m256i *C = (const __m256i *)(cnt + (size_t)(*(const uint16_t *)(const void *)ob) * 8);
             const __m256i r = _mm256_set1_epi8((char)ob[2]), nb = _mm256_set1_epi8((char)ob[3]);
             a0 = _mm256_andnot_si256(_mm256_and_si256(_mm256_cmpgt_epi8(_mm256_load_si256(C), r), nb), a0);
             a1 = _mm256_andnot_si256(_mm256_and_si256(_mm256_cmpgt_epi8(_mm256_load_si256(C + 1), r), nb), a1);
+            const __m256i *C2 = (const __m256i *)(cnt + (size_t)(*(const uint16_t *)(const void *)(ob + 4)) * 8);
+            const __m256i r2 = _mm256_set1_epi8((char)ob[6]), nb2 = _mm256_set1_epi8((char)ob[7]);
+            a2 = _mm256_andnot_si256(_mm256_and_si256(_mm256_cmpgt_epi8(_mm256_load_si256(C2), r2), nb2), a2);
+            a3 = _mm256_andnot_si256(_mm256_and_si256(_mm256_cmpgt_epi8(_mm256_load_si256(C2 + 1), r2), nb2), a3);
         }
+        a0 = _mm256_and_si256(a0, a2);
+        a1 = _mm256_and_si256(a1, a3);
         op += pn[k];
         if (k == 0) {
             const __m256i bit = _mm256_set1_epi8((char)(1u << (last & 7)));

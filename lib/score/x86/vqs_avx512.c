@@ -380,12 +380,15 @@ VQS_ATTR BP_INLINE const uint32_t *rk_tree_mt_avx512(const uint64_t *tab, const 
     const uint32_t last = nl - 1, np = last / 8 + 1;
     __m512i sel = _mm512_setzero_si512(), b1 = _mm512_setzero_si512();
     for (uint32_t k = 0; k < np; k++) {
-        __m512i a = _mm512_set1_epi8(-1);
+        __m512i a = _mm512_set1_epi8(-1), a2 = a;
         const uint32_t *o = op;
-        for (uint32_t n = pn[k]; n; n--, o++) {
-            const __mmask64 f = _cvtu64_mask64(tab[*o & 0xFFFFFFu]);
+        for (uint32_t n = pn[k]; n; n -= 2, o += 2) {
+            const __mmask64 f = _cvtu64_mask64(tab[o[0] & 0xFFFFFFu]),
+                            f2 = _cvtu64_mask64(tab[o[1] & 0xFFFFFFu]);
             a = _mm512_andnot_si512(_mm512_maskz_set1_epi8(f, (char)((const uint8_t *)o)[3]), a);
+            a2 = _mm512_andnot_si512(_mm512_maskz_set1_epi8(f2, (char)((const uint8_t *)o)[7]), a2);
         }
+        a = _mm512_and_si512(a, a2);
         op += pn[k];
         if (k == 0)
             a = _mm512_or_si512(a, _mm512_set1_epi8((char)(1u << (last & 7))));
@@ -411,13 +414,17 @@ VQS_ATTR BP_INLINE const uint32_t *rk_tree_avx512(const uint8_t *cnt, const uint
     const uint32_t last = nl - 1, np = last / 8 + 1;
     __m512i sel = _mm512_setzero_si512(), b1 = _mm512_setzero_si512();
     for (uint32_t k = 0; k < np; k++) {
-        __m512i a = _mm512_set1_epi8(-1);
+        __m512i a = _mm512_set1_epi8(-1), a2 = a;
         const uint8_t *ob = (const uint8_t *)op;
-        for (uint32_t n = pn[k]; n; n--, ob += 4) {
-            const __m512i C = _mm512_load_si512((const __m512i *)(cnt + (size_t)(*(const uint16_t *)(const void *)ob) * 8));
-            const __mmask64 f = _mm512_cmplt_epi8_mask(_mm512_set1_epi8((char)ob[2]), C);
+        for (uint32_t n = pn[k]; n; n -= 2, ob += 8) {
+            const __m512i C = _mm512_load_si512((const __m512i *)(cnt + (size_t)(*(const uint16_t *)(const void *)ob) * 8)),
+                          C2 = _mm512_load_si512((const __m512i *)(cnt + (size_t)(*(const uint16_t *)(const void *)(ob + 4)) * 8));
+            const __mmask64 f = _mm512_cmplt_epi8_mask(_mm512_set1_epi8((char)ob[2]), C),
+                            f2 = _mm512_cmplt_epi8_mask(_mm512_set1_epi8((char)ob[6]), C2);
             a = _mm512_andnot_si512(_mm512_maskz_set1_epi8(f, (char)ob[3]), a);
+            a2 = _mm512_andnot_si512(_mm512_maskz_set1_epi8(f2, (char)ob[7]), a2);
         }
+        a = _mm512_and_si512(a, a2);
         op += pn[k];
         if (k == 0)
             a = _mm512_or_si512(a, _mm512_set1_epi8((char)(1u << (last & 7))));
