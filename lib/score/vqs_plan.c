@@ -642,6 +642,7 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
         }
     }
     P->rk_opoff[T] = (uint32_t)nops;
+    P->rk_uoff[L->ngroups] = nu; /* the last group's end, read below */
     P->rk_op = calloc(nops ? nops : 1, sizeof *P->rk_op);
     P->rk_mt = calloc(nops ? nops : 1, sizeof *P->rk_mt);
     uint32_t *at = malloc((T ? T * 8 : 1) * sizeof *at);
@@ -685,7 +686,6 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
         }
     }
     free(at);
-    P->rk_uoff[L->ngroups] = nu;
     free(rho);
     return 0;
 nomem:

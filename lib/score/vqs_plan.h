@@ -160,7 +160,9 @@ typedef struct qs_vqs_plan {
  * (its sorted entries', its special list's). */
 #define QS_VQS_RK_ROW 128u
 /* Most masks of a block's table (8 bytes each: 64 KiB). */
+#ifndef QS_VQS_RK_TABLE
 #define QS_VQS_RK_TABLE 8192u
+#endif
 
 /* The AND byte of plane j for a multi-word node clearing leaves [lo, hi). */
 static inline uint8_t qs_vqs_range_byte(uint32_t lo, uint32_t hi, uint32_t j)
@@ -222,7 +224,8 @@ static inline size_t qs_vqs_xrow_bytes(const qs_vqs_plan *P)
  * values, before the planes). */
 static inline size_t qs_vqs_rk_bytes(const qs_vqs_plan *P)
 {
-    return P ? (size_t)P->rk_maxg * QS_VQS_RK_ROW + (size_t)P->rk_maxtn * 8 : 0;
+    return P ? (((size_t)P->rk_maxg * QS_VQS_RK_ROW + (size_t)P->rk_maxtn * 8 + 63) & ~(size_t)63)
+             : 0;
 }
 
 /* Bytes of the accumulators the byte-plane kernels keep for K classes

@@ -414,7 +414,7 @@ VQS_ATTR BP_INLINE void rk_counts_avx2(const double *u, uint32_t nu, const vqs_x
 
 /* By ranks: no table of masks (vqs_kernel.h: the compares). */
 VQS_ATTR BP_INLINE int rk_table_avx2(const qs_vqs_plan *P, const qs_layout *L, const qs_block *B,
-                                     const uint8_t *cnt, uint64_t *tab)
+                                     const uint8_t *cnt, qs_vqs_u64a *tab)
 {
     (void)P, (void)L, (void)B, (void)cnt, (void)tab;
     return 0;
@@ -440,11 +440,11 @@ VQS_ATTR BP_INLINE const uint32_t *rk_tree_avx2(const void *cntv, const uint32_t
         __m256i a0 = _mm256_set1_epi8(-1), a1 = a0, a2 = a0, a3 = a0;
         const uint8_t *ob = (const uint8_t *)op;
         for (uint32_t n = pn[k]; n; n -= 2, ob += 8) {
-            const __m256i *C = (const __m256i *)(cnt + (size_t)(*(const uint16_t *)(const void *)ob) * 8);
+            const __m256i *C = (const __m256i *)(cnt + (size_t)(*(const qs_vqs_u16a *)(const void *)ob) * 8);
             const __m256i r = _mm256_set1_epi8((char)ob[2]), nb = _mm256_set1_epi8((char)ob[3]);
             a0 = _mm256_andnot_si256(_mm256_and_si256(_mm256_cmpgt_epi8(_mm256_load_si256(C), r), nb), a0);
             a1 = _mm256_andnot_si256(_mm256_and_si256(_mm256_cmpgt_epi8(_mm256_load_si256(C + 1), r), nb), a1);
-            const __m256i *C2 = (const __m256i *)(cnt + (size_t)(*(const uint16_t *)(const void *)(ob + 4)) * 8);
+            const __m256i *C2 = (const __m256i *)(cnt + (size_t)(*(const qs_vqs_u16a *)(const void *)(ob + 4)) * 8);
             const __m256i r2 = _mm256_set1_epi8((char)ob[6]), nb2 = _mm256_set1_epi8((char)ob[7]);
             a2 = _mm256_andnot_si256(_mm256_and_si256(_mm256_cmpgt_epi8(_mm256_load_si256(C2), r2), nb2), a2);
             a3 = _mm256_andnot_si256(_mm256_and_si256(_mm256_cmpgt_epi8(_mm256_load_si256(C2 + 1), r2), nb2), a3);

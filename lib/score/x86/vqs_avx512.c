@@ -353,7 +353,7 @@ VQS_ATTR BP_INLINE void rk_counts_avx512(const double *u, uint32_t nu, const VQS
  * counts, where the plan has one: for each group, the documents whose
  * count passes each rank, and those of its special list.  1 when made. */
 VQS_ATTR BP_INLINE int rk_table_avx512(const qs_vqs_plan *P, const qs_layout *L, const qs_block *B,
-                                       const uint8_t *cnt, uint64_t *tab)
+                                       const uint8_t *cnt, qs_vqs_u64a *tab)
 {
     if (P->rk_ok[B - L->blocks] != 2)
         return 0;
@@ -361,7 +361,7 @@ VQS_ATTR BP_INLINE int rk_table_avx512(const qs_vqs_plan *P, const qs_layout *L,
     for (uint32_t g = B->group_begin; g < B->group_end; g++) {
         const uint32_t r = g - B->group_begin, nu = P->rk_uoff[g + 1] - P->rk_uoff[g];
         const __m512i C = _mm512_load_si512((const __m512i *)(cnt + (size_t)r * 64));
-        uint64_t *t = tab + P->rk_tb[g];
+        qs_vqs_u64a *t = tab + P->rk_tb[g];
         for (uint32_t k = 0; k < nu; k++)
             t[k] = _mm512_cmpgt_epi8_mask(C, _mm512_set1_epi8((char)(k ^ 0x80u)));
         const __m512i S = _mm512_load_si512((const __m512i *)(cnt + (size_t)(ng + r) * 64));
@@ -374,7 +374,7 @@ VQS_ATTR BP_INLINE int rk_table_avx512(const qs_vqs_plan *P, const qs_layout *L,
 
 /* By ranks, with the table: a tree's exit leaves as rk_tree_avx512's, each
  * operation's documents the table's mask at its index (bits 0-23). */
-VQS_ATTR BP_INLINE const uint32_t *rk_tree_mt_avx512(const uint64_t *tab, const uint32_t *op,
+VQS_ATTR BP_INLINE const uint32_t *rk_tree_mt_avx512(const qs_vqs_u64a *tab, const uint32_t *op,
                                                      const uint8_t *pn, uint32_t nl, uint8_t *lb0)
 {
     const uint32_t last = nl - 1, np = last / 8 + 1;
@@ -417,8 +417,8 @@ VQS_ATTR BP_INLINE const uint32_t *rk_tree_avx512(const uint8_t *cnt, const uint
         __m512i a = _mm512_set1_epi8(-1), a2 = a;
         const uint8_t *ob = (const uint8_t *)op;
         for (uint32_t n = pn[k]; n; n -= 2, ob += 8) {
-            const __m512i C = _mm512_load_si512((const __m512i *)(cnt + (size_t)(*(const uint16_t *)(const void *)ob) * 8)),
-                          C2 = _mm512_load_si512((const __m512i *)(cnt + (size_t)(*(const uint16_t *)(const void *)(ob + 4)) * 8));
+            const __m512i C = _mm512_load_si512((const __m512i *)(cnt + (size_t)(*(const qs_vqs_u16a *)(const void *)ob) * 8)),
+                          C2 = _mm512_load_si512((const __m512i *)(cnt + (size_t)(*(const qs_vqs_u16a *)(const void *)(ob + 4)) * 8));
             const __mmask64 f = _mm512_cmplt_epi8_mask(_mm512_set1_epi8((char)ob[2]), C),
                             f2 = _mm512_cmplt_epi8_mask(_mm512_set1_epi8((char)ob[6]), C2);
             a = _mm512_andnot_si512(_mm512_maskz_set1_epi8(f, (char)ob[3]), a);

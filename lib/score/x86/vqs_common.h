@@ -18,6 +18,12 @@
 
 #define BP_INLINE static inline __attribute__((always_inline))
 
+/* The scratch's table of masks (vqs_kernel.h, block_rk): its memory is
+ * the same buffer's that holds other types, so it may alias them. */
+typedef uint64_t qs_vqs_u64a __attribute__((may_alias));
+/* An operation's low 16 bits, read in place. */
+typedef uint16_t qs_vqs_u16a __attribute__((may_alias));
+
 /* Categorical nodes, lane by lane (no order to scan): the narrow block's
  * tables (layout.h, QS_CATS_FOR_DOC). */
 static void lanes_categorical(const qs_model *m, const qs_layout *L, const qs_block *B,

@@ -229,7 +229,7 @@ VQS_ATTR static void VQS_FN(block_rk)(const qs_model *m, const qs_layout *L, con
                 cnt[(size_t)(ng + r) * 64 + l] = (uint8_t)(0x80u | ((sp >> l) & 1));
     }
     /* the ISA's table of masks, where it keeps one */
-    uint64_t *tab = (uint64_t *)(void *)(cnt + (size_t)P->rk_maxg * QS_VQS_RK_ROW);
+    qs_vqs_u64a *tab = (qs_vqs_u64a *)(void *)(cnt + (size_t)P->rk_maxg * QS_VQS_RK_ROW);
     const int table = VQS_FN(rk_table)(P, L, B, cnt, tab);
     VQS_ACC A;
     const int regs = VQS_FN(bp_acc_load)(&A, K, acc, accf, nreal);
