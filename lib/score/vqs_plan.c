@@ -544,6 +544,8 @@ static void rk_free(qs_vqs_plan *P)
     free(P->rk_ok);
     free(P->rk_opoff);
     free(P->rk_pn);
+    free(P->rk_ps);
+    P->rk_ps = NULL;
     free(P->rk_op);
     free(P->rk_uoff);
     free(P->rk_u);
@@ -576,11 +578,13 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
     P->rk_ok = calloc(L->nblocks, 1);
     P->rk_opoff = calloc(T + 1, sizeof *P->rk_opoff);
     P->rk_pn = calloc(T ? T * 8 : 1, 1);
+    P->rk_ps = calloc(T ? T * 8 : 1, 1);
     P->rk_uoff = calloc((size_t)L->ngroups + 1, sizeof *P->rk_uoff);
     P->rk_u = malloc((N ? N : 1) * sizeof *P->rk_u);
     P->rk_tb = calloc(L->ngroups ? L->ngroups : 1, sizeof *P->rk_tb);
     uint8_t *rho = malloc(N ? N : 1);
-    if (!P->rk_ok || !P->rk_opoff || !P->rk_pn || !P->rk_uoff || !P->rk_u || !P->rk_tb || !rho)
+    if (!P->rk_ok || !P->rk_opoff || !P->rk_pn || !P->rk_ps || !P->rk_uoff || !P->rk_u || !P->rk_tb ||
+        !rho)
         goto nomem;
     /* first: which blocks, each group's distinct thresholds and each
      * entry's rank, the operations per tree and plane */
@@ -616,8 +620,9 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
                     for (uint64_t j = P->xidx[i]; j < P->xidx[i + 1]; j++) {
                         const uint64_t t = B->tree_begin + P->xop[j] / row;
                         const uint32_t pl = (uint32_t)(P->xop[j] % row) / 64, np = rk_planes(L, t);
-                        if (pl < np && P->rk_pn[t * 8 + (np - 1 - pl)]++ == 255)
-                            goto nomem; /* never: at most 126 entries a tree */
+                        uint8_t *c = (part ? P->rk_ps : P->rk_pn) + t * 8 + (np - 1 - pl);
+                        if (pl < np && (*c)++ == 254)
+                            goto nomem; /* never: at most 63 entries of each kind a tree */
                     }
             }
         }
@@ -633,7 +638,8 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
             /* an even count: the kernels take two at a time (the spare
              * one changes nothing: its byte's complement is 0) */
             P->rk_pn[t * 8 + k] += P->rk_pn[t * 8 + k] & 1;
-            nops += P->rk_pn[t * 8 + k];
+            P->rk_ps[t * 8 + k] += P->rk_ps[t * 8 + k] & 1;
+            nops += P->rk_pn[t * 8 + k] + P->rk_ps[t * 8 + k];
         }
         if (nops >= UINT32_MAX) { /* past 32-bit offsets: the whole planes instead */
             free(rho);
@@ -645,15 +651,18 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
     P->rk_uoff[L->ngroups] = nu; /* the last group's end, read below */
     P->rk_op = calloc(nops ? nops : 1, sizeof *P->rk_op);
     P->rk_mt = calloc(nops ? nops : 1, sizeof *P->rk_mt);
-    uint32_t *at = malloc((T ? T * 8 : 1) * sizeof *at);
-    if (!P->rk_op || !P->rk_mt || !at) {
+    uint32_t *at = malloc((T ? T * 8 : 1) * sizeof *at), *ats = malloc((T ? T * 8 : 1) * sizeof *ats);
+    if (!P->rk_op || !P->rk_mt || !at || !ats) {
         free(at);
+        free(ats);
         goto nomem;
     }
     for (uint64_t t = 0, n = 0; t < T; t++)
         for (unsigned k = 0; k < 8; k++) {
             at[t * 8 + k] = (uint32_t)n;
             n += P->rk_pn[t * 8 + k];
+            ats[t * 8 + k] = (uint32_t)n;
+            n += P->rk_ps[t * 8 + k];
         }
     /* then each operation: its counts' row (a sorted entry: its group's
      * row; a special one: ng + the row, the lanes of the special list),
@@ -679,13 +688,15 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
                         const uint32_t r = (part ? 0u : rho[i]) ^ 0x80u;
                         const uint32_t nb = (uint32_t)(uint8_t)~P->xbyte[j] << 24;
                         const uint32_t mi = P->rk_tb[g] + (part ? P->rk_uoff[g + 1] - P->rk_uoff[g] : rho[i]);
-                        P->rk_mt[at[t * 8 + (np - 1 - pl)]] = mi | nb;
-                        P->rk_op[at[t * 8 + (np - 1 - pl)]++] = crow * 8 | r << 16 | nb;
+                        const uint32_t pos = (part ? ats : at)[t * 8 + (np - 1 - pl)]++;
+                        P->rk_mt[pos] = mi | nb;
+                        P->rk_op[pos] = crow * 8 | r << 16 | nb;
                     }
             }
         }
     }
     free(at);
+    free(ats);
     free(rho);
     return 0;
 nomem:

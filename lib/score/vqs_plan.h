@@ -129,7 +129,10 @@ typedef struct qs_vqs_plan {
      * and turned into exit leaves there: no plane is stored.  rk_ok[b]:
      * block b goes so; tree t's operations are rk_op[rk_opoff[t] ..
      * rk_opoff[t + 1]), its planes from the top (its last leaf's) down,
-     * rk_pn[t * 8 + k] of them for its k-th plane from the top.  An
+     * for its k-th plane from the top rk_pn[t * 8 + k] of its sorted
+     * entries then rk_ps[t * 8 + k] of its special ones (each an even
+     * count: a spare operation changes nothing), so that a batch without
+     * a special value skips the latter.  An
      * operation: the row of counts it reads, times 8 (bits 0-15; the row:
      * a group's in its block, or the block's group count plus it for a
      * special entry, whose row marks the special list's documents: the
@@ -140,6 +143,7 @@ typedef struct qs_vqs_plan {
     uint8_t *rk_ok;
     uint32_t *rk_opoff;
     uint8_t *rk_pn;
+    uint8_t *rk_ps;
     uint32_t *rk_op;
     uint32_t *rk_uoff;
     double *rk_u;

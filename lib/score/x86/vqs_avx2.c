@@ -422,15 +422,17 @@ VQS_ATTR BP_INLINE int rk_table_avx2(const qs_vqs_plan *P, const qs_layout *L, c
 #define rk_tree_mt_avx2 rk_tree_avx2
 
 /* By ranks: a tree's exit leaves (its leaf index, a byte a document, to
- * lb0) from its operations op (vqs_plan.h, rk_op), pn[k] of them for its
- * k-th plane from the top, and the rows of counts cnt; returns the next
+ * lb0) from its operations op (vqs_plan.h, rk_op), pn[k] then ps[k] of
+ * them for its k-th plane from the top (the latter, of special entries,
+ * only when spany), and the rows of counts cnt; returns the next
  * tree's operations.  Each plane in two registers: all ones, less, for
  * each operation, its byte's complement in the documents whose count
  * passes its rank (the top plane then gets the last leaf's bit, as the
  * scalar kernels do); the lowest nonzero plane kept as it comes (sel, and
  * its number b1). */
 VQS_ATTR BP_INLINE const uint32_t *rk_tree_avx2(const void *cntv, const uint32_t *op,
-                                                const uint8_t *pn, uint32_t nl, uint8_t *lb0)
+                                                const uint8_t *pn, const uint8_t *ps, int spany,
+                                                uint32_t nl, uint8_t *lb0)
 {
     const uint8_t *cnt = cntv;
     const uint32_t last = nl - 1, np = last / 8 + 1;
@@ -438,8 +440,8 @@ VQS_ATTR BP_INLINE const uint32_t *rk_tree_avx2(const void *cntv, const uint32_t
     __m256i sel0 = zero, sel1 = zero, b10 = zero, b11 = zero;
     for (uint32_t k = 0; k < np; k++) {
         __m256i a0 = _mm256_set1_epi8(-1), a1 = a0, a2 = a0, a3 = a0;
-        const uint8_t *ob = (const uint8_t *)op;
-        for (uint32_t n = pn[k]; n; n -= 2, ob += 8) {
+        const uint8_t *ob = (const uint8_t *)op, *end = ob + 4 * (pn[k] + (spany ? ps[k] : 0));
+        for (; ob != end; ob += 8) {
             const __m256i *C = (const __m256i *)(cnt + (size_t)(*(const qs_vqs_u16a *)(const void *)ob) * 8);
             const __m256i r = _mm256_set1_epi8((char)ob[2]), nb = _mm256_set1_epi8((char)ob[3]);
             a0 = _mm256_andnot_si256(_mm256_and_si256(_mm256_cmpgt_epi8(_mm256_load_si256(C), r), nb), a0);
@@ -451,7 +453,7 @@ VQS_ATTR BP_INLINE const uint32_t *rk_tree_avx2(const void *cntv, const uint32_t
         }
         a0 = _mm256_and_si256(a0, a2);
         a1 = _mm256_and_si256(a1, a3);
-        op += pn[k];
+        op += pn[k] + ps[k];
         if (k == 0) {
             const __m256i bit = _mm256_set1_epi8((char)(1u << (last & 7)));
             a0 = _mm256_or_si256(a0, bit);

@@ -375,21 +375,24 @@ VQS_ATTR BP_INLINE int rk_table_avx512(const qs_vqs_plan *P, const qs_layout *L,
 /* By ranks, with the table: a tree's exit leaves as rk_tree_avx512's, each
  * operation's documents the table's mask at its index (bits 0-23). */
 VQS_ATTR BP_INLINE const uint32_t *rk_tree_mt_avx512(const qs_vqs_u64a *tab, const uint32_t *op,
-                                                     const uint8_t *pn, uint32_t nl, uint8_t *lb0)
+                                                     const uint8_t *pn, const uint8_t *ps, int spany,
+                                                     uint32_t nl, uint8_t *lb0)
 {
     const uint32_t last = nl - 1, np = last / 8 + 1;
     __m512i sel = _mm512_setzero_si512(), b1 = _mm512_setzero_si512();
     for (uint32_t k = 0; k < np; k++) {
         __m512i a = _mm512_set1_epi8(-1), a2 = a;
-        const uint32_t *o = op;
-        for (uint32_t n = pn[k]; n; n -= 2, o += 2) {
+        /* the sorted entries', then (when a document takes a special
+         * list) the special ones', two at a time */
+        const uint32_t *o = op, *end = op + pn[k] + (spany ? ps[k] : 0);
+        for (; o != end; o += 2) {
             const __mmask64 f = _cvtu64_mask64(tab[o[0] & 0xFFFFFFu]),
                             f2 = _cvtu64_mask64(tab[o[1] & 0xFFFFFFu]);
             a = _mm512_andnot_si512(_mm512_maskz_set1_epi8(f, (char)((const uint8_t *)o)[3]), a);
             a2 = _mm512_andnot_si512(_mm512_maskz_set1_epi8(f2, (char)((const uint8_t *)o)[7]), a2);
         }
         a = _mm512_and_si512(a, a2);
-        op += pn[k];
+        op += pn[k] + ps[k];
         if (k == 0)
             a = _mm512_or_si512(a, _mm512_set1_epi8((char)(1u << (last & 7))));
         const __mmask64 nz = _mm512_test_epi8_mask(a, a);
@@ -401,22 +404,24 @@ VQS_ATTR BP_INLINE const uint32_t *rk_tree_mt_avx512(const qs_vqs_u64a *tab, con
 }
 
 /* By ranks: a tree's exit leaves (its leaf index, a byte a document, to
- * lb0) from its operations op (vqs_plan.h, rk_op), pn[k] of them for its
- * k-th plane from the top, and the rows of counts cnt; returns the next
+ * lb0) from its operations op (vqs_plan.h, rk_op), pn[k] then ps[k] of
+ * them for its k-th plane from the top (the latter, of special entries,
+ * only when spany), and the rows of counts cnt; returns the next
  * tree's operations.  Each plane in a register: all ones, less, for each
  * operation, its byte's complement in the documents whose count passes
  * its rank (the top plane then gets the last leaf's bit, as the scalar
  * kernels do); the lowest nonzero plane kept as it comes (sel, and its
  * number b1). */
 VQS_ATTR BP_INLINE const uint32_t *rk_tree_avx512(const uint8_t *cnt, const uint32_t *op,
-                                                  const uint8_t *pn, uint32_t nl, uint8_t *lb0)
+                                                  const uint8_t *pn, const uint8_t *ps, int spany,
+                                                  uint32_t nl, uint8_t *lb0)
 {
     const uint32_t last = nl - 1, np = last / 8 + 1;
     __m512i sel = _mm512_setzero_si512(), b1 = _mm512_setzero_si512();
     for (uint32_t k = 0; k < np; k++) {
         __m512i a = _mm512_set1_epi8(-1), a2 = a;
-        const uint8_t *ob = (const uint8_t *)op;
-        for (uint32_t n = pn[k]; n; n -= 2, ob += 8) {
+        const uint8_t *ob = (const uint8_t *)op, *end = ob + 4 * (pn[k] + (spany ? ps[k] : 0));
+        for (; ob != end; ob += 8) {
             const __m512i C = _mm512_load_si512((const __m512i *)(cnt + (size_t)(*(const qs_vqs_u16a *)(const void *)ob) * 8)),
                           C2 = _mm512_load_si512((const __m512i *)(cnt + (size_t)(*(const qs_vqs_u16a *)(const void *)(ob + 4)) * 8));
             const __mmask64 f = _mm512_cmplt_epi8_mask(_mm512_set1_epi8((char)ob[2]), C),
@@ -425,7 +430,7 @@ VQS_ATTR BP_INLINE const uint32_t *rk_tree_avx512(const uint8_t *cnt, const uint
             a2 = _mm512_andnot_si512(_mm512_maskz_set1_epi8(f2, (char)ob[7]), a2);
         }
         a = _mm512_and_si512(a, a2);
-        op += pn[k];
+        op += pn[k] + ps[k];
         if (k == 0)
             a = _mm512_or_si512(a, _mm512_set1_epi8((char)(1u << (last & 7))));
         const __mmask64 nz = _mm512_test_epi8_mask(a, a);

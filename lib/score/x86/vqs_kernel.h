@@ -216,12 +216,15 @@ VQS_ATTR static void VQS_FN(block_rk)(const qs_model *m, const qs_layout *L, con
     if (nfe <= BP_XROWS)
         bp_row(feats, nfe, xT, &c0, 0, xs);
     const uint32_t *grow = P->grow;
+    uint64_t spany = 0; /* the documents that take a special list somewhere */
     for (uint32_t g = B->group_begin; g < B->group_end; g++) {
         const qs_group *G = &L->groups[g];
         const uint32_t r = g - B->group_begin;
         const double *xr = bp_row(feats, nfe, xT, &c0, grow[g], xs);
         VQS_XV xv;
         const uint64_t sp = VQS_FN(bp_rule)(G->rule & QS_RULE_MASK, xr, &xv);
+        if (G->sp_end > G->sp_begin)
+            spany |= sp;
         VQS_FN(rk_counts)(P->rk_u + P->rk_uoff[g], P->rk_uoff[g + 1] - P->rk_uoff[g], &xv, sp, lt,
                           cnt + (size_t)r * 64);
         if (G->sp_end > G->sp_begin)
@@ -243,8 +246,9 @@ VQS_ATTR static void VQS_FN(block_rk)(const qs_model *m, const qs_layout *L, con
     const uint32_t *op = (table ? P->rk_mt : P->rk_op) + P->rk_opoff[B->tree_begin];
     for (uint32_t i = 0; i < nt; i++) {
         uint8_t lb0[BP_LANES] __attribute__((aligned(64)));
-        op = table ? VQS_FN(rk_tree_mt)(tab, op, P->rk_pn + (B->tree_begin + i) * 8, nl[i], lb0)
-                   : VQS_FN(rk_tree)(cnt, op, P->rk_pn + (B->tree_begin + i) * 8, nl[i], lb0);
+        const uint64_t t8 = (B->tree_begin + i) * 8;
+        op = table ? VQS_FN(rk_tree_mt)(tab, op, P->rk_pn + t8, P->rk_ps + t8, spany != 0, nl[i], lb0)
+                   : VQS_FN(rk_tree)(cnt, op, P->rk_pn + t8, P->rk_ps + t8, spany != 0, nl[i], lb0);
 #ifdef VQS_RK_SUM
         if (regs) {
             VQS_FN(rk_sum)(m, L, B->tree_begin + i, lb0, &A);
