@@ -6,7 +6,8 @@
 # default side per feature, which the AVX2 kernel reads by ranks) and narrow
 # ones, linear
 # leaves, one to three classes, every compare, precision and accumulation
-# mode, blocks of 700 features, and groups of over 32,767 entries.  Batches of 1, 7, 63, 64, 65 and 130 documents (so the 64-document
+# mode, blocks of 700 features, groups of over 32,767 entries, and narrow
+# trees read by ranks (groups of up to 255 distinct thresholds, and 256).  Batches of 1, 7, 63, 64, 65 and 130 documents (so the 64-document
 # kernels see full, ragged and one-document groups), two layouts; every
 # back end must write the bytes of `walk` and `qs`.
 
@@ -75,6 +76,34 @@ same() {
 @test "700 features in one block (the kernels' feature rows refilled)" { same many-le-double many-docs.letor; }
 @test "700 features, float32, accumulate float, 2 classes" { same many-lt-float many-docs.letor; }
 
+# rank_share NAME PERCENT: auto's Zen 5 rule counts PERCENT% of model NAME's
+# leaves in blocks the kernels read by ranks (or QS-Omega, or small trees):
+# which blocks take that path (stated only where AVX-512 runs).
+rank_share() {
+    qs-score --list-backends | grep -q '^vqs-avx512	yes	' || return 0
+    run env QS_CPU_CLASS=zen5 qs-score -v "$BATS_FILE_TMPDIR/gen/$1.qsm" < /dev/null
+    assert_output --partial "($2% of leaves in rank blocks"
+}
+
+@test "narrow trees by ranks (every missing rule: special lists), compare le, accumulate double" {
+    same rank-le-double
+    rank_share rank-le-double 100
+}
+@test "narrow trees by ranks, float32 thresholds, accumulate float, 3 classes" {
+    same rank-lt-float
+    rank_share rank-lt-float 100
+}
+@test "narrow trees by ranks, accumulate float-double, absent zero, 2 classes" {
+    same rank-le-fd
+    rank_share rank-le-fd 100
+}
+@test "narrow trees by ranks: a group of 255 distinct thresholds (counts up to 255), and of 256 (whole planes)" {
+    same rank-255-le-double
+    rank_share rank-255-le-double 100
+    same rank-256-le-double
+    rank_share rank-256-le-double 0
+}
+
 # same_long NAME: the one-block layout only, 63 and 130 documents, every
 # back end against walk (the group is what is tested, not the batching).
 same_long() {
@@ -105,7 +134,7 @@ same_long() {
     local cpu m
     cpu=$(qs-score --version -v | sed -n 's/^cpu: \([a-z0-9,]*\).*/\1/p')
     case ",$cpu," in *",avx512,"*) ;; *) skip "this CPU lacks AVX-512" ;; esac
-    for m in wide-le-double wide-lt-float obl-lt-float lin-double; do
+    for m in wide-le-double wide-lt-float obl-lt-float lin-double rank-le-double rank-lt-float; do
         QS_DISABLE_CPU_FEATURES=avx512 same "$m" || { echo "(with avx512 disabled)"; return 1; }
     done
     QS_DISABLE_CPU_FEATURES=avx512 same_long long-le-float || { echo "(with avx512 disabled)"; return 1; }

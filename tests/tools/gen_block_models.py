@@ -48,6 +48,7 @@ class Model:
         self.split_feats = nf  # splits test features 0 .. split_feats - 1
         self.miss = ["none", "zero", "nan"]  # missing-value rules of the splits
         self.classes, self.version = classes, version
+        self.thrs = THR  # the thresholds splits draw from
         self.trees = []  # (class, weight, [node lines])
 
     def text(self):
@@ -100,7 +101,7 @@ def split_line(m, rng, j, left, right, cat_ok):
             rng.choice(["trunc", "strict"]), miss, side, left, right,
             ",".join(map(str, cats)))
     return "%d num %d %s %s %s %d %d" % (j, rng.randrange(m.split_feats),
-                                         hx(m.thr(rng.choice(THR))),
+                                         hx(m.thr(rng.choice(m.thrs))),
                                          miss, side, left, right)
 
 
@@ -279,6 +280,34 @@ def main():
         m.miss = [miss]
         for _ in range(540):
             add(m, lrng, random_tree(m, lrng, 64, cat_ok=False))
+        models[name] = m
+
+    # narrow trees (up to 64 leaves) that the vQS kernels read by ranks:
+    # every missing rule (special lists), every accumulation mode, one to
+    # three classes; then one feature of exactly 255 distinct thresholds
+    # (the most a byte's counts take) and of 256 (the whole planes
+    # instead); their own generator, so the documents below stay as they
+    # were
+    krng = random.Random(255)
+    for name, kw in [("rank-le-double", dict(cmp="le", acc="double")),
+                     ("rank-lt-float", dict(cmp="lt", prec="float", acc="float", classes=3)),
+                     ("rank-le-fd", dict(cmp="le", acc="float-double", absent="zero", classes=2))]:
+        m = Model(**kw)
+        for L in [64, 8, 16, 33, 64, 2, 1, 40, 64, 17, 64, 5, 64]:
+            add(m, krng, random_tree(m, krng, L, cat_ok=False) if L > 1 else lone_leaf(m, krng))
+        models[name] = m
+    for n, name in [(255, "rank-255-le-double"), (256, "rank-256-le-double")]:
+        m = Model(cmp="le", acc="double")
+        m.split_feats = 1
+        m.miss = ["none"]
+        m.thrs = sorted(set(THR + [round(krng.uniform(-3.0, 8.0), 6) for _ in range(n + 40)]))[:n]
+        assert len(m.thrs) == n
+        for _ in range(90):
+            add(m, krng, random_tree(m, krng, 64, cat_ok=False))
+        used = set()
+        for _, _, nodes in m.trees:
+            used.update(x.split()[3] for x in nodes if " num " in x)
+        assert len(used) == n, (name, len(used))
         models[name] = m
 
     for name, m in models.items():
