@@ -28,7 +28,7 @@ static void vqs_rule_text(char *why, size_t cap)
     if (cls == QS_CPU_GENERIC)
         snprintf(why, cap, "auto: vqs-avx512 for every model (generic CPU: %s)",
                  qs_cpu_class_source());
-    else if (cls == QS_CPU_ZEN5)
+    else if (cls == QS_CPU_ZEN5 || cls == QS_CPU_INTEL)
         snprintf(why, cap,
                  "auto: vqs, AVX-512 for batches < %u docs or >= 50%% of leaves in QS-Omega, "
                  "<= %u-leaf trees or rank blocks, else AVX2 (%s: %s)",
@@ -94,9 +94,11 @@ static unsigned vqs_rule(const qs_scorer *s, char *why, size_t cap)
     }
     /* Zen 5: blocks by ranks too (AVX-512 1.15-1.45x faster than AVX2 on
      * every one measured, trees of 8 to 64 leaves, 1,000 and 5,000 trees;
-     * README.md).  Zen 4 and Intel: not measured since the rank kernels,
-     * so their rule stays the one measured before them. */
-    const int ranks = cls == QS_CPU_ZEN5;
+     * README.md).  Intel (full-width 512-bit units, whose two kernels
+     * measured the shape of Zen 5's before the rank kernels) takes the
+     * same side, unmeasured since; Zen 4 (AVX-512 as two 256-bit halves)
+     * keeps the rule measured before them. */
+    const int ranks = cls == QS_CPU_ZEN5 || cls == QS_CPU_INTEL;
     const qs_layout *L = s->L;
     uint64_t small = 0, all = 0;
     for (uint32_t b = 0; b < L->nblocks; b++) {
