@@ -92,7 +92,7 @@ static unsigned vqs_rule(const qs_scorer *s, char *why, size_t cap)
                  qs_cpu_class_source());
         return QS_SIMD_AVX512;
     }
-    /* Zen 5: blocks by ranks too (AVX-512 1.15-1.45x faster than AVX2 on
+    /* Zen 5: blocks by ranks too (AVX-512 1.16-1.77x faster than AVX2 on
      * every one measured, trees of 8 to 64 leaves, 1,000 and 5,000 trees;
      * README.md).  Intel (full-width 512-bit units, whose two kernels
      * measured the shape of Zen 5's before the rank kernels) takes the
