@@ -103,6 +103,10 @@ rank_share() {
     same rank-256-le-double
     rank_share rank-256-le-double 0
 }
+@test "narrow trees by ranks: more distinct thresholds in a block than AVX-512's table of masks (compares instead)" {
+    same rank-bigtable-le-double many-docs.letor
+    rank_share rank-bigtable-le-double 100
+}
 
 # same_long NAME: the one-block layout only, 63 and 130 documents, every
 # back end against walk (the group is what is tested, not the batching).

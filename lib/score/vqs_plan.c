@@ -8,7 +8,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
 
 /* The operations of entry i (xop): its first plane, the planes between
  * (all their leaves cleared: byte 0), its last; none for an entry that

@@ -163,7 +163,8 @@ typedef struct qs_vqs_plan {
 /* Bytes of scratch per group of a block by ranks: two rows of 64 counts
  * (its sorted entries', its special list's). */
 #define QS_VQS_RK_ROW 128u
-/* Most masks of a block's table (8 bytes each: 64 KiB). */
+/* Most masks of a block's table (8 bytes each: 64 KiB); a block of more
+ * compares instead (a build may set it: 0, the compares always). */
 #ifndef QS_VQS_RK_TABLE
 #define QS_VQS_RK_TABLE 8192u
 #endif

@@ -309,6 +309,22 @@ def main():
             used.update(x.split()[3] for x in nodes if " num " in x)
         assert len(used) == n, (name, len(used))
         models[name] = m
+    # a block whose groups hold more distinct thresholds in all than the
+    # AVX-512 kernel's table of masks takes (8,192: vqs_plan.h,
+    # QS_VQS_RK_TABLE), so it compares instead: 40 features of up to 255
+    # each (documents: many-docs.letor)
+    m = Model(cmp="le", acc="double", nf=40)
+    m.miss = ["none"]
+    m.thrs = sorted(set(round(krng.uniform(-3.0, 8.0), 6) for _ in range(400)))[:255]
+    for _ in range(330):
+        add(m, krng, random_tree(m, krng, 64, cat_ok=False))
+    per = {}
+    for _, _, nodes in m.trees:
+        for x in nodes:
+            if " num " in x:
+                per.setdefault(x.split()[2], set()).add(x.split()[3])
+    assert sum(len(v) + 1 for v in per.values()) > 8192, sum(len(v) + 1 for v in per.values())
+    models["rank-bigtable-le-double"] = m
 
     for name, m in models.items():
         with open(os.path.join(out, name + ".txt"), "w") as f:
