@@ -544,24 +544,29 @@ static void rk_free(qs_vqs_plan *P)
     free(P->rk_opoff);
     free(P->rk_pn);
     free(P->rk_ps);
-    P->rk_ps = NULL;
     free(P->rk_op);
     free(P->rk_uoff);
     free(P->rk_u);
     free(P->rk_tb);
     free(P->rk_mt);
-    P->rk_tb = P->rk_mt = NULL;
-    P->rk_maxtn = 0;
-    P->rk_ok = P->rk_pn = NULL;
-    P->rk_opoff = P->rk_op = P->rk_uoff = NULL;
+    P->rk_ok = P->rk_pn = P->rk_ps = NULL;
+    P->rk_opoff = P->rk_op = P->rk_uoff = P->rk_tb = P->rk_mt = NULL;
     P->rk_u = NULL;
-    P->rk_maxg = 0;
+    P->rk_maxg = P->rk_maxtn = 0;
 }
 
-/* A tree's planes below its last leaf's (and that one). */
-static inline uint32_t rk_planes(const qs_layout *L, uint64_t t)
+/* Where operation j of block B (planes of row bytes a tree) goes: its
+ * tree (*t) and its plane's slot counted from the tree's top plane, its
+ * last leaf's (*k); 0 for a plane above that one, which the exit leaves
+ * never read. */
+static inline int rk_slot(const qs_layout *L, const qs_vqs_plan *P, const qs_block *B,
+                          uint64_t row, uint64_t j, uint64_t *t, uint32_t *k)
 {
-    return ((L->nleaves[t] ? L->nleaves[t] : 1) - 1) / 8 + 1;
+    *t = B->tree_begin + P->xop[j] / row;
+    const uint32_t pl = (uint32_t)(P->xop[j] % row) / 64;
+    const uint32_t np = ((L->nleaves[*t] ? L->nleaves[*t] : 1) - 1) / 8 + 1;
+    *k = np - 1 - pl;
+    return pl < np;
 }
 
 int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
@@ -617,10 +622,10 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
                 const uint32_t i0 = part ? G->sp_begin : G->begin, i1 = part ? G->sp_end : G->end;
                 for (uint32_t i = i0; i < i1; i++)
                     for (uint64_t j = P->xidx[i]; j < P->xidx[i + 1]; j++) {
-                        const uint64_t t = B->tree_begin + P->xop[j] / row;
-                        const uint32_t pl = (uint32_t)(P->xop[j] % row) / 64, np = rk_planes(L, t);
-                        uint8_t *c = (part ? P->rk_ps : P->rk_pn) + t * 8 + (np - 1 - pl);
-                        if (pl < np && (*c)++ == 254)
+                        uint64_t t;
+                        uint32_t k;
+                        if (rk_slot(L, P, B, row, j, &t, &k) &&
+                            (part ? P->rk_ps : P->rk_pn)[t * 8 + k]++ == 254)
                             goto nomem; /* never: at most 63 entries of each kind a tree */
                     }
             }
@@ -680,14 +685,14 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
                 const uint32_t crow = part ? ng + (g - B->group_begin) : g - B->group_begin;
                 for (uint32_t i = i0; i < i1; i++)
                     for (uint64_t j = P->xidx[i]; j < P->xidx[i + 1]; j++) {
-                        const uint64_t t = B->tree_begin + P->xop[j] / row;
-                        const uint32_t pl = (uint32_t)(P->xop[j] % row) / 64, np = rk_planes(L, t);
-                        if (pl >= np)
+                        uint64_t t;
+                        uint32_t k;
+                        if (!rk_slot(L, P, B, row, j, &t, &k))
                             continue;
                         const uint32_t r = (part ? 0u : rho[i]) ^ 0x80u;
                         const uint32_t nb = (uint32_t)(uint8_t)~P->xbyte[j] << 24;
                         const uint32_t mi = P->rk_tb[g] + (part ? P->rk_uoff[g + 1] - P->rk_uoff[g] : rho[i]);
-                        const uint32_t pos = (part ? ats : at)[t * 8 + (np - 1 - pl)]++;
+                        const uint32_t pos = (part ? ats : at)[t * 8 + k]++;
                         P->rk_mt[pos] = mi | nb;
                         P->rk_op[pos] = crow * 8 | r << 16 | nb;
                     }

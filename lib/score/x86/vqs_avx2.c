@@ -405,22 +405,6 @@ VQS_ATTR BP_INLINE void bp_sum_avx2(const qs_model *m, const qs_layout *L, const
     }
 }
 
-/* By ranks: a group's counts (vqs_common.h: rk_counts). */
-VQS_ATTR BP_INLINE void rk_counts_avx2(const double *u, uint32_t nu, const vqs_xv_avx2 *xv,
-                                       uint64_t sp, int lt, uint8_t *c)
-{
-    rk_counts(u, nu, xv->x, sp, lt, c);
-}
-
-/* By ranks: no table of masks (vqs_kernel.h: the compares). */
-VQS_ATTR BP_INLINE int rk_table_avx2(const qs_vqs_plan *P, const qs_layout *L, const qs_block *B,
-                                     const uint8_t *cnt, qs_vqs_u64a *tab)
-{
-    (void)P, (void)L, (void)B, (void)cnt, (void)tab;
-    return 0;
-}
-#define rk_tree_mt_avx2 rk_tree_avx2
-
 /* By ranks: a tree's exit leaves (its leaf index, a byte a document, to
  * lb0) from its operations op (vqs_plan.h, rk_op), pn[k] then ps[k] of
  * them for its k-th plane from the top (the latter, of special entries,
@@ -430,11 +414,10 @@ VQS_ATTR BP_INLINE int rk_table_avx2(const qs_vqs_plan *P, const qs_layout *L, c
  * passes its rank (the top plane then gets the last leaf's bit, as the
  * scalar kernels do); the lowest nonzero plane kept as it comes (sel, and
  * its number b1). */
-VQS_ATTR BP_INLINE const uint32_t *rk_tree_avx2(const void *cntv, const uint32_t *op,
+VQS_ATTR BP_INLINE const uint32_t *rk_tree_avx2(const uint8_t *cnt, const uint32_t *op,
                                                 const uint8_t *pn, const uint8_t *ps, int spany,
                                                 uint32_t nl, uint8_t *lb0)
 {
-    const uint8_t *cnt = cntv;
     const uint32_t last = nl - 1, np = last / 8 + 1;
     const __m256i zero = _mm256_setzero_si256();
     __m256i sel0 = zero, sel1 = zero, b10 = zero, b11 = zero;

@@ -339,14 +339,24 @@ VQS_ATTR BP_INLINE void bp_sum_avx512(const qs_model *m, const qs_layout *L, con
     }
 }
 
-/* By ranks: a group's counts (vqs_common.h: rk_counts; scalar, the
- * lanes in lockstep: 7% faster than a bisection of 8 lanes a register
- * with gathers on Zen 5, LightGBM 1,000 x 64). */
-VQS_ATTR BP_INLINE void rk_counts_avx512(const double *u, uint32_t nu, const VQS_XV *xv, uint64_t sp,
-                                         int lt, uint8_t *c)
+/* By ranks, the end of plane k of np from the top (a: its bits): the top
+ * plane gets the last leaf's bit, as the scalar kernels do; the lowest
+ * nonzero plane so far is kept (sel, and its number b1). */
+VQS_ATTR BP_INLINE void rk_fold_avx512(__m512i a, uint32_t k, uint32_t np, uint32_t last,
+                                       __m512i *sel, __m512i *b1)
 {
-    double xb[BP_LANES] __attribute__((aligned(64)));
-    rk_counts(u, nu, bp_values_avx512(xv, xb), sp, lt, c);
+    if (k == 0)
+        a = _mm512_or_si512(a, _mm512_set1_epi8((char)(1u << (last & 7))));
+    const __mmask64 nz = _mm512_test_epi8_mask(a, a);
+    *sel = _mm512_mask_mov_epi8(*sel, nz, a);
+    *b1 = _mm512_mask_mov_epi8(*b1, nz, _mm512_set1_epi8((char)(np - 1 - k)));
+}
+
+/* By ranks, the exit leaves: the lowest bit of the lowest nonzero plane
+ * (b1 < 8: the 16-bit shift moves no bit across a byte). */
+VQS_ATTR BP_INLINE void rk_exit_avx512(__m512i sel, __m512i b1, uint8_t *lb0)
+{
+    _mm512_store_si512((__m512i *)lb0, _mm512_add_epi8(bp_ctz8(sel), _mm512_slli_epi16(b1, 3)));
 }
 
 /* By ranks: block B's table of masks (vqs_plan.h: rk_tb, rk_mt) from the
@@ -393,13 +403,9 @@ VQS_ATTR BP_INLINE const uint32_t *rk_tree_mt_avx512(const qs_vqs_u64a *tab, con
         }
         a = _mm512_and_si512(a, a2);
         op += pn[k] + ps[k];
-        if (k == 0)
-            a = _mm512_or_si512(a, _mm512_set1_epi8((char)(1u << (last & 7))));
-        const __mmask64 nz = _mm512_test_epi8_mask(a, a);
-        sel = _mm512_mask_mov_epi8(sel, nz, a);
-        b1 = _mm512_mask_mov_epi8(b1, nz, _mm512_set1_epi8((char)(np - 1 - k)));
+        rk_fold_avx512(a, k, np, last, &sel, &b1);
     }
-    _mm512_store_si512((__m512i *)lb0, _mm512_add_epi8(bp_ctz8(sel), _mm512_slli_epi16(b1, 3)));
+    rk_exit_avx512(sel, b1, lb0);
     return op;
 }
 
@@ -431,14 +437,9 @@ VQS_ATTR BP_INLINE const uint32_t *rk_tree_avx512(const uint8_t *cnt, const uint
         }
         a = _mm512_and_si512(a, a2);
         op += pn[k] + ps[k];
-        if (k == 0)
-            a = _mm512_or_si512(a, _mm512_set1_epi8((char)(1u << (last & 7))));
-        const __mmask64 nz = _mm512_test_epi8_mask(a, a);
-        sel = _mm512_mask_mov_epi8(sel, nz, a);
-        b1 = _mm512_mask_mov_epi8(b1, nz, _mm512_set1_epi8((char)(np - 1 - k)));
+        rk_fold_avx512(a, k, np, last, &sel, &b1);
     }
-    /* b1 < 8: the 16-bit shift moves no bit across a byte */
-    _mm512_store_si512((__m512i *)lb0, _mm512_add_epi8(bp_ctz8(sel), _mm512_slli_epi16(b1, 3)));
+    rk_exit_avx512(sel, b1, lb0);
     return op;
 }
 
@@ -487,6 +488,7 @@ VQS_ATTR BP_INLINE void rk_sum_avx512(const qs_model *m, const qs_layout *L, uin
 }
 #undef RK_SUM_LOOP
 #define VQS_RK_SUM 1
+#define VQS_RK_TABLE 1
 
 #include "score/x86/vqs_kernel.h"
 

@@ -195,6 +195,30 @@ bp_scratch(const qs_vqs_plan *P, const qs_layout *L, const qs_block *B, uint8_t 
     return v;
 }
 
+/* The 64 documents' sums of K classes into the class-major accumulators
+ * (the lanes past nreal 0), and back. */
+static inline __attribute__((always_inline)) void
+bp_acc_rows(uint32_t K, const double *acc, const float *accf, unsigned nreal, double *accT,
+            float *accTf)
+{
+    for (uint32_t c = 0; c < K; c++)
+        for (unsigned l = 0; l < BP_LANES; l++) {
+            accT[(size_t)c * BP_LANES + l] = l < nreal ? acc[(size_t)l * K + c] : 0.0;
+            accTf[(size_t)c * BP_LANES + l] = l < nreal ? accf[(size_t)l * K + c] : 0.0f;
+        }
+}
+
+static inline __attribute__((always_inline)) void
+bp_acc_unrows(uint32_t K, double *acc, float *accf, unsigned nreal, const double *accT,
+              const float *accTf)
+{
+    for (unsigned l = 0; l < nreal; l++)
+        for (uint32_t c = 0; c < K; c++) {
+            acc[(size_t)l * K + c] = accT[(size_t)c * BP_LANES + l];
+            accf[(size_t)l * K + c] = accTf[(size_t)c * BP_LANES + l];
+        }
+}
+
 /* Categorical nodes on byte planes (both kernels; narrow blocks go through
  * the tables instead, vqs_cat.c): for each lane whose document the node
  * sends the other way, its mask's bytes (narrow trees)
@@ -242,22 +266,17 @@ BP_INLINE void bp_run_ends(const qs_layout *L, const qs_group *G, const double *
 BP_INLINE void rk_counts(const double *u, uint32_t nu, const double *x, uint64_t sp, int lt,
                          uint8_t *c)
 {
+    /* RUN_ENDS over u[0 .. nu), as a group of nu entries from 0 */
     uint32_t e[BP_LANES];
     for (unsigned l = 0; l < BP_LANES; l++)
         e[l] = 0;
-    if (lt) {
-        const uint32_t b = 0;
-        const double *thr = u;
-        const qs_group G_ = { .begin = b, .end = nu }, *G = &G_;
-        const unsigned lanes = BP_LANES;
+    const double *thr = u;
+    const qs_group G_ = { .begin = 0, .end = nu }, *G = &G_;
+    const unsigned lanes = BP_LANES;
+    if (lt)
         RUN_ENDS(P_LE);
-    } else {
-        const uint32_t b = 0;
-        const double *thr = u;
-        const qs_group G_ = { .begin = b, .end = nu }, *G = &G_;
-        const unsigned lanes = BP_LANES;
+    else
         RUN_ENDS(P_LT);
-    }
     for (unsigned l = 0; l < BP_LANES; l++)
         c[l] = (uint8_t)(((sp >> l) & 1 ? 0 : e[l]) ^ 0x80u);
 }

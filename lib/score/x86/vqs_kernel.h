@@ -32,8 +32,14 @@
  *   VQS_NARROW, VQS_NARROW_ONES, VQS_NARROW_APPLY, VQS_NARROW_AND,
  *   narrow_sums##S     the small-batch kernel's lanes, its all-ones rows,
  *                      its masked AND and its sums
+ *   rk_tree##S         by ranks: a tree's exit leaves from its operations
+ *                      and the counts
  *
- * and gets VQS_FN(block_narrow) and VQS_FN(block_bp).  No include guard:
+ * and may define VQS_RK_TABLE (rk_table##S, a block's table of masks from
+ * the counts, and rk_tree_mt##S, a tree's exit leaves from it) and
+ * VQS_RK_SUM (rk_sum##S, a tree's sums in the registers of VQS_ACC).
+ *
+ * and gets VQS_FN(block_narrow), VQS_FN(block_bp) and VQS_FN(block_rk).  No include guard:
  * one inclusion per ISA file. */
 
 #if !defined(VQS_ATTR) || !defined(VQS_FN)
@@ -153,11 +159,7 @@ VQS_ATTR static void VQS_FN(block_bp)(const qs_model *m, const qs_layout *L, con
     VQS_ACC A;
     const int regs = gather && VQS_FN(bp_acc_load)(&A, K, acc, accf, nreal);
     if (gather && !regs)
-        for (uint32_t c = 0; c < K; c++)
-            for (unsigned l = 0; l < BP_LANES; l++) {
-                accT[(size_t)c * BP_LANES + l] = l < nreal ? acc[(size_t)l * K + c] : 0.0;
-                accTf[(size_t)c * BP_LANES + l] = l < nreal ? accf[(size_t)l * K + c] : 0.0f;
-            }
+        bp_acc_rows(K, acc, accf, nreal, accT, accTf);
     for (uint32_t i = 0; i < nt; i++) {
         const uint32_t nli = nl[i];
         const int one = omega ? nli <= 256 : planes <= 32;
@@ -178,11 +180,7 @@ VQS_ATTR static void VQS_FN(block_bp)(const qs_model *m, const qs_layout *L, con
     if (regs)
         VQS_FN(bp_acc_store)(&A, acc, accf, nreal);
     else if (gather)
-        for (unsigned l = 0; l < nreal; l++)
-            for (uint32_t c = 0; c < K; c++) {
-                acc[(size_t)l * K + c] = accT[(size_t)c * BP_LANES + l];
-                accf[(size_t)l * K + c] = accTf[(size_t)c * BP_LANES + l];
-            }
+        bp_acc_unrows(K, acc, accf, nreal, accT, accTf);
 }
 
 /* ---- QS blocks by ranks (vqs_plan.h, rk_*)
@@ -202,19 +200,14 @@ VQS_ATTR static void VQS_FN(block_rk)(const qs_model *m, const qs_layout *L, con
     const int lt = m->cmp == QS_CMP_LT;
     const uint32_t nt = (uint32_t)(B->tree_end - B->tree_begin);
     const uint32_t K = m->num_classes;
-    const uint32_t bi = (uint32_t)(B - L->blocks);
     const uint32_t ng = B->group_end - B->group_begin;
-    double *accT = (double *)(void *)v;
-    float *accTf = (float *)(void *)(accT + (size_t)K * BP_LANES);
-    v += qs_vqs_acc_bytes(K);
-    const uint32_t *feats = P->feats + P->feat_off[bi];
-    const uint32_t nfe = (uint32_t)(P->feat_off[bi + 1] - P->feat_off[bi]);
-    double *xT = (double *)(void *)v;
-    uint32_t c0 = UINT32_MAX;
-    v += qs_vqs_xrow_bytes(P);
-    uint8_t *cnt = v; /* rows 0 .. ng - 1: counts; ng ..: special lists */
-    if (nfe <= BP_XROWS)
-        bp_row(feats, nfe, xT, &c0, 0, xs);
+    double *accT, *xT;
+    float *accTf;
+    const uint32_t *feats;
+    uint32_t nfe, c0;
+    /* no planes to clear: after the feature rows, the counts (rows 0 ..
+     * ng - 1; special lists ng ..) and the ISA's table of masks */
+    uint8_t *cnt = bp_scratch(P, L, B, v, K, 0, 0, xs, &accT, &accTf, &xT, &feats, &nfe, &c0);
     const uint32_t *grow = P->grow;
     uint64_t spany = 0; /* the documents that take a special list somewhere */
     for (uint32_t g = B->group_begin; g < B->group_end; g++) {
@@ -225,30 +218,34 @@ VQS_ATTR static void VQS_FN(block_rk)(const qs_model *m, const qs_layout *L, con
         const uint64_t sp = VQS_FN(bp_rule)(G->rule & QS_RULE_MASK, xr, &xv);
         if (G->sp_end > G->sp_begin)
             spany |= sp;
-        VQS_FN(rk_counts)(P->rk_u + P->rk_uoff[g], P->rk_uoff[g + 1] - P->rk_uoff[g], &xv, sp, lt,
-                          cnt + (size_t)r * 64);
+        double xb[BP_LANES] __attribute__((aligned(64)));
+        rk_counts(P->rk_u + P->rk_uoff[g], P->rk_uoff[g + 1] - P->rk_uoff[g],
+                  VQS_FN(bp_values)(&xv, xb), sp, lt, cnt + (size_t)r * 64);
         if (G->sp_end > G->sp_begin)
             for (unsigned l = 0; l < BP_LANES; l++)
                 cnt[(size_t)(ng + r) * 64 + l] = (uint8_t)(0x80u | ((sp >> l) & 1));
     }
-    /* the ISA's table of masks, where it keeps one */
+#ifdef VQS_RK_TABLE /* the ISA's table of masks, where it keeps one */
     qs_vqs_u64a *tab = (qs_vqs_u64a *)(void *)(cnt + (size_t)P->rk_maxg * QS_VQS_RK_ROW);
     const int table = VQS_FN(rk_table)(P, L, B, cnt, tab);
+#else
+    const int table = 0;
+#endif
     VQS_ACC A;
     const int regs = VQS_FN(bp_acc_load)(&A, K, acc, accf, nreal);
     if (!regs)
-        for (uint32_t c = 0; c < K; c++)
-            for (unsigned l = 0; l < BP_LANES; l++) {
-                accT[(size_t)c * BP_LANES + l] = l < nreal ? acc[(size_t)l * K + c] : 0.0;
-                accTf[(size_t)c * BP_LANES + l] = l < nreal ? accf[(size_t)l * K + c] : 0.0f;
-            }
+        bp_acc_rows(K, acc, accf, nreal, accT, accTf);
     const uint32_t *nl = L->nleaves + B->tree_begin;
     const uint32_t *op = (table ? P->rk_mt : P->rk_op) + P->rk_opoff[B->tree_begin];
     for (uint32_t i = 0; i < nt; i++) {
         uint8_t lb0[BP_LANES] __attribute__((aligned(64)));
         const uint64_t t8 = (B->tree_begin + i) * 8;
-        op = table ? VQS_FN(rk_tree_mt)(tab, op, P->rk_pn + t8, P->rk_ps + t8, spany != 0, nl[i], lb0)
-                   : VQS_FN(rk_tree)(cnt, op, P->rk_pn + t8, P->rk_ps + t8, spany != 0, nl[i], lb0);
+#ifdef VQS_RK_TABLE
+        if (table)
+            op = VQS_FN(rk_tree_mt)(tab, op, P->rk_pn + t8, P->rk_ps + t8, spany != 0, nl[i], lb0);
+        else
+#endif
+            op = VQS_FN(rk_tree)(cnt, op, P->rk_pn + t8, P->rk_ps + t8, spany != 0, nl[i], lb0);
 #ifdef VQS_RK_SUM
         if (regs) {
             VQS_FN(rk_sum)(m, L, B->tree_begin + i, lb0, &A);
@@ -260,11 +257,7 @@ VQS_ATTR static void VQS_FN(block_rk)(const qs_model *m, const qs_layout *L, con
     if (regs)
         VQS_FN(bp_acc_store)(&A, acc, accf, nreal);
     else
-        for (unsigned l = 0; l < nreal; l++)
-            for (uint32_t c = 0; c < K; c++) {
-                acc[(size_t)l * K + c] = accT[(size_t)c * BP_LANES + l];
-                accf[(size_t)l * K + c] = accTf[(size_t)c * BP_LANES + l];
-            }
+        bp_acc_unrows(K, acc, accf, nreal, accT, accTf);
 }
 
 #undef VQS_BP_SCAN
