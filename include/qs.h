@@ -639,6 +639,12 @@ QS_API int qs_scorer_set_transform(qs_scorer *s, const char *name, qs_error *err
  * Accepts nan, inf, signs, exponents.  Returns 0 on success. */
 QS_API int qs_parse_value(const qs_scorer *s, const char *tok, size_t len, double *out);
 
+/* The one rule for whole numbers given to options and environment variables:
+ * decimal digits only (at least one; no sign, space, suffix or other byte),
+ * a value in lo..hi.  0 with *out, or -1 (*out unchanged) for anything else,
+ * however many digits (no overflow). */
+QS_API int qs_parse_count(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+
 /* Digits needed to print a score so it round-trips: 17 or 9. */
 QS_API int qs_score_digits(const qs_scorer *s);
 

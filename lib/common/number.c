@@ -203,3 +203,20 @@ int qs_parse_number(int float_precision, const char *tok, size_t len, double *ou
      * subnormal or zero, as the training libraries read them. */
     return (end == buf + len) ? 0 : -1;
 }
+
+int qs_parse_count(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    if (!s || !*s)
+        return -1;
+    uint64_t v = 0;
+    for (const char *p = s; *p; p++) {
+        const unsigned d = (unsigned char)(*p - '0');
+        if (d > 9 || v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    if (v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}

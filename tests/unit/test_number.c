@@ -444,6 +444,38 @@ static const char *fixed[] = {
     "0.097022300000000006", "9.702230000000000560e-02", "0.00000000000000000012345678901234567"
 };
 
+/* qs_parse_count: the whole-number rule of options and environment variables. */
+static void check_count(const char *s, uint64_t lo, uint64_t hi, int want_rc, uint64_t want)
+{
+    uint64_t v = 12345;
+    int rc = qs_parse_count(s, lo, hi, &v);
+    checks++;
+    if (rc != want_rc || (rc == 0 && v != want) || (rc != 0 && v != 12345)) {
+        failures++;
+        fprintf(stderr, "qs_parse_count('%s', %llu, %llu): rc %d value %llu, want rc %d value %llu\n",
+                s, (unsigned long long)lo, (unsigned long long)hi, rc, (unsigned long long)v,
+                want_rc, (unsigned long long)want);
+    }
+}
+
+static void check_counts(void)
+{
+    check_count("0", 0, 10, 0, 0);
+    check_count("007", 0, 10, 0, 7);
+    check_count("10", 0, 10, 0, 10);
+    check_count("11", 0, 10, -1, 0);
+    check_count("0", 1, 10, -1, 0);
+    check_count("18446744073709551615", 0, UINT64_MAX, 0, UINT64_MAX);
+    check_count("18446744073709551616", 0, UINT64_MAX, -1, 0);
+    check_count("99999999999999999999999", 0, UINT64_MAX, -1, 0);
+    check_count("000000000000000000000000000001", 0, UINT64_MAX, 0, 1);
+    static const char *bad[] = { "", "+0", "-0", " 1", "1 ", "1\n", "\t1", "0x10", "1e3",
+                                 "1.0", "1K", "--1", "+", "-", "abc", "1,000", "\xd9\xa1" };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        check_count(bad[i], 0, UINT64_MAX, -1, 0);
+    check_count(NULL, 0, UINT64_MAX, -1, 0);
+}
+
 int main(int argc, char **argv)
 {
     long count = 2000000;
@@ -467,6 +499,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
         check_str(fixed[i], 1);
     check_ids_and_blanks();
+    check_counts();
     /* integers around 2^24 and 2^53, and float halfway integers times powers of ten */
     char b[256];
     for (int i = -40; i <= 40; i++) {

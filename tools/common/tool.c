@@ -224,10 +224,8 @@ unsigned tool_threads(unsigned want)
 
 uint32_t tool_parse_u32(const char *s, const char *what, uint32_t lo, uint32_t hi)
 {
-    char *e;
-    errno = 0;
-    unsigned long long v = s[0] >= '0' && s[0] <= '9' ? strtoull(s, &e, 10) : 0;
-    if (s[0] < '0' || s[0] > '9' || *e || errno || v < lo || v > hi)
+    uint64_t v;
+    if (qs_parse_count(s, lo, hi, &v) != 0)
         tool_die(EXIT_USAGE, "bad %s '%s' (expected %u..%u)", what, s, lo, hi);
     return (uint32_t)v;
 }
