@@ -320,6 +320,31 @@ QS_API qs_backend qs_scorer_auto_backend(const qs_scorer *s, char *why, size_t c
  * negative device, or the failure of preparing a device back end again. */
 QS_API int qs_scorer_set_device(qs_scorer *s, int device, qs_error *err);
 
+/* A tunable of the GPU back ends (`cuda`, and `cuda-emu`, its emulator),
+ * for scorer s, over the environment's QS_CUDA_* variables: "kernel"
+ * (auto, qs, rank, lanes, walk), "threads", "db", "tau", "shared", "sub",
+ * "streams", "f32" (libqs(3) ENVIRONMENT gives each one's range; the value
+ * is written as in the environment, decimal digits only).  The back ends
+ * already prepared for s take it at once.  Not thread-safe: call before
+ * sharing the scorer.  0, or -1 with err (QS_ERR_ARG: an unknown name or a
+ * value out of its rule; a failure of preparing again). */
+QS_API int qs_scorer_set_device_option(qs_scorer *s, const char *name, const char *value,
+                                       qs_error *err);
+
+/* What back end b does with scorer s, in one line into out[cap]: for the
+ * GPU back ends, the kernel they run for this model and why ("rank: trees
+ * of up to 64 leaves (auto's rule, estimated ...)"), with the launch
+ * geometry.  No device is opened.  "" for a back end with nothing to say.
+ * 0, or -1 with err. */
+QS_API int qs_scorer_backend_plan(const qs_scorer *s, qs_backend b, char *out, size_t cap,
+                                  qs_error *err);
+
+/* Start initialising device back end b's device on a thread of its own
+ * (the CUDA context: about a second), so that it overlaps loading the
+ * model and reading documents; the back end's prepare then waits for it.
+ * Nothing for other back ends; never fails (an error shows at prepare). */
+QS_API void qs_backend_warm_up(qs_backend b, int device);
+
 /* Facts about this build of the library. */
 typedef struct qs_build_info {
     const char *version;    /* QS_VERSION_STRING of the library */

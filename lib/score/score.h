@@ -95,9 +95,23 @@ struct qs_backend_def {
      * pure function of the CPU and the layout (no timing), so a model
      * always gets the same kernel here; called when s is loaded. */
     const char *(*auto_pick)(const qs_backend_def *d, const qs_scorer *s, char *why, size_t cap);
+    /* Optional, for a device back end: whether device option name=value
+     * is valid (qs_scorer_set_device_option): 0, or -1 with err
+     * (QS_ERR_ARG: the rule). */
+    int (*check_option)(const qs_backend_def *d, const char *name, const char *value,
+                        qs_error *err);
+    /* Optional: what this back end does with scorer s, in out[cap] (its
+     * kernel and why; qs_scorer_backend_plan).  A pure function of the
+     * model and the options (no device is opened).  0, or -1 with err. */
+    int (*plan)(const qs_backend_def *d, const qs_scorer *s, char *out, size_t cap,
+                qs_error *err);
+    /* Optional: start the device's initialisation on a thread of its own
+     * (qs_backend_warm_up), so that it overlaps loading and parsing. */
+    void (*warm_up)(const qs_backend_def *d, int device);
 };
 
 #define QS_HOW_NAMED 1u
+#define QS_MAX_DEVOPTS 16u
 
 /* matrix.c: the one place that decides how rows reach back end b (prepared
  * for s; QS_BACKEND_AUTO: what auto runs as): a back end with score_rows
@@ -126,6 +140,13 @@ struct qs_scorer {
     uint32_t order;           /* qs_order within a batch (QS_ORDER_SD: plain BWQS) */
     uint32_t order_s, order_d; /* scorers, documents per inner block (0: default) */
     int device;               /* the accelerator device back ends use (qs_scorer_set_device) */
+    /* Device options (qs_scorer_set_device_option), in the order set; a
+     * device back end reads them over its environment's at prepare. */
+    struct qs_devopt {
+        char name[16];
+        char value[32];
+    } devopts[QS_MAX_DEVOPTS];
+    uint32_t ndevopts;
     uint8_t prepared[QS_MAX_BACKENDS];
     void *state[QS_MAX_BACKENDS];
 };

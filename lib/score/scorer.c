@@ -206,6 +206,57 @@ int qs_scorer_set_device(qs_scorer *s, int device, qs_error *err)
     return 0;
 }
 
+int qs_scorer_set_device_option(qs_scorer *s, const char *name, const char *value,
+                                qs_error *err)
+{
+    if (!name || !value)
+        return qs_fail(err, QS_ERR_ARG, 0, "device option: a name and a value are needed");
+    const qs_backend_def *chk = NULL;
+    for (unsigned i = 0; i < qs_backend_table_len && !chk; i++)
+        if (qs_backend_table[i]->check_option)
+            chk = qs_backend_table[i];
+    if (!chk)
+        return qs_fail(err, QS_ERR_ARG, 0, "device option %s: no back end takes options", name);
+    if (chk->check_option(chk, name, value, err) != 0)
+        return -1;
+    if (strlen(name) >= sizeof s->devopts[0].name || strlen(value) >= sizeof s->devopts[0].value)
+        return qs_fail(err, QS_ERR_ARG, 0, "device option %s: value too long", name);
+    uint32_t k = 0;
+    while (k < s->ndevopts && strcmp(s->devopts[k].name, name) != 0)
+        k++;
+    if (k == QS_MAX_DEVOPTS)
+        return qs_fail(err, QS_ERR_ARG, 0, "device option %s: too many options", name);
+    strcpy(s->devopts[k].name, name);
+    strcpy(s->devopts[k].value, value);
+    if (k == s->ndevopts)
+        s->ndevopts++;
+    /* The back ends that read them, already prepared, take them now. */
+    for (unsigned i = 0; i < qs_backend_table_len; i++)
+        if (s->prepared[i] && qs_backend_table[i]->check_option && prepare_one(s, i, err) != 0)
+            return -1;
+    return 0;
+}
+
+int qs_scorer_backend_plan(const qs_scorer *s, qs_backend b, char *out, size_t cap,
+                           qs_error *err)
+{
+    if (b == QS_BACKEND_AUTO)
+        b = s->auto_backend;
+    const qs_backend_def *d = def_of(b);
+    if (!d)
+        return qs_fail(err, QS_ERR_ARG, 0, "no back end number %d", b);
+    if (cap)
+        out[0] = '\0';
+    return d->plan ? d->plan(d, s, out, cap, err) : 0;
+}
+
+void qs_backend_warm_up(qs_backend b, int device)
+{
+    const qs_backend_def *d = def_of(b);
+    if (d && d->warm_up && device >= 0)
+        d->warm_up(d, device);
+}
+
 int qs_scorer_prepared(const qs_scorer *s, qs_backend b)
 {
     if (b == QS_BACKEND_AUTO)

@@ -1,19 +1,24 @@
-/* test_cuda_emu: the GPU-QS kernel's phases (lib/score/cuda/phases.h), run
+/* test_cuda_emu: the GPU back end's kernels (lib/score/cuda/phases.h), run
  * by the emulator over the device tables (tables.c), against the reference
  * walk, bit for bit.
  *
- *   test_cuda_emu [-q] MODEL.qsm [DOCS.letor] [EDGE-DOCS [SEED]]
+ *   test_cuda_emu [-q] [-k KERNELS] [-B MAX] MODEL.qsm [DOCS.letor|-] [EDGE-DOCS [SEED]]
  *
  * Scores DOCS (if given, "-" for none) and EDGE-DOCS (default 300)
  * documents made from the model itself: each feature's values sit exactly
  * on one of the model's thresholds for it, one float step (in the model's
  * precision) either side, on ±0, ±the zero band and a step beyond, NaN,
  * ±inf, denormals, huge values, and around the categories of categorical
- * nodes.  Each set is scored with several launch geometries (documents per
- * thread-block, threads, τ, the shared budget, global-memory vectors) and
- * two shuffles of each phase's threads (-q: three geometries, one shuffle,
- * for the conformance models).  Prints one line per geometry;
- * exits 1 on any difference, 2 on a usage or load error. */
+ * nodes.  Each set is scored by each kernel of KERNELS (a comma-separated
+ * list of qs, rank, lanes, walk; default all four; a kernel that cannot
+ * take the model says so and is left out) in several launch geometries,
+ * with rows sent as double and, for a float32 model, as float32, and two
+ * shuffles of each phase's threads (-q: two geometries, one shuffle, for
+ * the conformance models).  Every launch records the shared-memory words
+ * each warp step touches: with -B MAX, a kernel whose worst bank load
+ * (most distinct words of one bank in one step) exceeds MAX fails.  Prints
+ * one line per launch; exits 1 on any difference (or bank load over MAX),
+ * 2 on a usage or load error. */
 #include "score/cuda/device.h"
 #include "score/cuda/tables.h"
 
@@ -30,6 +35,16 @@ static uint64_t rnd(void)
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return rng;
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    return p;
 }
 
 typedef struct cand {
@@ -71,28 +86,25 @@ static void add_around(cand *c, const qs_model *m, double t)
 static double *edge_docs(const qs_scorer *s, uint32_t n, uint32_t nf)
 {
     const qs_model *m = s->m;
-    const qs_layout *L = s->L;
     cand *c = calloc(nf, sizeof *c);
-    double *x = malloc(sizeof(double) * (size_t)n * nf);
-    if (!c || !x) {
+    double *x = xmalloc(sizeof(double) * (size_t)n * nf);
+    if (!c) {
         fprintf(stderr, "out of memory\n");
         exit(2);
     }
-    for (uint32_t g = 0; g < L->ngroups; g++) {
-        const qs_group *G = &L->groups[g];
-        for (uint32_t i = G->begin; i < G->end; i++)
-            if (c[G->feature].n < 4096)
-                add_around(&c[G->feature], m, L->thr[i]);
-    }
-    for (uint32_t k = 0; k < L->ncat; k++) {
-        const qs_node *nd = &m->nodes[L->cats[k].node];
-        cand *cf = &c[nd->feature];
-        for (uint32_t v = 0; v < nd->cat_nwords * 32u + 2 && v < 300; v++)
-            add(cf, (double)v);
-        add(cf, -1.0);
-        add(cf, -0.5);
-        add(cf, 0.5);
-        add(cf, 2.5);
+    for (uint64_t i = 0; i < m->num_nodes; i++) {
+        const qs_node *nd = &m->nodes[i];
+        if (nd->kind == QS_NODE_NUM && c[nd->feature].n < 4096)
+            add_around(&c[nd->feature], m, nd->value);
+        if (nd->kind == QS_NODE_CAT) {
+            cand *cf = &c[nd->feature];
+            for (uint32_t v = 0; v < nd->cat_nwords * 32u + 2 && v < 300; v++)
+                add(cf, (double)v);
+            add(cf, -1.0);
+            add(cf, -0.5);
+            add(cf, 0.5);
+            add(cf, 2.5);
+        }
     }
     const double band = (double)1e-35f;
     const double special[] = { 0.0, -0.0, NAN, band, -band, 1e-40, -1e-40, 3e-35, INFINITY,
@@ -116,62 +128,151 @@ static double *edge_docs(const qs_scorer *s, uint32_t n, uint32_t nf)
     return x;
 }
 
-/* Emulate the kernel for x[0 .. n) with geometry p and shuffle seed;
- * returns the number of documents whose scores differ from want. */
-static long emulate(const qs_scorer *s, const qs_cu_params *p, const double *x, uint32_t n,
-                    uint32_t nf, const double *want, uint64_t seed, const char *what)
+typedef struct geom {
+    uint32_t threads, db, tau, shared;
+} geom;
+
+/* The launch geometries per kernel (0: the default). */
+static const geom qs_geoms[] = {
+    { 0, 0, 0, 0 },         /* the defaults */
+    { 32, 32, 3, 0 },       /* one warp, three trees a block */
+    { 96, 64, 0, 0 },       /* two document warps, a ragged warp count */
+    { 64, 32, 1, 0 },       /* one tree a block */
+    { 128, 32, 0, 12288 },  /* a small shared budget */
+    { 64, 32, 0, 2048 },    /* a budget no tree fits: vectors in global memory */
+};
+static const geom walk_geoms[] = {
+    { 0, 0, 0, 0 },         /* the defaults */
+    { 64, 0, 0, 0 },
+    { 96, 0, 0, 0 },        /* a ragged last warp */
+    { 256, 0, 0, 0 },
+};
+
+static void set(qs_cu_params *p, int i, uint32_t v)
 {
+    if (v) {
+        p->v[i] = v;
+        p->set |= 1u << i;
+    }
+}
+
+static long bank_max = -1;
+static uint32_t worst_seen[QS_CU_NKERNELS];
+
+/* Emulate kernel k with geometry g for x[0 .. n) (rows of the model's nf
+ * features) and shuffle seed; returns the number of documents whose scores
+ * differ from want (or 1 more when the bank load is over -B). */
+static long emulate(const qs_scorer *s, uint32_t k, const geom *g, int f32, const double *x,
+                    uint32_t n, uint32_t nf, const double *want, uint64_t seed, const char *what)
+{
+    qs_cu_params p;
+    memset(&p, 0, sizeof p);
+    set(&p, QS_CU_OPT_KERNEL, k);
+    p.set |= 1u << QS_CU_OPT_KERNEL;
+    set(&p, QS_CU_OPT_THREADS, g->threads);
+    set(&p, QS_CU_OPT_DB, g->db);
+    set(&p, QS_CU_OPT_TAU, g->tau);
+    set(&p, QS_CU_OPT_SHARED, g->shared);
     qs_cu_image im;
     qs_error err;
-    if (qs_cu_image_build(s, p, &im, &err) != 0) {
-        fprintf(stderr, "image: %s\n", err.msg);
-        exit(2);
+    if (qs_cu_image_build(s, &p, QS_CU_MAX_SHARED, &im, &err) != 0) {
+        printf("%s %s threads=%u: cannot build: %s\n", what, qs_cu_kernel_names[k], g->threads,
+               err.msg);
+        return err.code == QS_ERR_UNSUPPORTED ? 0 : 1;
     }
-    const uint32_t K = s->m->num_classes;
-    double *acc = malloc(sizeof(double) * (size_t)n * K);
-    float *accf = malloc(sizeof(float) * (size_t)n * K);
-    double *out = malloc(sizeof(double) * (size_t)n * K);
+    const uint32_t K = s->m->num_classes, nc = im.model.ncols ? im.model.ncols : 1;
+    /* rows as the device's columns */
+    void *rows = xmalloc((size_t)n * nc * (f32 ? sizeof(float) : sizeof(double)));
+    for (uint32_t d = 0; d < n; d++)
+        for (uint32_t c = 0; c < nc; c++) {
+            const double v = im.model.ncols ? x[(size_t)d * nf + im.col_feature[c]] : 0.0;
+            if (f32)
+                ((float *)rows)[(size_t)d * nc + c] = (float)v;
+            else
+                ((double *)rows)[(size_t)d * nc + c] = v;
+        }
+    double *acc = xmalloc(sizeof(double) * (size_t)n * K);
+    float *accf = xmalloc(sizeof(float) * (size_t)n * K);
+    double *out = xmalloc(sizeof(double) * (size_t)n * K);
+    for (size_t i = 0; i < (size_t)n * K; i++)
+        out[i] = -12345.0;
     const uint32_t grid = qs_cu_grid(&im, n);
-    unsigned char *vec = NULL, *gvec = NULL;
-    if (im.shared)
-        vec = aligned_alloc(64, (im.shared + 63) & ~(size_t)63);
-    else
-        gvec = aligned_alloc(64, ((size_t)im.vec_block * grid + 63) & ~(size_t)63);
-    if (!acc || !accf || !out || (!vec && !gvec)) {
-        fprintf(stderr, "out of memory\n");
+    uint32_t *gvec = NULL;
+    if (im.vec_block)
+        gvec = xmalloc((size_t)im.vec_block * grid);
+    qs_cu_batch X = { .x = rows, .stride = nc, .n = n, .f32 = (uint32_t)f32, .db = im.db,
+                      .acc = acc, .accf = accf, .out = out, .vec_global = gvec };
+    qs_cu_rec *rec = qs_cu_rec_new();
+    if (!rec || qs_cu_emulate(&im.model, &X, grid, im.threads, im.shared, seed, rec) != 0) {
+        fprintf(stderr, "emulate: out of memory\n");
         exit(2);
     }
-    qs_cu_batch X = { .x = x, .stride = nf, .n = n, .db = im.db, .acc = acc, .accf = accf,
-                      .out = out, .vec_global = gvec };
-    qs_cu_emulate(&im.model, &X, grid, im.threads, vec, seed);
     long bad = 0;
     for (uint32_t d = 0; d < n; d++)
         if (memcmp(out + (size_t)d * K, want + (size_t)d * K, sizeof(double) * K) != 0) {
             if (bad < 3)
-                fprintf(stderr, "  %s: document %u: %.17g, the walk %.17g\n", what, d,
-                        out[(size_t)d * K], want[(size_t)d * K]);
+                fprintf(stderr, "  %s %s: document %u: %.17g, the walk %.17g\n", what,
+                        qs_cu_kernel_names[k], d, out[(size_t)d * K], want[(size_t)d * K]);
             bad++;
         }
-    printf("%s db=%u threads=%u tau=%u blocks=%u %s: %ld of %u documents differ\n", what, im.db,
-           im.threads, im.tau, im.model.nblocks, im.shared ? "shared" : "global", bad, n);
+    uint32_t worst;
+    uint64_t steps, mean;
+    qs_cu_rec_stats(rec, &worst, &steps, &mean);
+    if (worst > worst_seen[k])
+        worst_seen[k] = worst;
+    printf("%s %s threads=%u db=%u tau=%u shared=%u%s %s rows: %ld of %u documents differ; "
+           "bank load worst %u, mean %.2f over %llu warp steps\n",
+           what, qs_cu_kernel_names[k], im.threads, im.db, im.tau, im.shared,
+           im.vec_block ? " (global vectors)" : "", f32 ? "float32" : "double", bad, n, worst,
+           mean / 1000.0, (unsigned long long)steps);
+    long fail = bad;
+    if (bank_max >= 0 && worst > (uint32_t)bank_max) {
+        printf("  %s: a warp step loads one bank with %u words (at most %ld asked)\n",
+               qs_cu_kernel_names[k], worst, bank_max);
+        fail++;
+    }
+    qs_cu_rec_free(rec);
+    free(rows);
     free(acc);
     free(accf);
     free(out);
-    free(vec);
     free(gvec);
     qs_cu_image_free(&im);
-    return bad;
+    return fail;
 }
 
 int main(int argc, char **argv)
 {
-    int quick = argc > 1 && strcmp(argv[1], "-q") == 0;
-    if (quick) {
-        argv++;
-        argc--;
+    int quick = 0;
+    unsigned kmask = (1u << QS_CU_NKERNELS) - 1u;
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+        if (strcmp(argv[i], "-q") == 0) {
+            quick = 1;
+        } else if (strcmp(argv[i], "-k") == 0 && i + 1 < argc) {
+            kmask = 0;
+            char *list = argv[++i], *save = NULL;
+            for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                uint32_t k = 0;
+                while (k < QS_CU_NKERNELS && strcmp(qs_cu_kernel_names[k], t) != 0)
+                    k++;
+                if (k == QS_CU_NKERNELS) {
+                    fprintf(stderr, "unknown kernel '%s'\n", t);
+                    return 2;
+                }
+                kmask |= 1u << k;
+            }
+        } else if (strcmp(argv[i], "-B") == 0 && i + 1 < argc) {
+            bank_max = atol(argv[++i]);
+        } else {
+            break;
+        }
     }
+    argc -= i - 1;
+    argv += i - 1;
     if (argc < 2 || argc > 5) {
-        fprintf(stderr, "usage: test_cuda_emu MODEL.qsm [DOCS.letor|-] [EDGE-DOCS [SEED]]\n");
+        fprintf(stderr, "usage: test_cuda_emu [-q] [-k KERNELS] [-B MAX] MODEL.qsm "
+                        "[DOCS.letor|-] [EDGE-DOCS [SEED]]\n");
         return 2;
     }
     size_t mlen;
@@ -191,22 +292,12 @@ int main(int argc, char **argv)
     uint32_t nedge = argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 300;
     if (argc > 4)
         rng = strtoull(argv[4], NULL, 10) | 1;
-    const qs_cu_params geoms[] = {
-        { 0, 0, 0, 0 },            /* the defaults */
-        { 1, 32, 0, 0 },           /* one document, one warp */
-        { 5, 64, 3, 0 },           /* ragged thread-blocks, three trees a block */
-        { 32, 32, 1, 0 },          /* more documents than a warp covers twice */
-        { 7, 96, 0, 4096 },        /* a small shared budget */
-        { 3, 64, 0, 1024 },        /* a small budget */
-        { 3, 64, 0, 64 },          /* a budget a multi-word tree does not fit: global vectors */
-    };
-    static const int quick_geoms[] = { 0, 2, 6 };
     long bad = 0;
-    for (int set = 0; set < 2; set++) {
+    for (int setno = 0; setno < 2; setno++) {
         uint32_t n = 0;
         double *x;
         const char *what;
-        if (set == 0) {
+        if (setno == 0) {
             if (argc < 3 || strcmp(argv[2], "-") == 0)
                 continue;
             uint64_t rows;
@@ -222,25 +313,31 @@ int main(int argc, char **argv)
             free(x);
             continue;
         }
-        double *want = malloc(sizeof(double) * (size_t)n * K);
-        if (!want) {
-            fprintf(stderr, "out of memory\n");
-            return 2;
-        }
+        double *want = xmalloc(sizeof(double) * (size_t)n * K);
         for (uint32_t d = 0; d < n; d++)
             qs_model_walk_sum(m, x + (size_t)d * nf, want + (size_t)d * K);
-        if (quick)
-            for (size_t g = 0; g < sizeof quick_geoms / sizeof quick_geoms[0]; g++)
-                bad += emulate(s, &geoms[quick_geoms[g]], x, n, nf, want, 0x9E3779B97F4A7C15ull,
-                               what);
-        else
-            for (size_t g = 0; g < sizeof geoms / sizeof geoms[0]; g++)
-                for (uint64_t seed = 1; seed <= 2; seed++)
-                    bad += emulate(s, &geoms[g], x, n, nf, want, seed * 0x9E3779B97F4A7C15ull,
-                                   what);
+        for (uint32_t k = 0; k < QS_CU_NKERNELS; k++) {
+            if (!((kmask >> k) & 1u))
+                continue;
+            const geom *gs = k == QS_CU_K_QS ? qs_geoms : walk_geoms;
+            const size_t ng = quick ? 2
+                              : k == QS_CU_K_QS ? sizeof qs_geoms / sizeof *qs_geoms
+                                                : sizeof walk_geoms / sizeof *walk_geoms;
+            for (size_t g = 0; g < ng; g++)
+                for (uint64_t seed = 1; seed <= (quick ? 1u : 2u); seed++)
+                    for (int f32 = 0; f32 <= m->float_precision; f32++) {
+                        if (quick && f32 != m->float_precision)
+                            continue;
+                        bad += emulate(s, k, &gs[g], f32, x, n, nf, want,
+                                       seed * 0x9E3779B97F4A7C15ull, what);
+                    }
+        }
         free(want);
         free(x);
     }
+    for (uint32_t k = 0; k < QS_CU_NKERNELS; k++)
+        if ((kmask >> k) & 1u)
+            printf("bank load of %s: worst %u\n", qs_cu_kernel_names[k], worst_seen[k]);
     qs_scorer_free(s);
     free(img);
     return bad ? 1 : 0;

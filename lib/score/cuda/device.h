@@ -1,9 +1,9 @@
-/* device.h: what the GPU-QS host driver (driver.c) asks of a device: memory,
- * streams, copies and launches.  Two implementations: the CUDA runtime
- * (kernels.cu, built when nvcc is found) and the emulator (emu.c: host
- * memory, the kernel's phases run thread by thread), so that everything
- * but the device itself — tables, batching, packing, stream order, error
- * paths — runs and is tested on every machine.
+/* device.h: what the GPU back end's host driver (driver.c) asks of a device:
+ * memory, streams, copies and launches.  Two implementations: the CUDA
+ * runtime (kernels.cu, built when nvcc is found) and the emulator (emu.c:
+ * host memory, the kernels' phases run thread by thread), so that
+ * everything but the device itself — tables, batching, packing, stream
+ * order, error paths — runs and is tested on every machine.
  *
  * Every call returns 0, or -1 with a message in msg[cap] that names the
  * device's error ("cudaErrorMemoryAllocation: out of memory"). */
@@ -14,9 +14,6 @@
 #include <stdint.h>
 
 #include "score/cuda/phases.h"
-
-/* Most threads per thread-block a launch may ask for. */
-#define QS_CU_MAX_THREADS_EMU 1024u
 
 typedef struct qs_cu_devinfo {
     char name[96];
@@ -42,10 +39,14 @@ typedef struct qs_cu_ops {
     /* queued on stream st, in order with its other work */
     int (*put)(void *ctx, void *dev, const void *host, size_t n, void *st, char *msg, size_t cap);
     int (*get)(void *ctx, void *host, const void *dev, size_t n, void *st, char *msg, size_t cap);
+    /* the kernel M->kernel over X's rows */
     int (*launch)(void *ctx, const qs_cu_model *M, const qs_cu_batch *X, uint32_t grid,
                   uint32_t threads, uint32_t shared, void *st, char *msg, size_t cap);
     /* until everything queued on st is done (and report its error) */
     int (*wait)(void *ctx, void *st, char *msg, size_t cap);
+    /* start initialising `device` on a thread of its own (open waits for
+     * it); NULL: nothing to start */
+    void (*warm)(int device);
 } qs_cu_ops;
 
 extern const qs_cu_ops qs_cu_emu_ops;
@@ -53,10 +54,21 @@ extern const qs_cu_ops qs_cu_emu_ops;
 extern const qs_cu_ops qs_cu_cuda_ops;
 #endif
 
-/* The emulator's kernel: every thread-block of a launch of `grid`
+/* The emulator's kernels: every thread-block of a launch of `grid`
  * thread-blocks in turn, each phase's threads in an order shuffled by
- * `seed` (the result must not depend on it). */
-void qs_cu_emulate(const qs_cu_model *M, const qs_cu_batch *X, uint32_t grid, uint32_t threads,
-                   unsigned char *vec, uint64_t seed);
+ * `seed` (the result must not depend on it), `shared` bytes of shared
+ * memory for each.  rec: a bank recorder (qs_cu_rec_new) or NULL.  0, or
+ * -1 when out of memory. */
+int qs_cu_emulate(const qs_cu_model *M, const qs_cu_batch *X, uint32_t grid, uint32_t threads,
+                  uint32_t shared, uint64_t seed, qs_cu_rec *rec);
+
+/* The bank recorder: for every phase, every warp and every step of the
+ * warp's instruction stream, the 32-bit words of shared memory its lanes
+ * touch; a step's load is the most distinct words of one of the 32 banks
+ * (a broadcast of one word counts once). */
+qs_cu_rec *qs_cu_rec_new(void);
+void qs_cu_rec_free(qs_cu_rec *rec);
+/* The worst load seen, the steps seen, and their mean load (x 1000). */
+void qs_cu_rec_stats(qs_cu_rec *rec, uint32_t *worst, uint64_t *steps, uint64_t *mean_milli);
 
 #endif

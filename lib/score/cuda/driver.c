@@ -1,21 +1,25 @@
-/* driver.c: the GPU-QS host driver and its two back ends, `cuda` (the CUDA
- * runtime, kernels.cu) and `cuda-emu` (the same driver over the emulated
- * device of emu.c).
+/* driver.c: the GPU back end's host driver and its two back ends, `cuda`
+ * (the CUDA runtime, kernels.cu) and `cuda-emu` (the same driver over the
+ * emulated device of emu.c).
  *
- * prepare: open the device, build the image of the scorer (tables.c) for
- * the device's shared memory, upload it once.  score_rows (the whole-batch
- * entry): the rows go in sub-batches of up to `sub` documents, round-robin
- * over 2 (QS_CUDA_STREAMS: 1..4) lanes, each a stream with its own
- * page-locked input and output buffers and device buffers (and, when a
- * tree block's leaf vectors do not fit in shared memory, its own global
- * ones: two lanes' kernels run at once): while one lane's copy in, kernel
- * and copy out run, the host packs the next lane's rows and unpacks the
- * scores of the lane before.  The lanes are sized by the first batch, a
- * power of two of at least QS_CU_MIN_ROWS rows, and grow (by powers of two,
- * up to `sub`) when a larger one comes: a batch of 21 documents does not
- * allocate buffers for 16,384.  Calls from several
- * threads take the device one after another.  Any device error fails the
- * call with the device's message (QS_ERR_DEVICE): never a wrong score,
+ * prepare: open the device (waiting for an early start of it,
+ * qs_backend_warm_up), read the tunables (tables.c: the environment's, then
+ * the scorer's device options), build the image of the scorer for the
+ * kernel they or the model pick, upload it once.  score_rows (the
+ * whole-batch entry): the rows go in sub-batches of up to `sub` documents,
+ * round-robin over `streams` (1..4) lanes, each a stream with its own
+ * page-locked input and output buffers and device buffers (and, for GPU-QS
+ * vectors in global memory, its own: two lanes' kernels run at once):
+ * while one lane's copy in, kernel and copy out run, the host packs the
+ * next lane's rows and unpacks the scores of the lane before.  A row goes
+ * as the features the model uses only, and as float32 when every value of
+ * its sub-batch is a float32 (a float32 model's documents always are):
+ * the kernels widen them to the same doubles.  The lanes are sized by the
+ * first batch, a power of two of at least QS_CU_MIN_ROWS rows, and grow
+ * (by powers of two, up to `sub`) when a larger one comes.  Calls from
+ * several threads take the device one after another; the device context
+ * and the model's image live as long as the scorer.  Any device error fails
+ * the call with the device's message (QS_ERR_DEVICE): never a wrong score,
  * never a retry on another back end. */
 #include "score/cuda/device.h"
 #include "score/cuda/tables.h"
@@ -24,18 +28,18 @@
 #include <stdio.h>
 #include <string.h>
 
-#define QS_CU_DEFAULT_SUB 16384u   /* documents per transfer: a --gpu-batch of 65,536 goes
-                                      as 4, so copies overlap kernels */
 #define QS_CU_SUB_BYTES ((uint64_t)256 << 20) /* most bytes of rows per transfer */
 #define QS_CU_MAX_LANES 4u
 #define QS_CU_MIN_ROWS 16u          /* the smallest lane */
 
 typedef struct lane {
     void *st;
-    double *pin_x, *pin_out;        /* page-locked */
-    double *dx, *dacc, *dout;       /* device */
+    unsigned char *pin_x;           /* page-locked rows (double or float32) */
+    double *pin_out;
+    unsigned char *dx;              /* device */
+    double *dacc, *dout;
     float *daccf;
-    unsigned char *dvec;            /* global leaf vectors (image shared == 0) */
+    uint32_t *dvec;                 /* GPU-QS vectors in global memory */
     int busy;
     size_t first;                   /* the batch's first row */
     uint32_t n;
@@ -48,19 +52,25 @@ typedef struct cu_state {
     qs_cu_image im;
     void *dblob;                    /* the image on the device */
     qs_cu_model dmodel;             /* its pointers rebased there */
-    uint32_t nf;                    /* values per row on the device */
+    uint32_t ncols;                 /* values per row on the device */
     uint32_t K;
     uint32_t sub;                   /* most documents per transfer */
     unsigned nlanes;
     lane lanes[QS_CU_MAX_LANES];
     uint32_t cap;                   /* rows each lane holds now (0: none allocated) */
+    double *rowbuf;                 /* a row with the zero band applied */
+    uint64_t f32_batches, batches;  /* sub-batches sent as float32, in all */
     pthread_mutex_t lock;
 } cu_state;
 
+static const char *ops_name(const qs_cu_ops *ops)
+{
+    return ops == &qs_cu_emu_ops ? "cuda-emu" : "cuda";
+}
+
 static int dev_fail(qs_error *err, const cu_state *c, const char *what, const char *msg)
 {
-    return qs_fail(err, QS_ERR_DEVICE, 0, "%s: %s: %s", c->ops == &qs_cu_emu_ops ? "cuda-emu" : "cuda",
-                   what, msg);
+    return qs_fail(err, QS_ERR_DEVICE, 0, "%s: %s: %s", ops_name(c->ops), what, msg);
 }
 
 static void lanes_free(cu_state *c)
@@ -93,6 +103,7 @@ static void cu_release(void *state)
     if (c->ctx)
         c->ops->close(c->ctx);
     qs_cu_image_free(&c->im);
+    free(c->rowbuf);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
@@ -100,46 +111,40 @@ static void cu_release(void *state)
 static int cu_prepare_ops(const qs_cu_ops *ops, const qs_scorer *s, void **state, qs_error *err)
 {
     char msg[256];
+    qs_cu_params p;
+    if (qs_cu_params_for(s, &p, err) != 0)
+        return -1;
+    if (s->device < 0)
+        return qs_fail(err, QS_ERR_ARG, 0, "device %d: expected a device number >= 0", s->device);
     cu_state *c = calloc(1, sizeof *c);
     if (!c)
         return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
     c->ops = ops;
     pthread_mutex_init(&c->lock, NULL);
-    if (s->device < 0) {
-        cu_release(c);
-        return qs_fail(err, QS_ERR_ARG, 0, "device %d: expected a device number >= 0", s->device);
-    }
     if (ops->open(s->device, &c->ctx, &c->info, msg, sizeof msg) != 0) {
         c->ctx = NULL;
         cu_release(c);
-        return qs_fail(err, QS_ERR_DEVICE, 0, "%s: device %d: %s",
-                       ops == &qs_cu_emu_ops ? "cuda-emu" : "cuda", s->device, msg);
+        return qs_fail(err, QS_ERR_DEVICE, 0, "%s: device %d: %s", ops_name(ops), s->device, msg);
     }
-    qs_cu_params p = { 0 };
-    uint32_t streams = 2, sub = QS_CU_DEFAULT_SUB;
-    if (qs_cu_params_env(&p, err) != 0 ||
-        qs_cu_env_u32("QS_CUDA_STREAMS", 1, QS_CU_MAX_LANES, &streams, err) ||
-        qs_cu_env_u32("QS_CUDA_SUB", 1, 1u << 24, &sub, err)) {
-        cu_release(c);
-        return -1;
-    }
-    if (p.shared == 0 || p.shared > c->info.shared_optin)
-        p.shared = p.shared ? c->info.shared_optin : QS_CU_DEFAULT_SHARED;
-    if (p.shared > c->info.shared_optin && c->info.shared_optin)
-        p.shared = c->info.shared_optin;
-    if (qs_cu_image_build(s, &p, &c->im, err) != 0) {
+    if (qs_cu_image_build(s, &p, c->info.shared_optin, &c->im, err) != 0) {
         cu_release(c);
         return -1;
     }
     const qs_model *m = s->m;
-    c->nf = m->num_features ? m->num_features : 1;
+    c->ncols = c->im.model.ncols ? c->im.model.ncols : 1;
     c->K = m->num_classes;
+    c->rowbuf = malloc(sizeof(double) * (m->num_features ? m->num_features : 1));
+    if (!c->rowbuf) {
+        cu_release(c);
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+    }
     /* Rows of one transfer within QS_CU_SUB_BYTES. */
-    uint64_t most = QS_CU_SUB_BYTES / ((uint64_t)c->nf * sizeof(double));
+    const uint32_t sub = p.set >> QS_CU_OPT_SUB & 1u ? p.v[QS_CU_OPT_SUB] : QS_CU_DEFAULT_SUB;
+    uint64_t most = QS_CU_SUB_BYTES / ((uint64_t)c->ncols * sizeof(double));
     if (most < 1)
         most = 1;
     c->sub = sub < most ? sub : (uint32_t)most;
-    c->nlanes = streams;
+    c->nlanes = p.set >> QS_CU_OPT_STREAMS & 1u ? p.v[QS_CU_OPT_STREAMS] : QS_CU_DEFAULT_STREAMS;
     /* The model, uploaded once. */
     if (ops->dev_alloc(c->ctx, &c->dblob, c->im.bytes ? c->im.bytes : 16, msg, sizeof msg) != 0) {
         c->dblob = NULL;
@@ -174,10 +179,12 @@ static int lanes_alloc(cu_state *c, uint32_t rows, qs_error *err)
 {
     char msg[256];
     lanes_free(c);
-    const size_t xb = (size_t)rows * c->nf * sizeof(double);
+    const size_t xb = (size_t)rows * c->ncols * sizeof(double);
     const size_t ob = (size_t)rows * c->K * sizeof(double);
-    const size_t fb = (size_t)rows * c->K * sizeof(float);
-    const size_t vb = c->im.shared == 0 ? (size_t)(c->im.vec_block * qs_cu_grid(&c->im, rows)) : 0;
+    /* accumulators in global memory: only for more classes than registers hold */
+    const int gacc = c->K > QS_CU_KREG;
+    const size_t ab = gacc ? ob : 8, fb = gacc ? (size_t)rows * c->K * sizeof(float) : 8;
+    const size_t vb = c->im.vec_block ? (size_t)(c->im.vec_block * qs_cu_grid(&c->im, rows)) : 0;
     for (unsigned i = 0; i < c->nlanes; i++) {
         lane *l = &c->lanes[i];
         const char *what = "creating a stream";
@@ -189,7 +196,7 @@ static int lanes_alloc(cu_state *c, uint32_t rows, qs_error *err)
             goto fail;
         what = "allocating device buffers";
         if (c->ops->dev_alloc(c->ctx, (void **)&l->dx, xb, msg, sizeof msg) != 0 ||
-            c->ops->dev_alloc(c->ctx, (void **)&l->dacc, ob, msg, sizeof msg) != 0 ||
+            c->ops->dev_alloc(c->ctx, (void **)&l->dacc, ab, msg, sizeof msg) != 0 ||
             c->ops->dev_alloc(c->ctx, (void **)&l->dout, ob, msg, sizeof msg) != 0 ||
             c->ops->dev_alloc(c->ctx, (void **)&l->daccf, fb, msg, sizeof msg) != 0)
             goto fail;
@@ -216,6 +223,47 @@ static int lane_finish(cu_state *c, lane *l, double *out, qs_error *err)
     return 0;
 }
 
+/* Rows first .. first + n - 1 of r into the lane's page-locked buffer as
+ * the device's columns: float32 when asked and every value is one (1),
+ * else double (0). */
+static int pack_rows(cu_state *c, const qs_scorer *s, const qs_rows *r, size_t first, uint32_t n,
+                     lane *l)
+{
+    const uint32_t nfm = s->m->num_features, nc = c->ncols;
+    const uint32_t *cf = c->im.col_feature;
+    const uint32_t used = c->im.model.ncols;
+    if (c->im.f32_ok) {
+        float *x = (float *)l->pin_x;
+        int ok = 1;
+        for (uint32_t i = 0; i < n && ok; i++) {
+            const double *src = nfm ? qs_rows_read(r, first + i, nfm, c->rowbuf) : NULL;
+            float *row = x + (size_t)i * nc;
+            for (uint32_t k = 0; k < used; k++) {
+                const double v = src[cf[k]];
+                row[k] = (float)v;
+                if ((double)row[k] != v && v == v) {
+                    ok = 0;
+                    break;
+                }
+            }
+            if (!used)
+                row[0] = 0.0f;
+        }
+        if (ok)
+            return 1;
+    }
+    double *x = (double *)l->pin_x;
+    for (uint32_t i = 0; i < n; i++) {
+        const double *src = nfm ? qs_rows_read(r, first + i, nfm, c->rowbuf) : NULL;
+        double *row = x + (size_t)i * nc;
+        for (uint32_t k = 0; k < used; k++)
+            row[k] = src[cf[k]];
+        if (!used)
+            row[0] = 0.0;
+    }
+    return 0;
+}
+
 static int cu_score_rows(const qs_backend_def *d, const qs_scorer *s, void *state,
                          const qs_rows *r, double *out, unsigned threads, unsigned how,
                          qs_error *err)
@@ -239,7 +287,6 @@ static int cu_score_rows(const qs_backend_def *d, const qs_scorer *s, void *stat
         }
     }
     const uint32_t sub = c->cap;
-    const uint32_t nfm = s->m->num_features;
     size_t next = 0;
     unsigned li = 0;
     while (next < r->n) {
@@ -250,23 +297,16 @@ static int cu_score_rows(const qs_backend_def *d, const qs_scorer *s, void *stat
             break;
         }
         const uint32_t n = r->n - next < sub ? (uint32_t)(r->n - next) : sub;
-        for (uint32_t i = 0; i < n; i++) {
-            double *row = l->pin_x + (size_t)i * c->nf;
-            if (nfm) {
-                const double *src = qs_rows_read(r, next + i, nfm, row);
-                if (src != row)
-                    memcpy(row, src, sizeof(double) * nfm);
-            } else {
-                row[0] = 0.0;
-            }
-        }
+        const int f32 = pack_rows(c, s, r, next, n, l);
+        c->batches++;
+        c->f32_batches += (uint64_t)f32;
         qs_cu_batch X = {
-            .x = l->dx, .stride = c->nf, .n = n, .db = c->im.db, .acc = l->dacc,
-            .accf = l->daccf, .out = l->dout, .vec_global = l->dvec,
+            .x = l->dx, .stride = c->ncols, .n = n, .f32 = (uint32_t)f32, .db = c->im.db,
+            .acc = l->dacc, .accf = l->daccf, .out = l->dout, .vec_global = l->dvec,
         };
+        const size_t xbytes = (size_t)n * c->ncols * (f32 ? sizeof(float) : sizeof(double));
         const char *what = "copying documents to the device";
-        if (c->ops->put(c->ctx, l->dx, l->pin_x, sizeof(double) * c->nf * n, l->st, msg,
-                        sizeof msg) != 0)
+        if (c->ops->put(c->ctx, l->dx, l->pin_x, xbytes, l->st, msg, sizeof msg) != 0)
             goto fail;
         what = "launching the kernel";
         if (c->ops->launch(c->ctx, &c->dmodel, &X, qs_cu_grid(&c->im, n), c->im.threads,
@@ -303,6 +343,42 @@ static int cu_score_rows(const qs_backend_def *d, const qs_scorer *s, void *stat
     return rc;
 }
 
+/* ------------------------------------------------------------ plan, options */
+
+static int cu_plan(const qs_backend_def *d, const qs_scorer *s, char *out, size_t cap,
+                   qs_error *err)
+{
+    qs_cu_params p;
+    qs_cu_image im;
+    if (qs_cu_params_for(s, &p, err) != 0 || qs_cu_image_build(s, &p, 0, &im, err) != 0)
+        return -1;
+    const int qs = im.kernel == QS_CU_K_QS;
+    size_t n = 0;
+#define ADD(...)                                                                                \
+    do {                                                                                        \
+        if (n < cap)                                                                            \
+            n += (size_t)snprintf(out + n, cap - n, __VA_ARGS__);                               \
+    } while (0)
+    ADD("kernel %s; %u threads and %u documents a thread-block, %u bytes of shared memory",
+        im.why, im.threads, qs ? im.db : im.threads, im.shared);
+    if (qs)
+        ADD("; %u trees a block%s", im.tau, im.vec_block ? ", vectors in global memory" : "");
+    ADD("; rows of the %u features the model uses (of %u) %s", im.model.ncols,
+        s->m->num_features,
+        !im.f32_ok                 ? "as double"
+        : s->m->float_precision ? "as float32 (the model's precision)"
+                                : "as float32 where every value of a transfer is one, else double");
+#undef ADD
+    qs_cu_image_free(&im);
+    return 0;
+}
+
+static int cu_check_option(const qs_backend_def *d, const char *name, const char *value,
+                           qs_error *err)
+{
+    return qs_cu_check_option(name, value, err);
+}
+
 /* ------------------------------------------------------------ back ends */
 
 static int emu_prepare(const qs_backend_def *d, const qs_scorer *s, void **state, qs_error *err)
@@ -312,13 +388,15 @@ static int emu_prepare(const qs_backend_def *d, const qs_scorer *s, void **state
 
 const qs_backend_def qs_backend_cuda_emu = {
     .name = "cuda-emu",
-    .summary = "the cuda back end's driver and kernel run on the CPU, thread by thread in "
-               "shuffled order (checks GPU-QS without a GPU; slow)",
+    .summary = "the cuda back end's driver and kernels run on the CPU, thread by thread in "
+               "shuffled order (checks the GPU back end without a GPU; slow)",
     .flags = QS_BACKEND_F_BATCH,
     .auto_rank = 0,
     .prepare = emu_prepare,
     .release = cu_release,
     .score_rows = cu_score_rows,
+    .check_option = cu_check_option,
+    .plan = cu_plan,
 };
 
 static int cuda_probe(const qs_backend_def *d, char *why, size_t cap)
@@ -340,15 +418,29 @@ static int cuda_prepare(const qs_backend_def *d, const qs_scorer *s, void **stat
 #endif
 }
 
+static void cuda_warm_up(const qs_backend_def *d, int device)
+{
+#if QS_HAVE_CUDA
+    if (qs_cu_cuda_ops.warm)
+        qs_cu_cuda_ops.warm(device);
+#endif
+}
+
 const qs_backend_def qs_backend_cuda = {
     .name = "cuda",
-    .summary = "GPU-QS on an NVIDIA GPU: leaf vectors of tree blocks in shared memory, integer "
-               "atomics, each document's trees summed in order (exact)",
+    .summary = "exact scoring on an NVIDIA GPU, each document's trees summed in model order; "
+               "the kernel by the model: rank (in-order walk over rank-encoded nodes), lanes "
+               "(branch-free QS over ranks, trees of <= 16 leaves), walk (doubles: categorical "
+               "nodes, many features), or qs (GPU-QS) when asked; the rule is an estimate, "
+               "not yet measured on a device",
     .flags = QS_BACKEND_F_DEVICE | QS_BACKEND_F_BATCH,
-    /* Not picked by auto until a crossover batch size is measured on a GPU. */
+    /* Not picked by auto until a measured rule says where it wins. */
     .auto_rank = 0,
     .probe = cuda_probe,
     .prepare = cuda_prepare,
     .release = cu_release,
     .score_rows = cu_score_rows,
+    .check_option = cu_check_option,
+    .plan = cu_plan,
+    .warm_up = cuda_warm_up,
 };

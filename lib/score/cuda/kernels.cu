@@ -1,10 +1,14 @@
-// kernels.cu: the GPU-QS kernel (the phases of phases.h between barriers)
-// and the CUDA runtime behind the driver's device interface (device.h).
+// kernels.cu: the GPU kernels (the phases of phases.h between barriers),
+// one instantiation per kernel, class count, row type and (GPU-QS) vector
+// memory, and the CUDA runtime behind the driver's device interface
+// (device.h).
 // Built with --fmad=false -ftz=false -prec-div=true -prec-sqrt=true and
 // never fast-math: the sums and the linear leaves' products must round as
 // the CPU's do.  Every function here has hidden visibility: libqs exports
 // no CUDA symbol.
 #include <cuda_runtime.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,32 +16,77 @@ extern "C" {
 #include "score/cuda/device.h"
 }
 
-// One thread-block: db documents at a time (a grid-stride loop over the
-// batch), every tree block of the model in order.
-__global__ void __launch_bounds__(QS_CU_MAX_THREADS_EMU)
-qs_cu_kernel(const qs_cu_model M, const qs_cu_batch X)
+// GPU-QS: a thread-block takes db documents at a time (a grid-stride loop
+// over the batch) through every tree block of the model: init, barrier,
+// mask, barrier, then per chunk of trees fetch, barrier, add, barrier.
+// KR: the classes' accumulators (1: one class in registers, QS_CU_KREG:
+// up to that many, 0: global); F32: float32 rows; GVEC: the leaf vectors
+// in global memory.
+template <uint32_t KR, int F32, int GVEC>
+__global__ void __launch_bounds__(QS_CU_MAX_THREADS_QS, 1)
+qs_cu_kernel_qs(const qs_cu_model M, const qs_cu_batch X)
 {
     extern __shared__ __align__(16) unsigned char qs_cu_shared[];
     const uint32_t tid = threadIdx.x, nthreads = blockDim.x, db = X.db;
-    unsigned char *v = X.vec_global
-                           ? X.vec_global + (uint64_t)blockIdx.x * M.vec_bytes * db
-                           : qs_cu_shared;
+    const uint64_t vwords = (uint64_t)M.vec_words * db;
+    uint32_t *vec = GVEC ? X.vec_global + (uint64_t)blockIdx.x * vwords : (uint32_t *)qs_cu_shared;
+    double *vals = (double *)(qs_cu_shared + (GVEC ? 0 : vwords * 4u));
+    qs_cu_acc a;
     for (uint64_t g = blockIdx.x; g * db < X.n; g += gridDim.x) {
         const uint32_t doc0 = (uint32_t)(g * db);
         const uint32_t nd = X.n - doc0 < db ? X.n - doc0 : db;
-        qs_cu_phase_start(&M, &X, doc0, nd, tid);
+        if (tid < nd)
+            qs_cu_acc_start(&M, &X, &a, (uint64_t)doc0 + tid, KR);
         for (uint32_t b = 0; b < M.nblocks; b++) {
             const qs_cu_block *B = &M.blocks[b];
-            qs_cu_phase_init(B, v, db, tid, nthreads);
+            qs_cu_qs_init(B, vec, db, tid, nthreads);
             __syncthreads();
-            qs_cu_phase_mask(&M, B, &X, v, doc0, nd, tid, nthreads);
+            qs_cu_qs_mask(&M, B, &X, vec, doc0, nd, tid, nthreads, NULL, F32, GVEC);
             __syncthreads();
-            qs_cu_phase_sum(&M, B, &X, v, doc0, nd, tid);
-            __syncthreads();
+            for (uint32_t c0 = 0; c0 < B->ntrees; c0 += M.chunk) {
+                const uint32_t nc = B->ntrees - c0 < M.chunk ? B->ntrees - c0 : M.chunk;
+                qs_cu_qs_fetch(&M, B, &X, vec, vals, doc0, nd, c0, nc, tid, nthreads, F32);
+                __syncthreads();
+                qs_cu_qs_add(&M, B, &X, vals, &a, doc0, nd, c0, nc, tid, KR);
+                __syncthreads();
+            }
         }
-        qs_cu_phase_finish(&M, &X, doc0, nd, tid);
+        if (tid < nd)
+            qs_cu_acc_finish(&M, &X, &a, (uint64_t)doc0 + tid, KR);
     }
 }
+
+// rank, lanes, walk: one document per thread (a grid-stride loop); each
+// thread's ranks in its own column of shared memory, so no barrier.
+template <uint32_t KIND, uint32_t KR, int F32>
+__global__ void __launch_bounds__(QS_CU_MAX_THREADS)
+qs_cu_kernel_walk(const qs_cu_model M, const qs_cu_batch X)
+{
+    extern __shared__ __align__(16) unsigned char qs_cu_shared[];
+    uint16_t *ranks = (uint16_t *)qs_cu_shared;
+    for (uint64_t g = blockIdx.x; g * blockDim.x < X.n; g += gridDim.x) {
+        const uint64_t row = g * blockDim.x + threadIdx.x;
+        if (row < X.n)
+            qs_cu_walk_doc(&M, &X, ranks, row, threadIdx.x, blockDim.x, NULL, KIND, KR, F32);
+    }
+}
+
+typedef void (*qs_cu_kfn)(const qs_cu_model, const qs_cu_batch);
+
+// Every instantiation, [kernel][classes 1, <= QS_CU_KREG, more][f32][gvec].
+#define QS_CU_QS_ROW(KR)                                                                          \
+    { { qs_cu_kernel_qs<KR, 0, 0>, qs_cu_kernel_qs<KR, 0, 1> },                                    \
+      { qs_cu_kernel_qs<KR, 1, 0>, qs_cu_kernel_qs<KR, 1, 1> } }
+#define QS_CU_WALK_ROW(K, KR)                                                                     \
+    { { qs_cu_kernel_walk<K, KR, 0>, qs_cu_kernel_walk<K, KR, 0> },                               \
+      { qs_cu_kernel_walk<K, KR, 1>, qs_cu_kernel_walk<K, KR, 1> } }
+#define QS_CU_WALK_ROWS(K) { QS_CU_WALK_ROW(K, 1), QS_CU_WALK_ROW(K, QS_CU_KREG), QS_CU_WALK_ROW(K, 0) }
+static const qs_cu_kfn qs_cu_kernels[QS_CU_NKERNELS][3][2][2] = {
+    { QS_CU_QS_ROW(1), QS_CU_QS_ROW(QS_CU_KREG), QS_CU_QS_ROW(0) },
+    QS_CU_WALK_ROWS(QS_CU_K_RANK),
+    QS_CU_WALK_ROWS(QS_CU_K_LANES),
+    QS_CU_WALK_ROWS(QS_CU_K_WALK),
+};
 
 static int fail(cudaError_t e, char *msg, size_t cap)
 {
@@ -47,8 +96,41 @@ static int fail(cudaError_t e, char *msg, size_t cap)
 
 typedef struct cuda_ctx {
     int device;
-    uint32_t shared_set; // the dynamic shared memory the kernel was allowed
+    // the dynamic shared memory each kernel was allowed
+    uint32_t shared_set[QS_CU_NKERNELS][3][2][2];
 } cuda_ctx;
+
+// qs_backend_warm_up: the device's primary context created on a thread of
+// its own at process start; cu_open waits for it.
+static pthread_mutex_t warm_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t warm_thread;
+static int warm_state; // 0: none, 1: running, 2: joined
+
+static void *warm_main(void *arg)
+{
+    if (cudaSetDevice((int)(intptr_t)arg) == cudaSuccess)
+        cudaFree(0);
+    cudaGetLastError();
+    return NULL;
+}
+
+static void cu_warm(int device)
+{
+    pthread_mutex_lock(&warm_lock);
+    if (warm_state == 0 && pthread_create(&warm_thread, NULL, warm_main, (void *)(intptr_t)device) == 0)
+        warm_state = 1;
+    pthread_mutex_unlock(&warm_lock);
+}
+
+static void warm_join(void)
+{
+    pthread_mutex_lock(&warm_lock);
+    if (warm_state == 1) {
+        pthread_join(warm_thread, NULL);
+        warm_state = 2;
+    }
+    pthread_mutex_unlock(&warm_lock);
+}
 
 static int cu_probe(int device, char *why, size_t cap)
 {
@@ -72,6 +154,7 @@ static int cu_probe(int device, char *why, size_t cap)
 
 static int cu_open(int device, void **ctx, qs_cu_devinfo *info, char *msg, size_t cap)
 {
+    warm_join();
     if (!cu_probe(device, msg, cap))
         return -1;
     cudaError_t e = cudaSetDevice(device);
@@ -169,15 +252,19 @@ static int cu_launch(void *ctx, const qs_cu_model *M, const qs_cu_batch *X, uint
 {
     BIND(ctx);
     cuda_ctx *c = (cuda_ctx *)ctx;
+    const uint32_t k = M->kernel < QS_CU_NKERNELS ? M->kernel : QS_CU_K_WALK;
+    const int kr = M->num_classes == 1 ? 0 : M->num_classes <= QS_CU_KREG ? 1 : 2;
+    const int f32 = X->f32 != 0, gvec = k == QS_CU_K_QS && X->vec_global != NULL;
+    const qs_cu_kfn fn = qs_cu_kernels[k][kr][f32][gvec];
+    uint32_t *set = &c->shared_set[k][kr][f32][gvec];
     cudaError_t e;
-    if (shared > (48u << 10) && shared > c->shared_set) {
-        e = cudaFuncSetAttribute(qs_cu_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)shared);
+    if (shared > (48u << 10) && shared > *set) {
+        e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared);
         if (e != cudaSuccess)
             return fail(e, msg, cap);
-        c->shared_set = shared;
+        *set = shared;
     }
-    qs_cu_kernel<<<grid, threads, shared, (cudaStream_t)st>>>(*M, *X);
+    fn<<<grid, threads, shared, (cudaStream_t)st>>>(*M, *X);
     e = cudaGetLastError();
     return e == cudaSuccess ? 0 : fail(e, msg, cap);
 }
@@ -204,4 +291,5 @@ extern "C" const qs_cu_ops qs_cu_cuda_ops = {
     cu_get,
     cu_launch,
     cu_wait,
+    cu_warm,
 };
