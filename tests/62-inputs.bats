@@ -82,13 +82,13 @@ dense_all() {
 }
 
 @test "csv, tsv, f32: shared oracles (LightGBM NaN rules, XGBoost higgs)" {
-    require_shared
-    local m="$SHARED/lightgbm/models/nan_nantype_l31_t300" q
+    require_oracle
+    local m="$ORACLE/lightgbm/models/nan_nantype_l31_t300" q
     q=$(compiled "$m/model.txt")
-    dense_all "$q" "$SHARED/lightgbm/data/rank_nan.test.letor" "$m/pred_raw.txt" zero
-    m="$SHARED/xgboost/higgs-logistic-lg32-t500"
+    dense_all "$q" "$ORACLE/lightgbm/data/rank_nan.test.letor" "$m/pred_raw.txt" zero
+    m="$ORACLE/xgboost/higgs-logistic-lg32-t500"
     q=$(compiled "$m/model.json")
-    dense_all "$q" "$SHARED/svmlight/higgs/test.txt" "$m/test.pred.missing.txt" missing
+    dense_all "$q" "$ORACLE/svmlight/higgs/test.txt" "$m/test.pred.missing.txt" missing
 }
 
 @test "csv --annotate: the LETOR path's label and qid columns, for qs-eval" {
