@@ -13,7 +13,7 @@ setup() {
 }
 
 # Options for a convention name of expected/*.tsv (shared/docs/ndcg.md §4 and
-# the table in shared/data/ndcg/README.md); an @qid/@block suffix is --group.
+# the table in tests/oracle/ndcg/README.md); an @qid/@block suffix is --group.
 conv_opts() {
     local o
     case "${1%@*}" in
