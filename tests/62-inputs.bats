@@ -276,3 +276,24 @@ refuse() {
     printf '1,2\n' > "$T/s.csv"
     refuse 2 "--label-col and --qid-col name the same column \(2\)" --input csv --label-col 2 --qid-col 2 "$q" "$T/s.csv"
 }
+
+@test "csv --header whose first column looks like a label (label, target, relevance, y) and no --label-col: a warning, the scores as before" {
+    local t="$BATS_TEST_TMPDIR" name
+    qs-convert "$FIX/lgb-l8/model.txt.zst" | qs-compile -o "$t/m.qsm"
+    for name in label Target relevance y; do
+        printf '%s,f1,f2\n1,0.5,0.2\n0,0.1,0.9\n' "$name" > "$t/h.csv"
+        run --separate-stderr qs-score --input csv --header "$t/m.qsm" "$t/h.csv"
+        assert_success
+        [ "$stderr" = "qs-score: $t/h.csv:1: warning: the first column is named '$name' but is read as feature 0 (a label? --label-col $name, or --label-col 1)" ] ||
+            { echo "stderr: $stderr"; return 1; }
+        [ "$(printf '%s\n' "$output" | wc -l)" = 2 ]
+        # with --label-col, or another name, no warning
+        run --separate-stderr qs-score --input csv --header --label-col "$name" "$t/m.qsm" "$t/h.csv"
+        assert_success
+        [ -z "$stderr" ]
+    done
+    printf 'f0,f1,f2\n1,0.5,0.2\n' > "$t/h.csv"
+    run --separate-stderr qs-score --input csv --header "$t/m.qsm" "$t/h.csv"
+    assert_success
+    [ -z "$stderr" ]
+}
