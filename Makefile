@@ -142,13 +142,25 @@ BENCH_BIN := $(BUILD)/bench/parse $(BUILD)/bench/qs-matrix $(BUILD)/bench/cuda-k
 
 include fuzz/fuzz.mk
 
-.PHONY: all lib check check-all check-faults check-unit demo install uninstall clean help features
+.PHONY: all lib check check-all check-faults check-unit demo install uninstall clean help features oracle
 ifeq ($(READERS),0)
 all:
 	@echo "make READERS=0 builds the library only (the tools and tests need the readers): make READERS=0 lib" >&2; exit 2
 else
-all: features $(TOOL_BIN) $(UNIT_BIN) $(FAULT_SO) $(FUZZ_REPLAY_BIN) $(BENCH_BIN) $(SHARED_LIB) bin-links
+all: features $(TOOL_BIN) $(UNIT_BIN) $(FAULT_SO) $(FUZZ_REPLAY_BIN) $(BENCH_BIN) $(SHARED_LIB) bin-links oracle
 endif
+
+# The oracle data of the conformance tests: tests/oracle (the models,
+# documents and the training libraries' own predictions, zstd-compressed)
+# unpacked into build/oracle and checked against its checksums
+# (scripts/oracle.sh; the zstd program).  The larger models left out of the
+# repository: scripts/oracle.sh large.
+ORACLE_SRC := $(shell find tests/oracle -type f 2> /dev/null)
+oracle: build/oracle/.unpacked
+build/oracle/.unpacked: $(ORACLE_SRC) scripts/oracle.sh
+	@echo "  ORACLE  build/oracle"
+	$(Q)./scripts/oracle.sh unpack build/oracle
+	@touch $@
 
 # The library alone: libqs.a and libqs.so in $(BUILD)/ (with READERS=0, in
 # build-scoring/: no model readers, no libexpat or protobuf-c).
@@ -338,6 +350,7 @@ help:
 	@echo "make check-all  make check, then the sanitizer build and its pass (scripts/setup.sh test)"
 	@echo "make check-faults  every allocation, thread start and read of small runs failed in turn (tests/faults/)"
 	@echo "make demo       convert, compile and score the bundled example model"
+	@echo "make oracle     unpack the conformance tests' oracle data (tests/oracle) into build/oracle"
 	@echo "make install    install tools, their manual pages, libqs(3), libqs.a, libqs.so, qs.h, qs.pc and format/*.md (PREFIX=$(PREFIX) DESTDIR=)"
 	@echo "make uninstall  remove what install put there"
 	@echo "make fuzz       build the libFuzzer targets with clang and run each FUZZ_SECONDS (60)"

@@ -33,8 +33,8 @@ GRID_LEAVES = (8, 16, 32, 64)
 QUICK = ('1000x8', '1000x64', 'oblivious')
 OBLIVIOUS_MODEL = 'quickrank/models/qr_oblivious_d6_t1000'
 OBLIVIOUS_DOCS = 'lightgbm/data/rank.test.letor'
-MQ2008_TRAIN = 'letor/mq2008/train.txt.zst'
-GEN_WORKLOAD = 'tools/gen_workload.py'
+MQ2008_TRAIN = 'letor/mq2008/train.txt'
+GEN_WORKLOAD = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'workload', 'gen_workload.py')
 # Arguments of gen_workload.py that must match for a cached workload to be reused
 # (besides --trees, --leaves, --docs, --seed, which come from the selection).
 GEN_FIXED = {'depth': 0, 'eta': 0.02, 'objective': 'rank:ndcg', 'min_child_weight': 0.01,
@@ -240,13 +240,13 @@ def prepare_mq2008(a, key, shared, wl_root):
         shutil.rmtree(tmp, ignore_errors=True)
         log('workload %s: %s; building it (training %d trees: roughly %.0f-%.0f s on one core)'
             % (name, reason, trees, trees * 0.02, trees * 0.05))
-        argv = [sys.executable, os.path.join(shared, GEN_WORKLOAD),
+        argv = [sys.executable, GEN_WORKLOAD,
                 '--train', os.path.join(shared, MQ2008_TRAIN), '--out', tmp,
                 '--trees', str(trees), '--leaves', str(leaves), '--docs', str(a.docs),
                 '--seed', str(a.seed), '--pred', 'missing']
         env = dict(os.environ, OMP_NUM_THREADS='1')
         t0 = time.perf_counter()
-        r = subprocess.run(argv, cwd=os.path.join(shared, 'tools'), env=env,
+        r = subprocess.run(argv, cwd=os.path.dirname(GEN_WORKLOAD), env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
         if r.returncode != 0:
             sys.stderr.write(r.stdout)
@@ -280,7 +280,7 @@ def prepare_oblivious(a, shared, wl_root):
     src_docs = os.path.join(shared, OBLIVIOUS_DOCS)
     for p in (src_model, src_scores, src_docs):
         if not os.path.isfile(p):
-            die('%s is missing (the shared reference data is incomplete)' % p)
+            die('%s is missing (the oracle data is incomplete)' % p)
     with open(src_docs, 'rb') as f:
         doc_bytes = f.read()
     if not doc_bytes.endswith(b'\n'):
@@ -814,9 +814,9 @@ def main():
                     help='run everything on this CPU only (sched_setaffinity)')
     ap.add_argument('--dir', default=os.environ.get('QS_BENCH_DIR') or '/tmp/qs-bench',
                     help='scratch folder (default: $QS_BENCH_DIR or /tmp/qs-bench)')
-    ap.add_argument('--shared', default=os.environ.get('QS_SHARED_DATA'),
-                    help='the shared reference data (default: $QS_SHARED_DATA or ../shared/data '
-                         'beside the checkout)')
+    ap.add_argument('--shared', default=os.environ.get('QS_ORACLE_DATA'),
+                    help='the oracle data (default: $QS_ORACLE_DATA or build/oracle, which make '
+                         'unpacks from tests/oracle)')
     ap.add_argument('--repo', default=os.path.dirname(here), help=argparse.SUPPRESS)
     ap.add_argument('--no-build', action='store_true', help="run.sh: don't run make first")
     a = ap.parse_args()
@@ -827,10 +827,10 @@ def main():
         ap.error('--docs must be >= 1')
 
     repo = os.path.realpath(a.repo)
-    shared = os.path.realpath(a.shared or os.path.join(repo, '..', 'shared', 'data'))
+    shared = os.path.realpath(a.shared or os.path.join(repo, 'build', 'oracle'))
     if not os.path.isdir(shared):
-        die('shared reference data not found at %s (expected ../shared/data beside the checkout; '
-            'set QS_SHARED_DATA or --shared)' % shared)
+        die('oracle data not found at %s (make oracle unpacks it; or set QS_ORACLE_DATA or --shared)'
+            % shared)
     bench_dir = os.path.realpath(a.dir)
     if bench_dir == repo or bench_dir.startswith(repo + os.sep):
         die('scratch folder %s is inside the repository %s; choose another (--dir or QS_BENCH_DIR)'
@@ -849,9 +849,9 @@ def main():
             die('python3 xgboost is missing: apt-get install python3-xgboost python3-numpy (and run '
                 'with /usr/bin/python3)')
     if any(k != 'oblivious' for k in keys):
-        for p in (os.path.join(shared, GEN_WORKLOAD), os.path.join(shared, MQ2008_TRAIN)):
+        for p in (GEN_WORKLOAD, os.path.join(shared, MQ2008_TRAIN)):
             if not os.path.isfile(p):
-                die('%s is missing (the shared reference data is incomplete)' % p)
+                die('%s is missing (the oracle data is incomplete)' % p)
         if not shutil.which('zstd'):
             die('the zstd program is missing (gen_workload.py reads .zst files): apt-get install zstd')
 

@@ -39,7 +39,7 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_SYSTEM = 0, 1, 2, 4
 GRID_TREES = (1000, 5000, 20000)
 GRID_LEAVES = (8, 16, 32, 64)
 QUICK = ('1000x64', '1000x8')
-MQ2008_TRAIN = 'letor/mq2008/train.txt.zst'
+MQ2008_TRAIN = 'letor/mq2008/train.txt'
 NCOLS = 47          # MQ2008: feature ids 1..46; column j of every matrix is feature id j
 DEBIAN_PY = '/usr/bin/python3'
 FAMILIES = ('xgb', 'lgb', 'cb')
@@ -326,7 +326,8 @@ def read_train(shared):
     import numpy as np
     from sklearn.datasets import load_svmlight_file
     path = os.path.join(shared, MQ2008_TRAIN)
-    raw = subprocess.run(['zstd', '-dc', path], stdout=subprocess.PIPE, check=True).stdout
+    with open(path, 'rb') as f:
+        raw = f.read()
     X, y, qid = load_svmlight_file(io.BytesIO(raw), n_features=NCOLS, zero_based=True,
                                    query_id=True, dtype=np.float64)
     _, first, counts = np.unique(qid, return_index=True, return_counts=True)
@@ -617,7 +618,7 @@ def main():
     ap.add_argument('--lleaves-grid', default='34:large:inline,34:small:inline,10:large:inline,10:small:inline',
                     help="lleaves compile settings, each its own row: FBLOCKSIZE:CODEMODEL:inline|noinline,...")
     ap.add_argument('--dir', default=os.environ.get('QS_BENCH_DIR') or '/tmp/qs-bench')
-    ap.add_argument('--shared', default=os.environ.get('QS_SHARED_DATA'))
+    ap.add_argument('--shared', default=os.environ.get('QS_ORACLE_DATA'))
     ap.add_argument('--venv', help=argparse.SUPPRESS)
     ap.add_argument('--repo', default=os.path.dirname(here), help=argparse.SUPPRESS)
     ap.add_argument('--no-build', action='store_true', help="peers.sh: don't run make first")
@@ -627,9 +628,9 @@ def main():
     import numpy as np
     t_start = time.perf_counter()
     repo = os.path.realpath(a.repo)
-    shared = os.path.realpath(a.shared or os.path.join(repo, '..', 'shared', 'data'))
+    shared = os.path.realpath(a.shared or os.path.join(repo, 'build', 'oracle'))
     if not os.path.isfile(os.path.join(shared, MQ2008_TRAIN)):
-        die('%s not found (the shared reference data; --shared or QS_SHARED_DATA)'
+        die('%s not found (the oracle data: make oracle; --shared or QS_ORACLE_DATA)'
             % os.path.join(shared, MQ2008_TRAIN))
     bench_dir = os.path.realpath(a.dir)
     if bench_dir == repo or bench_dir.startswith(repo + os.sep):

@@ -1,8 +1,8 @@
 #!/bin/sh
-# make_corpus.sh: regenerates the derived seeds of fuzz/corpus/<target>/ (files named gen-*) from tests/fixtures and, when present, the shared reference data: models cut to a few trees, their canonical text, compiled .qsm (packed and unpacked), LETOR lines and qs-eval inputs.
+# make_corpus.sh: regenerates the derived seeds of fuzz/corpus/<target>/ (files named gen-*) from tests/fixtures and, the oracle data (build/oracle, unpacked by make from tests/oracle): models cut to a few trees, their canonical text, compiled .qsm (packed and unpacked), LETOR lines and qs-eval inputs.
 #
 # Usage: fuzz/make_corpus.sh        (after `make`; uses bin/qs-convert, bin/qs-compile, bin/qs-score)
-# Env:   QS_BIN=dir of the tools (default bin/), QS_SHARED_DATA=shared data dir,
+# Env:   QS_BIN=dir of the tools (default bin/), QS_ORACLE_DATA=the oracle data (default build/oracle),
 #        CC=compiler for the small unpack helper (default cc).
 # Hand-written seeds (hand-*), minimised findings (min-*) and the inputs a
 # campaign added for coverage (cov-*) are left alone.
@@ -11,7 +11,7 @@ set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 BIN=${QS_BIN:-$root/bin}
-SHARED=${QS_SHARED_DATA:-$root/../shared/data}
+SHARED=${QS_ORACLE_DATA:-$root/build/oracle}
 FIX=tests/fixtures
 C=fuzz/corpus
 MAX=65535
@@ -80,7 +80,7 @@ if [ -d "$SHARED/lightgbm/models" ]; then
         lgb_cut "$f" 2 > "$tmp/m"; keep "$tmp/m" "$C/lightgbm/gen-$m-t2.txt"
     done
 else
-    echo "make_corpus.sh: no shared data at $SHARED: fixture seeds only" >&2
+    echo "make_corpus.sh: no oracle data at $SHARED (make oracle): fixture seeds only" >&2
 fi
 
 # ------------------------------------------------------------ xgboost

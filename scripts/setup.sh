@@ -6,16 +6,19 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-# What the build needs (compiler, libzstd, libexpat, protobuf-c, libnuma).
-build_pkgs="gcc make libc6-dev pkg-config libzstd-dev libexpat1-dev libprotobuf-c-dev protobuf-c-compiler libnuma-dev"
+# What the build needs (compiler, libzstd, libexpat, protobuf-c, libnuma; the
+# zstd program unpacks the oracle data of tests/oracle).
+build_pkgs="gcc make libc6-dev pkg-config libzstd-dev libexpat1-dev libprotobuf-c-dev protobuf-c-compiler libnuma-dev zstd"
 # What only the tests need: bats, GNU parallel (files side by side), the zstd
 # and python3 commands, /usr/bin/time, binutils (nm, the exported symbols),
 # numactl, ssh, rsync and iproute2 (tests/61-hosts.bats: GNU parallel over
 # two ssh hosts), jq, man-db and groff-base (the manual pages); the Python
 # binding's build and tests (tests/70-python.bats: python3-dev, pip and
 # setuptools for pip install ./python, NumPy, SciPy, pytest, Dask with
-# distributed and pandas, XGBoost for its live comparison).
-test_pkgs="bats bats-support bats-assert parallel zstd python3 time binutils numactl openssh-server openssh-client rsync iproute2 jq man-db groff-base python3-dev python3-pip python3-setuptools python3-wheel python3-numpy python3-scipy python3-pytest python3-pandas python3-dask python3-distributed python3-xgboost"
+# distributed and pandas, XGBoost for its live comparison); python3-venv for
+# the routes that use a virtual environment (python/README.md's pip install
+# into a venv, scripts/oracle.sh regen).
+test_pkgs="bats bats-support bats-assert parallel python3 time binutils numactl openssh-server openssh-client rsync iproute2 jq man-db groff-base python3-dev python3-pip python3-setuptools python3-wheel python3-numpy python3-scipy python3-pytest python3-pandas python3-dask python3-distributed python3-xgboost python3-venv"
 
 case "${1:-}" in
 demo) want=$build_pkgs ;;

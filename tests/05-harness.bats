@@ -146,3 +146,18 @@ fake_bats() {
     assert_success
     assert_output --regexp "ok 1 exitcode=86:detect_leaks=1:.* use_stacks=0:use_registers=0.* exitcode=87:"
 }
+
+@test "check-all.sh: a part that ran no test is 'skipped' with the reason, never 'passed'" {
+    local t="$BATS_TEST_TMPDIR"
+    printf '@test "a" { skip "no data here"; }\n@test "b" { skip "no data here"; }\n' > "$t/skips.bats"
+    printf '@test "c" { true; }\n@test "d" { skip "not this one"; }\n' > "$t/runs.bats"
+    run env QS_CHECK_FILES="$t/skips.bats" QS_CHECK_CONFORMANCE="$t/runs.bats" \
+        "$QS_ROOT/scripts/check-all.sh"
+    assert_success
+    assert_line --regexp '^suite, plain build +skipped +no test ran \(no data here\); 0 passed, 0 failed, 2 skipped, '
+    refute_line --regexp '^suite, plain build +passed'
+    # a part with a test that ran (where this CPU has the level) passes
+    if "$QS_ROOT/bin/qs-score" --version -v | grep -q '^cpu: .*avx2'; then
+        assert_line --regexp '^conformance, QS_DISABLE_CPU_FEATURES=avx2 +passed +1 passed, 0 failed, 1 skipped, '
+    fi
+}

@@ -79,13 +79,13 @@ cpu_lacks() {
 }
 
 @test "auto runs the vQS kernel of the CPU class's rule for each model (QS_CPU_CLASS), vqs the same" {
-    require_shared
+    require_oracle
     qs-score --list-backends | grep -q '^vqs-avx512	yes	' ||
         skip "this CPU lacks AVX-512 (auto has one vQS kernel to choose)"
     local t="$BATS_TEST_TMPDIR" cls
     qs-convert "$FIX/lgb-l8/model.txt.zst" | qs-compile -o "$t/small.qsm" -
     qs-convert "$FIX/qr-oblivious/model.xml.zst" | qs-compile -o "$t/obl.qsm" -
-    qs-convert "$SHARED/xgboost/mq2008-ndcg-lg64-t1000/model.json.zst" | qs-compile -o "$t/large.qsm" -
+    qs-convert "$ORACLE/xgboost/mq2008-ndcg-lg64-t1000/model.json" | qs-compile -o "$t/large.qsm" -
     # AMD Zen 4: vqs, AVX-512 where most leaves are in trees of <= 16
     # leaves or QS-Omega blocks, else AVX2, and AVX-512 for batches under
     # 32 documents (README.md: measured on Zen 5 and Emerald Rapids before
@@ -103,7 +103,7 @@ cpu_lacks() {
     # Zen 5 (and Intel): blocks read by ranks count on the AVX-512 side too
     # (measured faster on Zen 5 on every one); a layout of reversed trees
     # has none.
-    qs-convert "$SHARED/xgboost/mq2008-ndcg-lg64-t1000/model.json.zst" |
+    qs-convert "$ORACLE/xgboost/mq2008-ndcg-lg64-t1000/model.json" |
         qs-compile --reverse-all -o "$t/large-rev.qsm" -
     for cls in zen5 amd-zen5 intel; do
         run env QS_CPU_CLASS=$cls qs-score -v "$t/small.qsm" < /dev/null

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # CatBoost JSON models: the shared oracles (CatBoost's own predictions,
-# ../shared/data/catboost), hand-made fixtures whose scores follow CatBoost's
+# tests/oracle/catboost), hand-made fixtures whose scores follow CatBoost's
 # rule (tests/fixtures/catboost/README.md), the output affine in the text and
 # the .qsm, and the models that must be refused.
 
@@ -11,12 +11,12 @@ load test_helper
 SCORE_COMPARE=values
 
 C="$BATS_TEST_DIRNAME/fixtures/catboost"
-CB() { printf '%s\n' "$SHARED/catboost/models/$1"; }
+CB() { printf '%s\n' "$ORACLE/catboost/models/$1"; }
 
 # shared NAME ORACLE [qs-score options]: a shared model against its oracle,
 # every back end, a second layout and the threaded paths.
 shared() {
-    require_shared
+    require_oracle
     local d
     d=$(CB "$1")
     [ -d "$d" ] || skip "missing $d"
@@ -109,7 +109,7 @@ N="$BATS_TEST_DIRNAME/fixtures/catboost-nonsym"
 }
 
 @test "catboost: --transform NAME picks the prediction type (sigmoid, exp, fmath-exp, none); the rest refused (exit 3)" {
-    require_shared
+    require_oracle
     local d
     d=$(CB float_binary)
     qs-convert "$d/model.json" | qs-compile -o "$BATS_TEST_TMPDIR/b.qsm" -
@@ -229,8 +229,8 @@ cb_exp() { # cb_exp NAME [TRANSFORM]: raw, then --transform, every back end
     qs-convert "$C/tiny.json" > "$t"
     run sed -n '1p;/^out-/p' "$t"
     assert_output "$(printf 'qs-ensemble 2\nout-scale 0x1.6666666666666p-1\nout-bias 0 -0x1.aa5c5f7c6759bp-7')"
-    if [ -d "$SHARED/catboost/models" ]; then
-        for m in "$SHARED"/catboost/models/*/model.json; do
+    if [ -d "$ORACLE/catboost/models" ]; then
+        for m in "$ORACLE"/catboost/models/*/model.json; do
             qs-convert "$m" > "$BATS_TEST_TMPDIR/a.txt"
             qs-convert "$BATS_TEST_TMPDIR/a.txt" > "$BATS_TEST_TMPDIR/b.txt"
             cmp "$BATS_TEST_TMPDIR/a.txt" "$BATS_TEST_TMPDIR/b.txt" || { echo "$m"; return 1; }

@@ -1,273 +1,227 @@
 #!/usr/bin/env bats
-# Oracle conformance: every LightGBM, XGBoost and QuickRank model in the shared
-# reference data, converted, compiled and scored by every back end, must give
-# the training library's own scores bit for bit.  (Generated list; one test per
+# Oracle conformance: every LightGBM, XGBoost and QuickRank model of the
+# oracle data (tests/oracle, unpacked into build/oracle), converted, compiled
+# and scored by every back end, must give the training library's own scores
+# bit for bit (the larger models left out of the repository:
+# 21-conformance-large.bats).  (Generated list; one test per
 # model so a failure names it.)  Then the transformed oracle files
 # (test.prob.*.txt), XGBoost's own parser's scores (test.pred.xgbfile.txt) and
 # which vQS kernels this CPU left out.
 
 load test_helper
 
-setup() { require_shared; }
+setup() { require_oracle; }
 
 @test "lightgbm binary_l31_t200" {
-    conform "$SHARED/lightgbm/models/binary_l31_t200/model.txt" "$SHARED/lightgbm/data/binary.test.letor" "$SHARED/lightgbm/models/binary_l31_t200/pred_raw.txt"
+    conform "$ORACLE/lightgbm/models/binary_l31_t200/model.txt" "$ORACLE/lightgbm/data/binary.test.letor" "$ORACLE/lightgbm/models/binary_l31_t200/pred_raw.txt"
 }
 
 @test "lightgbm categorical_l31_t200" {
-    conform "$SHARED/lightgbm/models/categorical_l31_t200/model.txt" "$SHARED/lightgbm/data/rank_cat.test.letor" "$SHARED/lightgbm/models/categorical_l31_t200/pred_raw.txt"
+    conform "$ORACLE/lightgbm/models/categorical_l31_t200/model.txt" "$ORACLE/lightgbm/data/rank_cat.test.letor" "$ORACLE/lightgbm/models/categorical_l31_t200/pred_raw.txt"
 }
 
 @test "lightgbm lambdarank_l16_t100" {
-    conform "$SHARED/lightgbm/models/lambdarank_l16_t100/model.txt" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/lightgbm/models/lambdarank_l16_t100/pred_raw.txt"
+    conform "$ORACLE/lightgbm/models/lambdarank_l16_t100/model.txt" "$ORACLE/lightgbm/data/rank.test.letor" "$ORACLE/lightgbm/models/lambdarank_l16_t100/pred_raw.txt"
 }
 
 @test "lightgbm lambdarank_l16_t1000" {
-    conform "$SHARED/lightgbm/models/lambdarank_l16_t1000/model.txt" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/lightgbm/models/lambdarank_l16_t1000/pred_raw.txt"
-}
-
-@test "lightgbm lambdarank_l16_t5000" {
-    conform "$SHARED/lightgbm/models/lambdarank_l16_t5000/model.txt.zst" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/lightgbm/models/lambdarank_l16_t5000/pred_raw.txt"
+    conform "$ORACLE/lightgbm/models/lambdarank_l16_t1000/model.txt" "$ORACLE/lightgbm/data/rank.test.letor" "$ORACLE/lightgbm/models/lambdarank_l16_t1000/pred_raw.txt"
 }
 
 @test "lightgbm lambdarank_l32_t100" {
-    conform "$SHARED/lightgbm/models/lambdarank_l32_t100/model.txt" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/lightgbm/models/lambdarank_l32_t100/pred_raw.txt"
-}
-
-@test "lightgbm lambdarank_l32_t1000" {
-    conform "$SHARED/lightgbm/models/lambdarank_l32_t1000/model.txt" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/lightgbm/models/lambdarank_l32_t1000/pred_raw.txt"
-}
-
-@test "lightgbm lambdarank_l32_t5000" {
-    conform "$SHARED/lightgbm/models/lambdarank_l32_t5000/model.txt.zst" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/lightgbm/models/lambdarank_l32_t5000/pred_raw.txt"
+    conform "$ORACLE/lightgbm/models/lambdarank_l32_t100/model.txt" "$ORACLE/lightgbm/data/rank.test.letor" "$ORACLE/lightgbm/models/lambdarank_l32_t100/pred_raw.txt"
 }
 
 @test "lightgbm lambdarank_l64_t100" {
-    conform "$SHARED/lightgbm/models/lambdarank_l64_t100/model.txt" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/lightgbm/models/lambdarank_l64_t100/pred_raw.txt"
-}
-
-@test "lightgbm lambdarank_l64_t1000" {
-    conform "$SHARED/lightgbm/models/lambdarank_l64_t1000/model.txt.zst" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/lightgbm/models/lambdarank_l64_t1000/pred_raw.txt"
-}
-
-@test "lightgbm lambdarank_l64_t5000" {
-    conform "$SHARED/lightgbm/models/lambdarank_l64_t5000/model.txt.zst" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/lightgbm/models/lambdarank_l64_t5000/pred_raw.txt"
+    conform "$ORACLE/lightgbm/models/lambdarank_l64_t100/model.txt" "$ORACLE/lightgbm/data/rank.test.letor" "$ORACLE/lightgbm/models/lambdarank_l64_t100/pred_raw.txt"
 }
 
 @test "lightgbm lambdarank_l8_t100" {
-    conform "$SHARED/lightgbm/models/lambdarank_l8_t100/model.txt" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/lightgbm/models/lambdarank_l8_t100/pred_raw.txt"
+    conform "$ORACLE/lightgbm/models/lambdarank_l8_t100/model.txt" "$ORACLE/lightgbm/data/rank.test.letor" "$ORACLE/lightgbm/models/lambdarank_l8_t100/pred_raw.txt"
 }
 
 @test "lightgbm lambdarank_l8_t1000" {
-    conform "$SHARED/lightgbm/models/lambdarank_l8_t1000/model.txt" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/lightgbm/models/lambdarank_l8_t1000/pred_raw.txt"
-}
-
-@test "lightgbm lambdarank_l8_t5000" {
-    conform "$SHARED/lightgbm/models/lambdarank_l8_t5000/model.txt.zst" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/lightgbm/models/lambdarank_l8_t5000/pred_raw.txt"
+    conform "$ORACLE/lightgbm/models/lambdarank_l8_t1000/model.txt" "$ORACLE/lightgbm/data/rank.test.letor" "$ORACLE/lightgbm/models/lambdarank_l8_t1000/pred_raw.txt"
 }
 
 @test "lightgbm multiclass_k5_l15_t20" {
-    conform "$SHARED/lightgbm/models/multiclass_k5_l15_t20/model.txt" "$SHARED/lightgbm/data/multiclass.test.letor" "$SHARED/lightgbm/models/multiclass_k5_l15_t20/pred_raw.txt"
+    conform "$ORACLE/lightgbm/models/multiclass_k5_l15_t20/model.txt" "$ORACLE/lightgbm/data/multiclass.test.letor" "$ORACLE/lightgbm/models/multiclass_k5_l15_t20/pred_raw.txt"
 }
 
 @test "lightgbm nan_nantype_l31_t300" {
-    conform "$SHARED/lightgbm/models/nan_nantype_l31_t300/model.txt" "$SHARED/lightgbm/data/rank_nan.test.letor" "$SHARED/lightgbm/models/nan_nantype_l31_t300/pred_raw.txt"
+    conform "$ORACLE/lightgbm/models/nan_nantype_l31_t300/model.txt" "$ORACLE/lightgbm/data/rank_nan.test.letor" "$ORACLE/lightgbm/models/nan_nantype_l31_t300/pred_raw.txt"
 }
 
 @test "lightgbm nan_usemissingfalse_l31_t300" {
-    conform "$SHARED/lightgbm/models/nan_usemissingfalse_l31_t300/model.txt" "$SHARED/lightgbm/data/rank_nan.test.letor" "$SHARED/lightgbm/models/nan_usemissingfalse_l31_t300/pred_raw.txt"
+    conform "$ORACLE/lightgbm/models/nan_usemissingfalse_l31_t300/model.txt" "$ORACLE/lightgbm/data/rank_nan.test.letor" "$ORACLE/lightgbm/models/nan_usemissingfalse_l31_t300/pred_raw.txt"
 }
 
 @test "lightgbm nan_zeroasmissing_l31_t300" {
-    conform "$SHARED/lightgbm/models/nan_zeroasmissing_l31_t300/model.txt" "$SHARED/lightgbm/data/rank_nan.test.letor" "$SHARED/lightgbm/models/nan_zeroasmissing_l31_t300/pred_raw.txt"
+    conform "$ORACLE/lightgbm/models/nan_zeroasmissing_l31_t300/model.txt" "$ORACLE/lightgbm/data/rank_nan.test.letor" "$ORACLE/lightgbm/models/nan_zeroasmissing_l31_t300/pred_raw.txt"
 }
 
 @test "lightgbm regression_l31_t300" {
-    conform "$SHARED/lightgbm/models/regression_l31_t300/model.txt" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/lightgbm/models/regression_l31_t300/pred_raw.txt"
+    conform "$ORACLE/lightgbm/models/regression_l31_t300/model.txt" "$ORACLE/lightgbm/data/rank.test.letor" "$ORACLE/lightgbm/models/regression_l31_t300/pred_raw.txt"
 }
 
 @test "lightgbm lineartree_l15_t20 (linear trees)" {
-    conform "$SHARED/lightgbm/models/lineartree_l15_t20/model.txt" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/lightgbm/models/lineartree_l15_t20/pred_raw.txt"
+    conform "$ORACLE/lightgbm/models/lineartree_l15_t20/model.txt" "$ORACLE/lightgbm/data/rank.test.letor" "$ORACLE/lightgbm/models/lineartree_l15_t20/pred_raw.txt"
 }
 
 @test "quickrank qr_lambdamart_l16_t500" {
-    conform "$SHARED/quickrank/models/qr_lambdamart_l16_t500/model.xml" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/quickrank/models/qr_lambdamart_l16_t500/scores.txt"
+    conform "$ORACLE/quickrank/models/qr_lambdamart_l16_t500/model.xml" "$ORACLE/lightgbm/data/rank.test.letor" "$ORACLE/quickrank/models/qr_lambdamart_l16_t500/scores.txt"
 }
 
 @test "quickrank qr_lambdamart_l32_t1000" {
-    conform "$SHARED/quickrank/models/qr_lambdamart_l32_t1000/model.xml.zst" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/quickrank/models/qr_lambdamart_l32_t1000/scores.txt"
+    conform "$ORACLE/quickrank/models/qr_lambdamart_l32_t1000/model.xml" "$ORACLE/lightgbm/data/rank.test.letor" "$ORACLE/quickrank/models/qr_lambdamart_l32_t1000/scores.txt"
 }
 
 @test "quickrank qr_lambdamart_l64_t1000" {
-    conform "$SHARED/quickrank/models/qr_lambdamart_l64_t1000/model.xml.zst" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/quickrank/models/qr_lambdamart_l64_t1000/scores.txt"
+    conform "$ORACLE/quickrank/models/qr_lambdamart_l64_t1000/model.xml" "$ORACLE/lightgbm/data/rank.test.letor" "$ORACLE/quickrank/models/qr_lambdamart_l64_t1000/scores.txt"
 }
 
 @test "quickrank qr_lambdamart_l8_t100" {
-    conform "$SHARED/quickrank/models/qr_lambdamart_l8_t100/model.xml" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/quickrank/models/qr_lambdamart_l8_t100/scores.txt"
+    conform "$ORACLE/quickrank/models/qr_lambdamart_l8_t100/model.xml" "$ORACLE/lightgbm/data/rank.test.letor" "$ORACLE/quickrank/models/qr_lambdamart_l8_t100/scores.txt"
 }
 
 @test "quickrank qr_oblivious_d3_t100" {
-    OBLIVIOUS=yes conform "$SHARED/quickrank/models/qr_oblivious_d3_t100/model.xml" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/quickrank/models/qr_oblivious_d3_t100/scores.txt"
+    OBLIVIOUS=yes conform "$ORACLE/quickrank/models/qr_oblivious_d3_t100/model.xml" "$ORACLE/lightgbm/data/rank.test.letor" "$ORACLE/quickrank/models/qr_oblivious_d3_t100/scores.txt"
 }
 
 @test "quickrank qr_oblivious_d4_t500" {
-    OBLIVIOUS=yes conform "$SHARED/quickrank/models/qr_oblivious_d4_t500/model.xml" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/quickrank/models/qr_oblivious_d4_t500/scores.txt"
+    OBLIVIOUS=yes conform "$ORACLE/quickrank/models/qr_oblivious_d4_t500/model.xml" "$ORACLE/lightgbm/data/rank.test.letor" "$ORACLE/quickrank/models/qr_oblivious_d4_t500/scores.txt"
 }
 
 @test "quickrank qr_oblivious_d5_t1000" {
-    OBLIVIOUS=yes conform "$SHARED/quickrank/models/qr_oblivious_d5_t1000/model.xml" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/quickrank/models/qr_oblivious_d5_t1000/scores.txt"
+    OBLIVIOUS=yes conform "$ORACLE/quickrank/models/qr_oblivious_d5_t1000/model.xml" "$ORACLE/lightgbm/data/rank.test.letor" "$ORACLE/quickrank/models/qr_oblivious_d5_t1000/scores.txt"
 }
 
 @test "quickrank qr_oblivious_d6_t1000" {
-    OBLIVIOUS=yes conform "$SHARED/quickrank/models/qr_oblivious_d6_t1000/model.xml" "$SHARED/lightgbm/data/rank.test.letor" "$SHARED/quickrank/models/qr_oblivious_d6_t1000/scores.txt"
+    OBLIVIOUS=yes conform "$ORACLE/quickrank/models/qr_oblivious_d6_t1000/model.xml" "$ORACLE/lightgbm/data/rank.test.letor" "$ORACLE/quickrank/models/qr_oblivious_d6_t1000/scores.txt"
 }
 
 @test "xgboost agaricus-logistic-d4-t50 (absent = missing)" {
-    conform "$SHARED/xgboost/agaricus-logistic-d4-t50/model.json" "$SHARED/svmlight/agaricus/test.txt" "$SHARED/xgboost/agaricus-logistic-d4-t50/test.pred.missing.txt"
+    conform "$ORACLE/xgboost/agaricus-logistic-d4-t50/model.json" "$ORACLE/svmlight/agaricus/test.txt" "$ORACLE/xgboost/agaricus-logistic-d4-t50/test.pred.missing.txt"
 }
 
 @test "xgboost agaricus-logistic-d4-t50 (--absent zero)" {
-    conform "$SHARED/xgboost/agaricus-logistic-d4-t50/model.json" "$SHARED/svmlight/agaricus/test.txt" "$SHARED/xgboost/agaricus-logistic-d4-t50/test.pred.dense.txt" --absent zero
+    conform "$ORACLE/xgboost/agaricus-logistic-d4-t50/model.json" "$ORACLE/svmlight/agaricus/test.txt" "$ORACLE/xgboost/agaricus-logistic-d4-t50/test.pred.dense.txt" --absent zero
 }
 
 @test "xgboost higgs-logistic-lg32-t500 (absent = missing)" {
-    conform "$SHARED/xgboost/higgs-logistic-lg32-t500/model.json" "$SHARED/svmlight/higgs/test.txt" "$SHARED/xgboost/higgs-logistic-lg32-t500/test.pred.missing.txt"
+    conform "$ORACLE/xgboost/higgs-logistic-lg32-t500/model.json" "$ORACLE/svmlight/higgs/test.txt" "$ORACLE/xgboost/higgs-logistic-lg32-t500/test.pred.missing.txt"
 }
 
 @test "xgboost higgs-logistic-lg32-t500 (--absent zero)" {
-    conform "$SHARED/xgboost/higgs-logistic-lg32-t500/model.json" "$SHARED/svmlight/higgs/test.txt" "$SHARED/xgboost/higgs-logistic-lg32-t500/test.pred.dense.txt" --absent zero
+    conform "$ORACLE/xgboost/higgs-logistic-lg32-t500/model.json" "$ORACLE/svmlight/higgs/test.txt" "$ORACLE/xgboost/higgs-logistic-lg32-t500/test.pred.dense.txt" --absent zero
 }
 
 @test "xgboost higgsmbb-regression-lg32-t500 (absent = missing)" {
-    conform "$SHARED/xgboost/higgsmbb-regression-lg32-t500/model.json" "$SHARED/svmlight/higgs-mbb/test.txt" "$SHARED/xgboost/higgsmbb-regression-lg32-t500/test.pred.missing.txt"
+    conform "$ORACLE/xgboost/higgsmbb-regression-lg32-t500/model.json" "$ORACLE/svmlight/higgs-mbb/test.txt" "$ORACLE/xgboost/higgsmbb-regression-lg32-t500/test.pred.missing.txt"
 }
 
 @test "xgboost higgsmbb-regression-lg32-t500 (--absent zero)" {
-    conform "$SHARED/xgboost/higgsmbb-regression-lg32-t500/model.json" "$SHARED/svmlight/higgs-mbb/test.txt" "$SHARED/xgboost/higgsmbb-regression-lg32-t500/test.pred.dense.txt" --absent zero
+    conform "$ORACLE/xgboost/higgsmbb-regression-lg32-t500/model.json" "$ORACLE/svmlight/higgs-mbb/test.txt" "$ORACLE/xgboost/higgsmbb-regression-lg32-t500/test.pred.dense.txt" --absent zero
 }
 
 @test "xgboost lgbmrank-ndcg-lg16-t100 (absent = missing)" {
-    conform "$SHARED/xgboost/lgbmrank-ndcg-lg16-t100/model.json" "$SHARED/letor/lgbm-rank/test.txt" "$SHARED/xgboost/lgbmrank-ndcg-lg16-t100/test.pred.missing.txt"
+    conform "$ORACLE/xgboost/lgbmrank-ndcg-lg16-t100/model.json" "$ORACLE/letor/lgbm-rank/test.txt" "$ORACLE/xgboost/lgbmrank-ndcg-lg16-t100/test.pred.missing.txt"
 }
 
 @test "xgboost lgbmrank-ndcg-lg16-t100 (--absent zero)" {
-    conform "$SHARED/xgboost/lgbmrank-ndcg-lg16-t100/model.json" "$SHARED/letor/lgbm-rank/test.txt" "$SHARED/xgboost/lgbmrank-ndcg-lg16-t100/test.pred.dense.txt" --absent zero
+    conform "$ORACLE/xgboost/lgbmrank-ndcg-lg16-t100/model.json" "$ORACLE/letor/lgbm-rank/test.txt" "$ORACLE/xgboost/lgbmrank-ndcg-lg16-t100/test.pred.dense.txt" --absent zero
 }
 
 @test "xgboost lgbmrank-ndcg-lg32-t1000 (absent = missing)" {
-    conform "$SHARED/xgboost/lgbmrank-ndcg-lg32-t1000/model.json" "$SHARED/letor/lgbm-rank/test.txt" "$SHARED/xgboost/lgbmrank-ndcg-lg32-t1000/test.pred.missing.txt"
+    conform "$ORACLE/xgboost/lgbmrank-ndcg-lg32-t1000/model.json" "$ORACLE/letor/lgbm-rank/test.txt" "$ORACLE/xgboost/lgbmrank-ndcg-lg32-t1000/test.pred.missing.txt"
 }
 
 @test "xgboost lgbmrank-ndcg-lg32-t1000 (--absent zero)" {
-    conform "$SHARED/xgboost/lgbmrank-ndcg-lg32-t1000/model.json" "$SHARED/letor/lgbm-rank/test.txt" "$SHARED/xgboost/lgbmrank-ndcg-lg32-t1000/test.pred.dense.txt" --absent zero
+    conform "$ORACLE/xgboost/lgbmrank-ndcg-lg32-t1000/model.json" "$ORACLE/letor/lgbm-rank/test.txt" "$ORACLE/xgboost/lgbmrank-ndcg-lg32-t1000/test.pred.dense.txt" --absent zero
 }
 
 @test "xgboost lgbmrank-pairwise-d5-t500 (absent = missing)" {
-    conform "$SHARED/xgboost/lgbmrank-pairwise-d5-t500/model.json" "$SHARED/letor/lgbm-rank/test.txt" "$SHARED/xgboost/lgbmrank-pairwise-d5-t500/test.pred.missing.txt"
+    conform "$ORACLE/xgboost/lgbmrank-pairwise-d5-t500/model.json" "$ORACLE/letor/lgbm-rank/test.txt" "$ORACLE/xgboost/lgbmrank-pairwise-d5-t500/test.pred.missing.txt"
 }
 
 @test "xgboost lgbmrank-pairwise-d5-t500 (--absent zero)" {
-    conform "$SHARED/xgboost/lgbmrank-pairwise-d5-t500/model.json" "$SHARED/letor/lgbm-rank/test.txt" "$SHARED/xgboost/lgbmrank-pairwise-d5-t500/test.pred.dense.txt" --absent zero
+    conform "$ORACLE/xgboost/lgbmrank-pairwise-d5-t500/model.json" "$ORACLE/letor/lgbm-rank/test.txt" "$ORACLE/xgboost/lgbmrank-pairwise-d5-t500/test.pred.dense.txt" --absent zero
 }
 
 @test "xgboost mq2008-ndcg-d3-t100 (absent = missing)" {
-    conform "$SHARED/xgboost/mq2008-ndcg-d3-t100/model.json" "$SHARED/letor/mq2008/test.txt" "$SHARED/xgboost/mq2008-ndcg-d3-t100/test.pred.missing.txt"
+    conform "$ORACLE/xgboost/mq2008-ndcg-d3-t100/model.json" "$ORACLE/letor/mq2008/test.txt" "$ORACLE/xgboost/mq2008-ndcg-d3-t100/test.pred.missing.txt"
 }
 
 @test "xgboost mq2008-ndcg-d3-t100 (--absent zero)" {
-    conform "$SHARED/xgboost/mq2008-ndcg-d3-t100/model.json" "$SHARED/letor/mq2008/test.txt" "$SHARED/xgboost/mq2008-ndcg-d3-t100/test.pred.dense.txt" --absent zero
+    conform "$ORACLE/xgboost/mq2008-ndcg-d3-t100/model.json" "$ORACLE/letor/mq2008/test.txt" "$ORACLE/xgboost/mq2008-ndcg-d3-t100/test.pred.dense.txt" --absent zero
 }
 
 @test "xgboost mq2008-ndcg-d6-t1000 (absent = missing)" {
-    conform "$SHARED/xgboost/mq2008-ndcg-d6-t1000/model.json.zst" "$SHARED/letor/mq2008/test.txt" "$SHARED/xgboost/mq2008-ndcg-d6-t1000/test.pred.missing.txt"
+    conform "$ORACLE/xgboost/mq2008-ndcg-d6-t1000/model.json" "$ORACLE/letor/mq2008/test.txt" "$ORACLE/xgboost/mq2008-ndcg-d6-t1000/test.pred.missing.txt"
 }
 
 @test "xgboost mq2008-ndcg-d6-t1000 (--absent zero)" {
-    conform "$SHARED/xgboost/mq2008-ndcg-d6-t1000/model.json.zst" "$SHARED/letor/mq2008/test.txt" "$SHARED/xgboost/mq2008-ndcg-d6-t1000/test.pred.dense.txt" --absent zero
+    conform "$ORACLE/xgboost/mq2008-ndcg-d6-t1000/model.json" "$ORACLE/letor/mq2008/test.txt" "$ORACLE/xgboost/mq2008-ndcg-d6-t1000/test.pred.dense.txt" --absent zero
 }
 
 @test "xgboost mq2008-ndcg-lg16-t1000 (absent = missing)" {
-    conform "$SHARED/xgboost/mq2008-ndcg-lg16-t1000/model.json" "$SHARED/letor/mq2008/test.txt" "$SHARED/xgboost/mq2008-ndcg-lg16-t1000/test.pred.missing.txt"
+    conform "$ORACLE/xgboost/mq2008-ndcg-lg16-t1000/model.json" "$ORACLE/letor/mq2008/test.txt" "$ORACLE/xgboost/mq2008-ndcg-lg16-t1000/test.pred.missing.txt"
 }
 
 @test "xgboost mq2008-ndcg-lg16-t1000 (--absent zero)" {
-    conform "$SHARED/xgboost/mq2008-ndcg-lg16-t1000/model.json" "$SHARED/letor/mq2008/test.txt" "$SHARED/xgboost/mq2008-ndcg-lg16-t1000/test.pred.dense.txt" --absent zero
-}
-
-@test "xgboost mq2008-ndcg-lg32-t1000 (absent = missing)" {
-    conform "$SHARED/xgboost/mq2008-ndcg-lg32-t1000/model.json" "$SHARED/letor/mq2008/test.txt" "$SHARED/xgboost/mq2008-ndcg-lg32-t1000/test.pred.missing.txt"
-}
-
-@test "xgboost mq2008-ndcg-lg32-t1000 (--absent zero)" {
-    conform "$SHARED/xgboost/mq2008-ndcg-lg32-t1000/model.json" "$SHARED/letor/mq2008/test.txt" "$SHARED/xgboost/mq2008-ndcg-lg32-t1000/test.pred.dense.txt" --absent zero
+    conform "$ORACLE/xgboost/mq2008-ndcg-lg16-t1000/model.json" "$ORACLE/letor/mq2008/test.txt" "$ORACLE/xgboost/mq2008-ndcg-lg16-t1000/test.pred.dense.txt" --absent zero
 }
 
 @test "xgboost mq2008-ndcg-lg64-t1000 (absent = missing)" {
-    conform "$SHARED/xgboost/mq2008-ndcg-lg64-t1000/model.json.zst" "$SHARED/letor/mq2008/test.txt" "$SHARED/xgboost/mq2008-ndcg-lg64-t1000/test.pred.missing.txt"
+    conform "$ORACLE/xgboost/mq2008-ndcg-lg64-t1000/model.json" "$ORACLE/letor/mq2008/test.txt" "$ORACLE/xgboost/mq2008-ndcg-lg64-t1000/test.pred.missing.txt"
 }
 
 @test "xgboost mq2008-ndcg-lg64-t1000 (--absent zero)" {
-    conform "$SHARED/xgboost/mq2008-ndcg-lg64-t1000/model.json.zst" "$SHARED/letor/mq2008/test.txt" "$SHARED/xgboost/mq2008-ndcg-lg64-t1000/test.pred.dense.txt" --absent zero
-}
-
-@test "xgboost mq2008-ndcg-lg64-t5000 (absent = missing)" {
-    conform "$SHARED/xgboost/mq2008-ndcg-lg64-t5000/model.json.zst" "$SHARED/letor/mq2008/test.txt" "$SHARED/xgboost/mq2008-ndcg-lg64-t5000/test.pred.missing.txt"
-}
-
-@test "xgboost mq2008-ndcg-lg64-t5000 (--absent zero)" {
-    conform "$SHARED/xgboost/mq2008-ndcg-lg64-t5000/model.json.zst" "$SHARED/letor/mq2008/test.txt" "$SHARED/xgboost/mq2008-ndcg-lg64-t5000/test.pred.dense.txt" --absent zero
+    conform "$ORACLE/xgboost/mq2008-ndcg-lg64-t1000/model.json" "$ORACLE/letor/mq2008/test.txt" "$ORACLE/xgboost/mq2008-ndcg-lg64-t1000/test.pred.dense.txt" --absent zero
 }
 
 @test "xgboost mq2008-ndcg-lg8-t100 (absent = missing)" {
-    conform "$SHARED/xgboost/mq2008-ndcg-lg8-t100/model.json" "$SHARED/letor/mq2008/test.txt" "$SHARED/xgboost/mq2008-ndcg-lg8-t100/test.pred.missing.txt"
+    conform "$ORACLE/xgboost/mq2008-ndcg-lg8-t100/model.json" "$ORACLE/letor/mq2008/test.txt" "$ORACLE/xgboost/mq2008-ndcg-lg8-t100/test.pred.missing.txt"
 }
 
 @test "xgboost mq2008-ndcg-lg8-t100 (--absent zero)" {
-    conform "$SHARED/xgboost/mq2008-ndcg-lg8-t100/model.json" "$SHARED/letor/mq2008/test.txt" "$SHARED/xgboost/mq2008-ndcg-lg8-t100/test.pred.dense.txt" --absent zero
-}
-
-@test "xgboost mq2008-pairwise-lg32-t1000 (absent = missing)" {
-    conform "$SHARED/xgboost/mq2008-pairwise-lg32-t1000/model.json" "$SHARED/letor/mq2008/test.txt" "$SHARED/xgboost/mq2008-pairwise-lg32-t1000/test.pred.missing.txt"
-}
-
-@test "xgboost mq2008-pairwise-lg32-t1000 (--absent zero)" {
-    conform "$SHARED/xgboost/mq2008-pairwise-lg32-t1000/model.json" "$SHARED/letor/mq2008/test.txt" "$SHARED/xgboost/mq2008-pairwise-lg32-t1000/test.pred.dense.txt" --absent zero
+    conform "$ORACLE/xgboost/mq2008-ndcg-lg8-t100/model.json" "$ORACLE/letor/mq2008/test.txt" "$ORACLE/xgboost/mq2008-ndcg-lg8-t100/test.pred.dense.txt" --absent zero
 }
 
 @test "xgboost mq2008-tiny-d2-t3 (absent = missing)" {
-    conform "$SHARED/xgboost/mq2008-tiny-d2-t3/model.json" "$SHARED/letor/mq2008/test.txt" "$SHARED/xgboost/mq2008-tiny-d2-t3/test.pred.missing.txt"
+    conform "$ORACLE/xgboost/mq2008-tiny-d2-t3/model.json" "$ORACLE/letor/mq2008/test.txt" "$ORACLE/xgboost/mq2008-tiny-d2-t3/test.pred.missing.txt"
 }
 
 @test "xgboost mq2008-tiny-d2-t3 (--absent zero)" {
-    conform "$SHARED/xgboost/mq2008-tiny-d2-t3/model.json" "$SHARED/letor/mq2008/test.txt" "$SHARED/xgboost/mq2008-tiny-d2-t3/test.pred.dense.txt" --absent zero
+    conform "$ORACLE/xgboost/mq2008-tiny-d2-t3/model.json" "$ORACLE/letor/mq2008/test.txt" "$ORACLE/xgboost/mq2008-tiny-d2-t3/test.pred.dense.txt" --absent zero
 }
 
 @test "xgboost mq2008missing-ndcg-lg32-t1000 (absent = missing)" {
-    conform "$SHARED/xgboost/mq2008missing-ndcg-lg32-t1000/model.json" "$SHARED/letor/mq2008-missing/test.txt" "$SHARED/xgboost/mq2008missing-ndcg-lg32-t1000/test.pred.missing.txt"
+    conform "$ORACLE/xgboost/mq2008missing-ndcg-lg32-t1000/model.json" "$ORACLE/letor/mq2008-missing/test.txt" "$ORACLE/xgboost/mq2008missing-ndcg-lg32-t1000/test.pred.missing.txt"
 }
 
 @test "xgboost mq2008missing-ndcg-lg32-t1000 (--absent zero)" {
-    conform "$SHARED/xgboost/mq2008missing-ndcg-lg32-t1000/model.json" "$SHARED/letor/mq2008-missing/test.txt" "$SHARED/xgboost/mq2008missing-ndcg-lg32-t1000/test.pred.dense.txt" --absent zero
+    conform "$ORACLE/xgboost/mq2008missing-ndcg-lg32-t1000/model.json" "$ORACLE/letor/mq2008-missing/test.txt" "$ORACLE/xgboost/mq2008missing-ndcg-lg32-t1000/test.pred.dense.txt" --absent zero
 }
 
 @test "xgboost agaricus-logistic-d4-t50 --transform (sigmoid: test.prob.missing.txt)" {
-    conform "$SHARED/xgboost/agaricus-logistic-d4-t50/model.json" "$SHARED/svmlight/agaricus/test.txt" "$SHARED/xgboost/agaricus-logistic-d4-t50/test.prob.missing.txt" --transform
+    conform "$ORACLE/xgboost/agaricus-logistic-d4-t50/model.json" "$ORACLE/svmlight/agaricus/test.txt" "$ORACLE/xgboost/agaricus-logistic-d4-t50/test.prob.missing.txt" --transform
 }
 
 @test "xgboost higgs-logistic-lg32-t500 --transform (sigmoid: test.prob.missing.txt)" {
-    conform "$SHARED/xgboost/higgs-logistic-lg32-t500/model.json" "$SHARED/svmlight/higgs/test.txt" "$SHARED/xgboost/higgs-logistic-lg32-t500/test.prob.missing.txt" --transform
+    conform "$ORACLE/xgboost/higgs-logistic-lg32-t500/model.json" "$ORACLE/svmlight/higgs/test.txt" "$ORACLE/xgboost/higgs-logistic-lg32-t500/test.prob.missing.txt" --transform
 }
 
 @test "every transformed oracle file (test.prob.*.txt) has a test above" {
     local f name n=0
-    for f in "$SHARED"/xgboost/*/test.prob.*.txt; do
+    for f in "$ORACLE"/xgboost/*/test.prob.*.txt; do
         [ -f "$f" ] || continue
         n=$((n + 1))
-        name=${f#"$SHARED"/xgboost/}
+        name=${f#"$ORACLE"/xgboost/}
         grep -qF "/xgboost/$name\" --transform" "$BATS_TEST_FILENAME" ||
             { echo "no conformance test for $f"; return 1; }
     done
-    [ "$n" -gt 0 ] || { echo "no test.prob.*.txt under $SHARED/xgboost"; return 1; }
+    [ "$n" -gt 0 ] || { echo "no test.prob.*.txt under $ORACLE/xgboost"; return 1; }
 }
 
 # The rule of xgboost/README.md: test.pred.xgbfile.txt is what XGBoost's own
@@ -278,11 +232,12 @@ setup() { require_shared; }
 @test "xgboost test.pred.xgbfile.txt: equal to qs-score but on the documents XGBoost's parser misreads (info.json)" {
     command -v jq > /dev/null || skip "jq not found (needed to read info.json)"
     local d m docs want got n=0 differing
-    for d in "$SHARED"/xgboost/*/; do
+    for d in "$ORACLE"/xgboost/*/; do
+        # a model left out of the repository (21-conformance-large.bats)
         [ -f "$d/test.pred.xgbfile.txt" ] || continue
         n=$((n + 1))
-        m=$(ls "$d"model.json "$d"model.json.zst 2> /dev/null | head -1)
-        docs="$SHARED/$(jq -r .test_file "$d/info.json")"
+        m="$d"model.json
+        docs="$ORACLE/$(jq -r .test_file "$d/info.json")"
         want=$(jq -r .missing_vs_xgbfile.docs_differing "$d/info.json")
         qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" "$m"
         qs-score "$BATS_TEST_TMPDIR/m.qsm" "$docs" > "$BATS_TEST_TMPDIR/got"
@@ -293,7 +248,7 @@ setup() { require_shared; }
         if [ "$want" = 0 ]; then compare_scores "$BATS_TEST_TMPDIR/got" "$d/test.pred.xgbfile.txt"; fi
     done
     echo "$n xgbfile oracles"
-    [ "$n" -ge 16 ]
+    [ "$n" -ge 13 ]
 }
 
 # On a CPU without AVX-512 or AVX2 the vQS kernels drop out of every test

@@ -77,13 +77,13 @@ batch_conform() {
 # tests/20-conformance.bats whose model path matches PATTERN, through
 # batch_conform; at least one.
 oracles() {
-    require_shared
+    require_oracle
     local line n=0
     while IFS= read -r line; do
         line=${line#"${line%%[! ]*}"}
         line=${line#"OBLIVIOUS=yes "}
         case "$line" in
-            "conform \"\$SHARED/$1"*) ;;
+            "conform \"\$ORACLE/$1"*) ;;
             *) continue ;;
         esac
         eval "batch_conform ${line#conform }" || return 1

@@ -94,7 +94,7 @@ conformance_pairs() {
 }
 
 @test "emulator: every conformance model, with its documents and edge documents" {
-    require_shared
+    require_oracle
     # The emulator's own memory use is the fixtures' and block models' (above);
     # the sanitizer pass leaves the conformance models to the plain pass.
     [ -z "${SANITIZE:-}" ] || skip "the plain pass runs this (sanitizer build: the fixtures and block models above)"
@@ -112,7 +112,7 @@ conformance_pairs() {
         emu -q "$BATS_TEST_TMPDIR/$key.qsm" "$BATS_TEST_TMPDIR/docs" 100 ||
             { echo "($model)"; return 1; }
         n=$((n + 1))
-    done < <(SHARED="$SHARED" C="$SHARED/catboost/models" L="$SHARED/lightgbm/models" \
+    done < <(ORACLE="$ORACLE" C="$ORACLE/catboost/models" L="$ORACLE/lightgbm/models" \
         conformance_pairs | while IFS= read -r l; do eval "echo $l"; done)
     [ "$n" -ge 40 ] || { echo "only $n conformance models found"; return 1; }
 }

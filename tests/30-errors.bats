@@ -253,3 +253,54 @@ no_leftovers() { # no output file and no temporary file in $T
         assert_output --partial "usage: $t"
     done
 }
+
+@test "an unknown long option near a real one: 'did you mean', one line, exit 2" {
+    run qs-score --tree 5 "$FIX/lgb-l8/model.txt.zst"
+    assert_failure 2
+    assert_line --index 0 "qs-score: unknown option '--tree' (did you mean '--trees'?)"
+    assert_line --index 1 "Try 'qs-score --help' for more information."
+    run qs-convert --frm lightgbm x
+    assert_failure 2
+    assert_line --index 0 "qs-convert: unknown option '--frm' (did you mean '--from'?)"
+    run qs-compile --revers x
+    assert_failure 2
+    assert_line --index 0 "qs-compile: unknown option '--revers' (did you mean '--reverse-sample' or '--reverse-all'?)"
+    run qs-eval --lik x y
+    assert_line --index 0 "qs-eval: unknown option '--lik' (did you mean '--like'?)"
+    # nothing near: no suggestion
+    run qs-score --zzzzzz x
+    assert_line --index 0 "qs-score: unknown option '--zzzzzz'"
+}
+
+@test "qs-convert and qs-compile with no model and a terminal on standard input: say what to type, exit 2" {
+    command -v script > /dev/null || skip "script (util-linux) not found"
+    run script -qec "qs-convert" /dev/null
+    assert_failure 2
+    assert_output --partial "qs-convert: no model given, and standard input is a terminal: type qs-convert FILE, or pipe one in (qs-convert < FILE)"
+    run script -qec "qs-compile -o '$BATS_TEST_TMPDIR/x.qsm'" /dev/null
+    assert_failure 2
+    assert_output --partial "qs-compile: no model given, and standard input is a terminal"
+    [ ! -e "$BATS_TEST_TMPDIR/x.qsm" ]
+    # a pipe is read as before
+    qs-convert < "$FIX/lgb-l8/model.txt.zst" | qs-compile -o "$BATS_TEST_TMPDIR/y.qsm"
+    [ -s "$BATS_TEST_TMPDIR/y.qsm" ]
+}
+
+@test "--help of the tools that can use the GPU names exit status 5" {
+    local t
+    for t in qs-score qs-blocktune; do
+        run "$t" --help
+        assert_success
+        [[ "$output" == *"5 the GPU"* ]] || { echo "$t --help lacks exit status 5"; return 1; }
+    done
+}
+
+@test "qs-eval with its two files the other way round: the message says which comes first" {
+    printf '0 qid:1 1:0.5\n2 qid:1 1:0.2\n' > "$BATS_TEST_TMPDIR/l.letor"
+    printf '0.1\n0.3\n' > "$BATS_TEST_TMPDIR/s.txt"
+    run qs-eval "$BATS_TEST_TMPDIR/s.txt" "$BATS_TEST_TMPDIR/l.letor"
+    assert_failure 1
+    assert_output --partial "l.letor:1: bad score '0 qid:1 1:0.5' (a LETOR line, not a score: the labels file comes first, then the scores: qs-eval LABELS SCORES)"
+    run qs-eval "$BATS_TEST_TMPDIR/l.letor" "$BATS_TEST_TMPDIR/s.txt"
+    assert_success
+}

@@ -82,13 +82,13 @@ dense_all() {
 }
 
 @test "csv, tsv, f32: shared oracles (LightGBM NaN rules, XGBoost higgs)" {
-    require_shared
-    local m="$SHARED/lightgbm/models/nan_nantype_l31_t300" q
+    require_oracle
+    local m="$ORACLE/lightgbm/models/nan_nantype_l31_t300" q
     q=$(compiled "$m/model.txt")
-    dense_all "$q" "$SHARED/lightgbm/data/rank_nan.test.letor" "$m/pred_raw.txt" zero
-    m="$SHARED/xgboost/higgs-logistic-lg32-t500"
+    dense_all "$q" "$ORACLE/lightgbm/data/rank_nan.test.letor" "$m/pred_raw.txt" zero
+    m="$ORACLE/xgboost/higgs-logistic-lg32-t500"
     q=$(compiled "$m/model.json")
-    dense_all "$q" "$SHARED/svmlight/higgs/test.txt" "$m/test.pred.missing.txt" missing
+    dense_all "$q" "$ORACLE/svmlight/higgs/test.txt" "$m/test.pred.missing.txt" missing
 }
 
 @test "csv --annotate: the LETOR path's label and qid columns, for qs-eval" {
@@ -275,4 +275,25 @@ refuse() {
     refuse 2 "--annotate needs --label-col with --input csv" --annotate --input csv "$q"
     printf '1,2\n' > "$T/s.csv"
     refuse 2 "--label-col and --qid-col name the same column \(2\)" --input csv --label-col 2 --qid-col 2 "$q" "$T/s.csv"
+}
+
+@test "csv --header whose first column looks like a label (label, target, relevance, y) and no --label-col: a warning, the scores as before" {
+    local t="$BATS_TEST_TMPDIR" name
+    qs-convert "$FIX/lgb-l8/model.txt.zst" | qs-compile -o "$t/m.qsm"
+    for name in label Target relevance y; do
+        printf '%s,f1,f2\n1,0.5,0.2\n0,0.1,0.9\n' "$name" > "$t/h.csv"
+        run --separate-stderr qs-score --input csv --header "$t/m.qsm" "$t/h.csv"
+        assert_success
+        [ "$stderr" = "qs-score: $t/h.csv:1: warning: the first column is named '$name' but is read as feature 0 (a label? --label-col $name, or --label-col 1)" ] ||
+            { echo "stderr: $stderr"; return 1; }
+        [ "$(printf '%s\n' "$output" | wc -l)" = 2 ]
+        # with --label-col, or another name, no warning
+        run --separate-stderr qs-score --input csv --header --label-col "$name" "$t/m.qsm" "$t/h.csv"
+        assert_success
+        [ -z "$stderr" ]
+    done
+    printf 'f0,f1,f2\n1,0.5,0.2\n' > "$t/h.csv"
+    run --separate-stderr qs-score --input csv --header "$t/m.qsm" "$t/h.csv"
+    assert_success
+    [ -z "$stderr" ]
 }

@@ -75,3 +75,15 @@ check_page() {
     assert_failure
     assert_line "qs-score: its page describes --transmogrify, which --help does not name"
 }
+
+@test "docs: every relative link of the Markdown files resolves, the README is at most 300 lines (scripts/check-docs.sh)" {
+    run "$QS_ROOT/scripts/check-docs.sh"
+    assert_success
+    assert_output ""
+    # and it catches a broken link
+    local t="$BATS_TEST_TMPDIR/x.md"
+    printf 'see [the page](no/such/page.md) and [a site](https://example.org/x)\n' > "$t"
+    run "$QS_ROOT/scripts/check-docs.sh" "$t"
+    assert_failure 1
+    assert_output "$t: no/such/page.md"
+}

@@ -76,24 +76,24 @@ orders_exact() {
 }
 
 @test "orders: oracle files (LightGBM double, linear, NaN, categorical, multiclass; XGBoost float32; QuickRank)" {
-    require_shared
+    require_oracle
     local ORDER_LAYOUTS=a ORDER_PAIRS="2,64 7,300"
-    local L="$SHARED/lightgbm" R="$SHARED/lightgbm/data/rank.test.letor"
+    local L="$ORACLE/lightgbm" R="$ORACLE/lightgbm/data/rank.test.letor"
     orders_exact "$L/models/lambdarank_l64_t100/model.txt" "$R" "$L/models/lambdarank_l64_t100/pred_raw.txt"
     orders_exact "$L/models/lineartree_l15_t20/model.txt" "$R" "$L/models/lineartree_l15_t20/pred_raw.txt"
     orders_exact "$L/models/nan_nantype_l31_t300/model.txt" "$L/data/rank_nan.test.letor" "$L/models/nan_nantype_l31_t300/pred_raw.txt"
     orders_exact "$L/models/categorical_l31_t200/model.txt" "$L/data/rank_cat.test.letor" "$L/models/categorical_l31_t200/pred_raw.txt"
     orders_exact "$L/models/multiclass_k5_l15_t20/model.txt" "$L/data/multiclass.test.letor" "$L/models/multiclass_k5_l15_t20/pred_raw.txt"
-    orders_exact "$SHARED/xgboost/agaricus-logistic-d4-t50/model.json" "$SHARED/svmlight/agaricus/test.txt" \
-        "$SHARED/xgboost/agaricus-logistic-d4-t50/test.pred.missing.txt"
-    orders_exact "$SHARED/quickrank/models/qr_lambdamart_l16_t500/model.xml" "$R" \
-        "$SHARED/quickrank/models/qr_lambdamart_l16_t500/scores.txt"
+    orders_exact "$ORACLE/xgboost/agaricus-logistic-d4-t50/model.json" "$ORACLE/svmlight/agaricus/test.txt" \
+        "$ORACLE/xgboost/agaricus-logistic-d4-t50/test.pred.missing.txt"
+    orders_exact "$ORACLE/quickrank/models/qr_lambdamart_l16_t500/model.xml" "$R" \
+        "$ORACLE/quickrank/models/qr_lambdamart_l16_t500/scores.txt"
 }
 
 # Every oracle file of 20-conformance.bats (its conform lines), every order:
 # long (about 2,000 runs of qs-score), so only with QS_TEST_ORDERS_ALL=1.
 @test "orders: every oracle file of 20-conformance.bats (QS_TEST_ORDERS_ALL=1)" {
-    require_shared
+    require_oracle
     [ "${QS_TEST_ORDERS_ALL:-0}" = 1 ] || skip "set QS_TEST_ORDERS_ALL=1 to score every oracle file in every order"
     local ORDER_LAYOUTS=a ORDER_PAIRS="2,64 7,300" line n=0
     while IFS= read -r line; do

@@ -139,9 +139,9 @@ print('%.17g' % m.predict(np.zeros((1, m.num_features)))[0])"
 
 @test "python: every oracle file, dense and CSR, every back end: qs-score's bytes (test_oracles.py)" {
     need_python
-    require_shared
+    require_oracle
     build_binding
-    local want=70
+    local want=60   # the 21-conformance-large.bats models skip until made
     if [ -n "${SANITIZE:-}" ]; then
         # the sanitizer pass: one oracle per kind of model (the plain pass runs them all)
         run pytest_run test_oracles.py -k "binary_l31_t200 or mq2008-tiny or single_tree or qr_oblivious_d3_t100 or multiclass_k5 or lineartree or nan_nantype or multiclass_5"

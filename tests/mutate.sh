@@ -229,12 +229,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The reference data: where the tests would find it from the real checkout.
-if [ -z "${QS_SHARED_DATA:-}" ] && [ -d "$root/../shared/data" ]; then
-    export QS_SHARED_DATA="$root/../shared/data"
-fi
-[ -n "${QS_SHARED_DATA:-}" ] ||
-    echo "# note: no reference data (../shared/data or QS_SHARED_DATA): the conformance files will skip"
+# The oracle data: the real checkout's unpacked copy (the copy made for the
+# mutations has no build/).
+export QS_ORACLE_DATA="${QS_ORACLE_DATA:-$root/build/oracle}"
+[ -d "$QS_ORACLE_DATA" ] || { echo "mutate.sh: no oracle data at $QS_ORACLE_DATA (make oracle)" >&2; exit 1; }
 unset QS_BACKEND
 
 log="$scratch/log"

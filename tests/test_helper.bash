@@ -1,13 +1,14 @@
 # test_helper.bash: loaded by every tests/*.bats file.
-# Puts the freshly built tools first on PATH, finds the shared reference data
-# (../shared/data beside the checkout, or $QS_SHARED_DATA), and loads
-# bats-support / bats-assert from Debian's packages.
+# Puts the freshly built tools first on PATH, finds the oracle data (the
+# repository's tests/oracle, unpacked by make into build/oracle, or
+# $QS_ORACLE_DATA), and loads bats-support / bats-assert from Debian's
+# packages.
 
 QS_ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
 export PATH="$QS_ROOT/bin:$PATH"
 UNIT="$QS_ROOT/bin/unit"
 FIX="$QS_ROOT/tests/fixtures"
-SHARED="${QS_SHARED_DATA:-$QS_ROOT/../shared/data}"
+ORACLE="${QS_ORACLE_DATA:-$QS_ROOT/build/oracle}"
 
 for lib in bats-support bats-assert; do
     for d in /usr/lib/bats /usr/lib/bats-core /usr/share/bats; do
@@ -30,9 +31,20 @@ san_rss() {
     fi
 }
 
-# Skip (with the reason) when the shared reference data is not there.
-require_shared() {
-    [ -d "$SHARED" ] || skip "reference data not found at $SHARED (set QS_SHARED_DATA)"
+# The oracle data is part of the repository: its absence fails the test
+# (saying how to unpack it), it never skips.
+require_oracle() {
+    [ -f "$ORACLE/lightgbm/MANIFEST.tsv" ] ||
+        fail "oracle data not unpacked at $ORACLE (make oracle, or scripts/oracle.sh unpack)"
+}
+
+# require_large FILE...: a file of the models left out of the repository
+# (tests/oracle/SHA256SUMS.large) skips its test, saying how to make it.
+require_large() {
+    local f
+    for f in "$@"; do
+        [ -f "$f" ] || skip "${f#"$ORACLE"/} is not in the repository: scripts/oracle.sh large makes it (trains it with the pinned libraries)"
+    done
 }
 
 # Decompress a .zst file (or copy a plain one) into $BATS_TEST_TMPDIR; prints the path.

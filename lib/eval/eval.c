@@ -292,9 +292,17 @@ static size_t strip_cr(const char *line, size_t len)
 static int score_token(const char *t, size_t n, double *score, qs_error *err)
 {
     char sh[64];
-    if (parse_double(t, n, score) != 0)
+    if (parse_double(t, n, score) != 0) {
+        /* "2 qid:1 3:0.5": a LETOR line where a score should be, most
+         * likely the two files given the other way round. */
+        if (n > 2 && memchr(t, ' ', n) && memchr(t, ':', n))
+            return qs_fail(err, QS_ERR_FORMAT, 0,
+                           "bad score '%s' (a LETOR line, not a score: the labels file "
+                           "comes first, then the scores: qs-eval LABELS SCORES)",
+                           qs_quote(sh, sizeof sh, t, n));
         return qs_fail(err, QS_ERR_FORMAT, 0, "bad score '%s' (expected a number)",
                        qs_quote(sh, sizeof sh, t, n));
+    }
     if (isnan(*score))
         return qs_fail(err, QS_ERR_FORMAT, 0, "bad score '%s' (NaN cannot be ranked)",
                        qs_quote(sh, sizeof sh, t, n));

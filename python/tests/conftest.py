@@ -15,7 +15,9 @@ FIX = os.path.join(ROOT, "tests", "fixtures")
 
 
 def shared_dir():
-    d = os.environ.get("QS_SHARED_DATA") or os.path.join(os.path.dirname(ROOT), "shared", "data")
+    """The oracle data: the repository's tests/oracle, unpacked by make into
+    build/oracle (or QS_ORACLE_DATA)."""
+    d = os.environ.get("QS_ORACLE_DATA") or os.path.join(ROOT, "build", "oracle")
     return d if os.path.isdir(d) else None
 
 
@@ -42,8 +44,7 @@ def run_tool(name, *args, input=None):
 def shared():
     d = shared_dir()
     if d is None:
-        pytest.skip("the reference data (../shared/data beside the checkout, or QS_SHARED_DATA) "
-                    "is absent")
+        pytest.fail("the oracle data is not unpacked in build/oracle (make oracle)")
     return d
 
 

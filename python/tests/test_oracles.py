@@ -1,5 +1,6 @@
-"""Every oracle file of the reference data (the list the bats conformance
-files score: tests/20-conformance.bats and tests/16-catboost.bats), scored
+"""Every oracle file of the oracle data (the list the bats conformance
+files score: tests/20-conformance.bats, 21-conformance-large.bats and
+16-catboost.bats), scored
 through the binding, dense and CSR, on every back end this machine runs:
 the bytes of qs-score for the same documents, and the training library's own
 values (the oracle file)."""
@@ -19,11 +20,11 @@ def oracle_list():
     """(id, model, docs, oracle, qs-score options) of every conform line."""
     out = []
     sh = shared_dir() or "/nonexistent"
-    subst = {"$SHARED": sh, "$C": os.path.join(FIX, "catboost"),
+    subst = {"$ORACLE": sh, "$C": os.path.join(FIX, "catboost"),
              "$N": os.path.join(FIX, "catboost-nonsym"), "$FIX": FIX}
     conf = re.compile(r'^\s*(?:OBLIVIOUS=yes\s+)?conform\s+"([^"]+)"\s+"([^"]+)"\s+"([^"]+)"(.*)$')
     shared_re = re.compile(r'\bshared\s+(\w+)\s+(\S+?)(\s+--[^;}]*)?\s*;?\s*}?\s*$')
-    for name in ("20-conformance.bats", "16-catboost.bats"):
+    for name in ("20-conformance.bats", "21-conformance-large.bats", "16-catboost.bats"):
         with open(os.path.join(ROOT, "tests", name)) as f:
             for line in f:
                 m = conf.match(line)
@@ -33,7 +34,7 @@ def oracle_list():
                 else:
                     m = shared_re.search(line)
                     if m and not line.lstrip().startswith(("shared()", "#")):
-                        d = "$SHARED/catboost/models/" + m.group(1)
+                        d = "$ORACLE/catboost/models/" + m.group(1)
                         parts = [d + "/model.json", d + "/test.letor", d + "/" + m.group(2),
                                  (m.group(3) or "").split()]
                 if not parts or "$d" in parts[0]:
@@ -86,8 +87,12 @@ def oracle_values(path, ncols):
 def test_oracle(model_path, docs, oracle, opts, tmp_path):
     if model_path.startswith("/nonexistent") or not os.path.exists(model_path):
         if shared_dir() is None:
-            pytest.skip("the reference data (../shared/data, or QS_SHARED_DATA) is absent")
-        pytest.fail("missing %s (the reference data is incomplete)" % model_path)
+            pytest.fail("the oracle data is not unpacked in build/oracle (make oracle)")
+        rel = os.path.relpath(model_path, shared_dir())
+        with open(os.path.join(ROOT, "tests", "oracle", "SHA256SUMS.large")) as f:
+            if any(line.split()[1] == rel for line in f if line.strip()):
+                pytest.skip("%s is not in the repository: scripts/oracle.sh large makes it" % rel)
+        pytest.fail("missing %s (the oracle data is incomplete)" % model_path)
     model = qs.Model(model_path)
     qsm = tmp_path / "m.qsm"
     run_tool("qs-compile", "-o", str(qsm), model_path)

@@ -158,7 +158,64 @@ _Noreturn void tool_die(int code, const char *fmt, ...)
     tool_exit(code);
 }
 
-_Noreturn void tool_bad_option(int c, char **argv)
+/* Edit distance of A (length na) and B, at most 3 (3 meaning "3 or more"). */
+static int near(const char *a, size_t na, const char *b)
+{
+    size_t nb = strlen(b);
+    if (na > nb + 2 || nb > na + 2 || na > 62 || nb > 62)
+        return 3;
+    int d[64][64];
+    for (size_t i = 0; i <= na; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= nb; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= na; i++)
+        for (size_t j = 1; j <= nb; j++) {
+            int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < v)
+                v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            d[i][j] = v;
+        }
+    return d[na][nb] < 3 ? d[na][nb] : 3;
+}
+
+/* "--a' or '--b" into BUF: the options nearest NAME (N bytes; one or two
+ * edits), or else those it is a prefix of; empty when none. */
+static void suggest(const char *name, size_t n, const struct option *opts, char *buf, size_t cap)
+{
+    buf[0] = 0;
+    if (!opts || n == 0)
+        return;
+    int best = 3;
+    for (const struct option *o = opts; o->name; o++) {
+        int d = near(name, n, o->name);
+        if (d < best)
+            best = d;
+    }
+    size_t len = 0;
+    for (const struct option *o = opts; o->name; o++) {
+        int hit = best < 3 ? near(name, n, o->name) == best : strncmp(o->name, name, n) == 0;
+        if (!hit)
+            continue;
+        int w = snprintf(buf + len, cap - len, "%s--%s", len ? "' or '" : "", o->name);
+        if (w < 0 || (size_t)w >= cap - len) {
+            buf[0] = 0;
+            return;
+        }
+        len += (size_t)w;
+    }
+}
+
+void tool_no_terminal_input(const char *in, const char *what)
+{
+    if (strcmp(in, "-") == 0 && isatty(STDIN_FILENO))
+        tool_die(EXIT_USAGE, "no %s given, and standard input is a terminal: type %s FILE, "
+                             "or pipe one in (%s < FILE)", what, progname, progname);
+}
+
+_Noreturn void tool_bad_option(int c, char **argv, const struct option *opts)
 {
     const char *arg = optind > 0 ? argv[optind - 1] : "";
     /* A long option is named as given (up to its '='), a short one alone
@@ -172,6 +229,12 @@ _Noreturn void tool_bad_option(int c, char **argv)
     }
     if (!is_long && optopt > 0 && optopt < 256)
         tool_die(EXIT_USAGE, "unknown option '-%c'", optopt);
+    if (is_long) {
+        char alt[256];
+        suggest(arg + 2, (size_t)n - 2, opts, alt, sizeof alt);
+        if (alt[0])
+            tool_die(EXIT_USAGE, "unknown option '%.*s' (did you mean '%s'?)", n, arg, alt);
+    }
     tool_die(EXIT_USAGE, "unknown option '%.*s'", is_long ? n : (int)strlen(arg), arg);
 }
 

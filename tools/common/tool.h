@@ -49,8 +49,14 @@ void tool_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void tool_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* After getopt_long returned '?' or ':' (with opterr = 0 and an optstring
  * that begins with ':'): "unknown option 'X'" or "option 'X' needs a value",
- * and the Try line; exit 2. */
-_Noreturn void tool_bad_option(int c, char **argv);
+ * and the Try line; exit 2.  An unknown long option close to one of OPTS
+ * (a prefix of several, or one or two letters off) gets "(did you mean
+ * '--Y'?)". */
+struct option;
+_Noreturn void tool_bad_option(int c, char **argv, const struct option *opts);
+/* Dies with a usage error when IN is "-" and standard input is a terminal:
+ * a model is read whole, so a tool would wait silently for one typed in. */
+void tool_no_terminal_input(const char *in, const char *what);
 /* on = 1 while other threads may be inside stdio (reading the input):
  * a dying exit then skips exit()'s stdio teardown, which would pull the
  * streams from under them (a crash), with _exit.  qs-score dies there only

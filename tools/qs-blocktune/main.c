@@ -57,7 +57,8 @@ static void usage(FILE *f)
             "\n"
             "Progress goes to standard error when it is a terminal.\n"
             "exit: 0 ok, 1 bad model or document, 2 usage (also: a sample of fewer than 128\n"
-            "documents, too small to measure), 3 unsupported, 4 system error\n");
+            "documents, too small to measure), 3 unsupported, 4 system error, 5 the GPU\n"
+            "(--backend cuda: no driver or device, out of device memory, a failed launch)\n");
 }
 
 static double now_ns(void)
@@ -786,7 +787,7 @@ int main(int argc, char **argv)
         case 'T': time_only = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': printf("qs-blocktune %s\n", QS_VERSION_STRING); return EXIT_OK;
-        default: tool_bad_option(c, argv);
+        default: tool_bad_option(c, argv, opts);
         }
     }
     if (argc - optind < 1)

@@ -159,7 +159,7 @@ int main(int argc, char **argv)
         case 'X': progress = TOOL_PROGRESS_OFF; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': printf("qs-compile %s\n", QS_VERSION_STRING); return EXIT_OK;
-        default: tool_bad_option(c, argv);
+        default: tool_bad_option(c, argv, opts);
         }
     }
     if (argc - optind > 1)
@@ -169,6 +169,7 @@ int main(int argc, char **argv)
     if (sample && reverse_all)
         tool_die(EXIT_USAGE, "--reverse-sample and --reverse-all exclude each other");
     const char *in = optind < argc ? argv[optind] : "-";
+    tool_no_terminal_input(in, "model");
     const char *name = strcmp(in, "-") == 0 ? "(stdin)" : in;
     /* The phases, on a terminal; SIGUSR1 prints the current one. */
     tool_progress_start(progress, "phases");

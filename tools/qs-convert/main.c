@@ -67,12 +67,13 @@ int main(int argc, char **argv)
         case 'o': outpath = optarg; break;
         case 'h': usage(stdout); return EXIT_OK;
         case 'V': printf("qs-convert %s\n", QS_VERSION_STRING); return EXIT_OK;
-        default: tool_bad_option(c, argv);
+        default: tool_bad_option(c, argv, opts);
         }
     }
     if (argc - optind > 1)
         tool_die(EXIT_USAGE, "too many arguments: one model at a time");
     const char *in = optind < argc ? argv[optind] : "-";
+    tool_no_terminal_input(in, "model");
     const char *name = strcmp(in, "-") == 0 ? "(stdin)" : in;
     size_t len;
     /* Every block is held (tool_hold) until freed, so that each exit frees it. */

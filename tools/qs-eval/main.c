@@ -387,7 +387,7 @@ int main(int argc, char **argv)
             printf("qs-eval %s\n", QS_VERSION_STRING);
             tool_close_stdout();
             return EXIT_OK;
-        default: tool_bad_option(c, argv);
+        default: tool_bad_option(c, argv, opts);
         }
     }
     /* From here on SIGUSR1 prints a progress line (lines and bytes read). */

@@ -99,7 +99,9 @@ static void usage(FILE *f)
             "  -v, --verbose          with a model: which back end auto runs for it, and why\n"
             "                         (on standard error)\n"
             "\n"
-            "exit: 0 ok, 1 bad model or document, 2 usage, 3 unsupported, 4 system error\n");
+            "exit: 0 ok, 1 bad model or document, 2 usage, 3 unsupported, 4 system error,\n"
+            "      5 the GPU (--backend cuda: no driver or device, out of device memory, a\n"
+            "      failed copy or launch)\n");
 }
 
 /* NUMA nodes with memory: >= 1 with libnuma (1 on a one-node machine),
@@ -489,7 +491,7 @@ int main(int argc, char **argv)
         }
         case 'p': progress = TOOL_PROGRESS_ON; break;
         case 'X': progress = TOOL_PROGRESS_OFF; break;
-        default: tool_bad_option(c, argv);
+        default: tool_bad_option(c, argv, opts);
         }
     }
     if ((order_s || order_d) && order < 0)

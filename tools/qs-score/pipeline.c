@@ -30,6 +30,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef _OPENMP
@@ -1112,6 +1113,22 @@ static int cell_is(const qs_dsv_cell *c, const char *name)
     return name[k] == '\0';
 }
 
+/* A header cell that names a label column (label, target, relevance, y, in
+ * any case): the name into OUT (at most 15 bytes), or 0. */
+static int label_like(const qs_dsv_cell *c, char *out)
+{
+    static const char *const names[] = { "label", "target", "relevance", "y" };
+    if (c->quoted || c->len == 0 || c->len > 15)
+        return 0;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strlen(names[i]) == c->len && strncasecmp(c->text, names[i], c->len) == 0) {
+            memcpy(out, c->text, c->len);
+            out[c->len] = 0;
+            return 1;
+        }
+    return 0;
+}
+
 /* A column given as a 1-based number (0-based result), or -2 for a name. */
 static long col_number(const char *spec)
 {
@@ -1166,7 +1183,10 @@ static long dsv_setup(pipe_job *job, reader *r)
     qs_error e;
     qs_error_clear(&e);
     int rc;
+    char first[16] = "";
     while ((rc = qs_dsv_next_cell(sep, l, n, &pos, &c, &e)) == 1) {
+        if (job->header && ncols == 0 && !job->label_col && !label_like(&c, first))
+            first[0] = 0;
         if (job->header) {
             if (label_name && cell_is(&c, label_name)) {
                 if (label >= 0)
@@ -1202,6 +1222,9 @@ static long dsv_setup(pipe_job *job, reader *r)
                  job->qid_col, what, (unsigned long long)ncols);
     if (label >= 0 && label == qid)
         tool_die(EXIT_USAGE, "--label-col and --qid-col name the same column (%ld)", label + 1);
+    if (first[0])
+        tool_warn("%s:%ld: warning: the first column is named '%s' but is read as feature 0 "
+                  "(a label? --label-col %s, or --label-col 1)", job->dname, lines + 1, first, first);
     if (job->header) {
         drop_line(r, len, nl);
         lines++;
