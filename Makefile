@@ -93,7 +93,10 @@ endif
 # linked statically, so a binary needs only the driver.  Exact arithmetic:
 # no contraction into FMA, no flush to zero, IEEE division and square root.
 # ptxas reports registers, spills and local memory per target into
-# $(BUILD)/cuda/ptxas.log, and a spill or local memory fails the build.
+# $(BUILD)/cuda/ptxas.log, and a spill or local memory fails the build; the
+# SASS gates (scripts/check-sass.sh: no compare-and-swap loop for a shared
+# atomic, no generic atomic or address-space test) fail it too, when
+# cuobjdump is at hand (scripts/sass-tools.sh), into $(BUILD)/cuda/sass.log.
 CUDA_HOME := $(patsubst %/bin/nvcc,%,$(NVCC))
 NVCC_FLAGS := -std=c++17 -O3 --fmad=false -ftz=false -prec-div=true -prec-sqrt=true \
               -Xcompiler -fPIC,-fvisibility=hidden -Xptxas -v,-warn-spills,-warn-lmem-usage \
@@ -211,6 +214,7 @@ $(BUILD)/lib/%.o: lib/%.cu lib/score/cuda/phases.h lib/score/cuda/device.h $(BUI
 	@mkdir -p $(dir $@) $(BUILD)/cuda
 	$(if $(Q),@echo "  NVCC    $<")
 	$(Q)$(NVCC) $(NVCC_FLAGS) -c $< -o $@ 2> $(BUILD)/cuda/ptxas.log || { cat $(BUILD)/cuda/ptxas.log >&2; exit 1; }
+	$(Q)NVCC='$(NVCC)' scripts/check-sass.sh $@ $(BUILD)/cuda/sass.log || { rm -f $@; exit 1; }
 
 # Library objects: only what qs.h marks QS_API is visible outside libqs.
 $(BUILD)/lib/%.o: lib/%.c $(BUILD)/.flags

@@ -294,6 +294,15 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
             const qs_backend a = qs_scorer_auto_backend(s, why, sizeof why);
             fprintf(stderr, "qs-score: %s: auto runs %s (%s)\n", mpath, qs_backend_name(a), why);
         }
+        if (c->verbose) {
+            /* what the back end does with this model (a GPU back end: its kernel and why) */
+            char plan[512];
+            if (qs_scorer_backend_plan(s, c->backend, plan, sizeof plan, &err) != 0)
+                tool_die_err(mpath, &err);
+            if (plan[0])
+                fprintf(stderr, "qs-score: %s: %s runs %s\n", mpath, qs_backend_name(c->backend),
+                        plan);
+        }
         qs_model_get_info(qs_scorer_model(s), &c->info);
         if (c->transform && strcmp(c->info.transform, "unsupported") == 0)
             tool_die(EXIT_UNSUPPORTED, "%s: the model's output transform cannot be reproduced "
@@ -583,6 +592,15 @@ int main(int argc, char **argv)
     if (strcmp(dpath, "-") == 0 && isatty(STDIN_FILENO))
         tool_die(EXIT_USAGE, "refusing to read documents from a terminal: give DOCS, or pipe "
                              "them in (qs-score %s DOCS, or ... | qs-score %s)", mpath, mpath);
+    /* A device back end named: its device starts now, on a thread of its
+     * own, while the model loads and the documents are read (the CUDA
+     * context takes about a second; the back end's prepare waits for it). */
+    {
+        qs_backend_info bi;
+        if (backend != QS_BACKEND_AUTO && qs_backend_get_info(backend, &bi) == 0 &&
+            (bi.flags & QS_BACKEND_F_DEVICE) && bi.available)
+            qs_backend_warm_up(backend, device);
+    }
     size_t mlen;
     char *mbuf = tool_hold(tool_read_all(mpath, &mlen), free);
     const int is_qsm = tool_is_qsm(mbuf, mlen);

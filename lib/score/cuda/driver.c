@@ -12,9 +12,9 @@
  * vectors in global memory, its own: two lanes' kernels run at once):
  * while one lane's copy in, kernel and copy out run, the host packs the
  * next lane's rows and unpacks the scores of the lane before.  A row goes
- * as the features the model uses only, and as float32 when every value of
- * its sub-batch is a float32 (a float32 model's documents always are):
- * the kernels widen them to the same doubles.  The lanes are sized by the
+ * as the features the model uses only, and for a float32 model as float32
+ * when every value of its sub-batch is one (the readers round a float32
+ * model's documents so): the kernels widen them to the same doubles.  The lanes are sized by the
  * first batch, a power of two of at least QS_CU_MIN_ROWS rows, and grow
  * (by powers of two, up to `sub`) when a larger one comes.  Calls from
  * several threads take the device one after another; the device context
@@ -232,7 +232,7 @@ static int pack_rows(cu_state *c, const qs_scorer *s, const qs_rows *r, size_t f
     const uint32_t nfm = s->m->num_features, nc = c->ncols;
     const uint32_t *cf = c->im.col_feature;
     const uint32_t used = c->im.model.ncols;
-    if (c->im.f32_ok) {
+    if (c->im.f32_ok && s->m->float_precision) {
         float *x = (float *)l->pin_x;
         int ok = 1;
         for (uint32_t i = 0; i < n && ok; i++) {
@@ -365,9 +365,9 @@ static int cu_plan(const qs_backend_def *d, const qs_scorer *s, char *out, size_
         ADD("; %u trees a block%s", im.tau, im.vec_block ? ", vectors in global memory" : "");
     ADD("; rows of the %u features the model uses (of %u) %s", im.model.ncols,
         s->m->num_features,
-        !im.f32_ok                 ? "as double"
-        : s->m->float_precision ? "as float32 (the model's precision)"
-                                : "as float32 where every value of a transfer is one, else double");
+        im.f32_ok && s->m->float_precision
+            ? "as float32 (the model's precision; double for a transfer holding another value)"
+            : "as double");
 #undef ADD
     qs_cu_image_free(&im);
     return 0;

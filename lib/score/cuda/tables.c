@@ -31,8 +31,8 @@ const qs_cu_tunable qs_cu_tunables[QS_CU_NOPT] = {
     [QS_CU_OPT_STREAMS] = { "streams", "QS_CUDA_STREAMS", 1, 4, 1, QS_CU_DEFAULT_STREAMS, NULL,
                             "streams, each with its own buffers: copies overlap kernels" },
     [QS_CU_OPT_F32] = { "f32", "QS_CUDA_F32", 0, 1, 1, 1, NULL,
-                        "1: documents travel as float32 when every value of a transfer is one "
-                        "(float32 models); 0: always as double" },
+                        "1: a float32 model's documents travel as float32 when every value of a "
+                        "transfer is one; 0: always as double" },
 };
 
 int qs_cu_tunable_find(const char *name)
@@ -686,7 +686,7 @@ int qs_cu_image_build(const qs_scorer *s, const qs_cu_params *p, uint32_t shared
     } else {
         char no[160] = "";
         if (!qs_cu_kernel_takes(s, k, p, no, sizeof no))
-            return qs_fail(err, QS_ERR_UNSUPPORTED, 0, "the %s kernel (QS_CUDA_KERNEL) cannot "
+            return qs_fail(err, QS_ERR_UNSUPPORTED, 0, "the %s kernel, asked for, cannot "
                            "score this model: %s",
                            qs_cu_kernel_names[k], no);
         snprintf(im->why, sizeof im->why, "%s: asked for (QS_CUDA_KERNEL or the device "
