@@ -14,9 +14,10 @@
  * take the model says so and is left out) in several launch geometries,
  * with rows sent as double and, for a float32 model, as float32, and two
  * shuffles of each phase's threads (-q: two geometries, one shuffle, for
- * the conformance models).  Every launch records the shared-memory words
- * each warp step touches: with -B MAX, a kernel whose worst bank load
- * (most distinct words of one bank in one step) exceeds MAX fails.  Prints
+ * the conformance models).  The default geometry's first launch records
+ * the shared-memory words each warp step touches: with -B MAX, a kernel
+ * whose worst bank load (most distinct words of one bank in one step)
+ * exceeds MAX fails.  Prints
  * one line per launch; exits 1 on any difference (or bank load over MAX),
  * 2 on a usage or load error. */
 #include "score/cuda/device.h"
@@ -163,7 +164,8 @@ static uint32_t worst_seen[QS_CU_NKERNELS];
  * features) and shuffle seed; returns the number of documents whose scores
  * differ from want (or 1 more when the bank load is over -B). */
 static long emulate(const qs_scorer *s, uint32_t k, const geom *g, int f32, const double *x,
-                    uint32_t n, uint32_t nf, const double *want, uint64_t seed, const char *what)
+                    uint32_t n, uint32_t nf, const double *want, uint64_t seed, const char *what,
+                    int record)
 {
     qs_cu_params p;
     memset(&p, 0, sizeof p);
@@ -202,8 +204,8 @@ static long emulate(const qs_scorer *s, uint32_t k, const geom *g, int f32, cons
         gvec = xmalloc((size_t)im.vec_block * grid);
     qs_cu_batch X = { .x = rows, .stride = nc, .n = n, .f32 = (uint32_t)f32, .db = im.db,
                       .acc = acc, .accf = accf, .out = out, .vec_global = gvec };
-    qs_cu_rec *rec = qs_cu_rec_new();
-    if (!rec || qs_cu_emulate(&im.model, &X, grid, im.threads, im.shared, seed, rec) != 0) {
+    qs_cu_rec *rec = record ? qs_cu_rec_new() : NULL;
+    if ((record && !rec) || qs_cu_emulate(&im.model, &X, grid, im.threads, im.shared, seed, rec) != 0) {
         fprintf(stderr, "emulate: out of memory\n");
         exit(2);
     }
@@ -215,16 +217,19 @@ static long emulate(const qs_scorer *s, uint32_t k, const geom *g, int f32, cons
                         qs_cu_kernel_names[k], d, out[(size_t)d * K], want[(size_t)d * K]);
             bad++;
         }
-    uint32_t worst;
-    uint64_t steps, mean;
-    qs_cu_rec_stats(rec, &worst, &steps, &mean);
+    uint32_t worst = 0;
+    uint64_t steps = 0, mean = 0;
+    if (rec)
+        qs_cu_rec_stats(rec, &worst, &steps, &mean);
     if (worst > worst_seen[k])
         worst_seen[k] = worst;
-    printf("%s %s threads=%u db=%u tau=%u shared=%u%s %s rows: %ld of %u documents differ; "
-           "bank load worst %u, mean %.2f over %llu warp steps\n",
+    printf("%s %s threads=%u db=%u tau=%u shared=%u%s %s rows: %ld of %u documents differ",
            what, qs_cu_kernel_names[k], im.threads, im.db, im.tau, im.shared,
-           im.vec_block ? " (global vectors)" : "", f32 ? "float32" : "double", bad, n, worst,
-           mean / 1000.0, (unsigned long long)steps);
+           im.vec_block ? " (global vectors)" : "", f32 ? "float32" : "double", bad, n);
+    if (rec)
+        printf("; bank load worst %u, mean %.2f over %llu warp steps", worst, mean / 1000.0,
+               (unsigned long long)steps);
+    printf("\n");
     long fail = bad;
     if (bank_max >= 0 && worst > (uint32_t)bank_max) {
         printf("  %s: a warp step loads one bank with %u words (at most %ld asked)\n",
@@ -241,8 +246,41 @@ static long emulate(const qs_scorer *s, uint32_t k, const geom *g, int f32, cons
     return fail;
 }
 
+/* -R: the recorder itself, on known patterns: 32 lanes on 32 words of one
+ * bank load it 32 times (the first GPU-QS kernel's mask phase: one document,
+ * 32 trees, vectors t * 16 + d of 8 bytes); on 32 banks, or one word, once. */
+static int recorder_self_test(void)
+{
+    int bad = 0;
+    static const struct {
+        const char *what;
+        uint64_t stride, expect;
+    } pat[] = { { "32 lanes, one bank (stride 32 words)", 32, 32 },
+                { "the old layout (t * 16 + d) * 8 bytes: stride 32 words", 32, 32 },
+                { "32 lanes, 32 banks (stride 1)", 1, 1 },
+                { "stride 2: two lanes a bank", 2, 2 },
+                { "32 lanes, one word (a broadcast)", 0, 1 } };
+    for (size_t i = 0; i < sizeof pat / sizeof *pat; i++) {
+        qs_cu_rec *rec = qs_cu_rec_new();
+        if (!rec)
+            return 2;
+        for (uint32_t lane = 0; lane < 32; lane++)
+            qs_cu_rec_touch(rec, lane, 7, 1000 + lane * pat[i].stride);
+        uint32_t worst;
+        uint64_t steps, mean;
+        qs_cu_rec_stats(rec, &worst, &steps, &mean);
+        printf("recorder: %s: load %u (want %llu)\n", pat[i].what, worst,
+               (unsigned long long)pat[i].expect);
+        bad |= worst != pat[i].expect || steps != 1;
+        qs_cu_rec_free(rec);
+    }
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "-R") == 0)
+        return recorder_self_test();
     int quick = 0;
     unsigned kmask = (1u << QS_CU_NKERNELS) - 1u;
     int i = 1;
@@ -328,8 +366,10 @@ int main(int argc, char **argv)
                     for (int f32 = 0; f32 <= m->float_precision; f32++) {
                         if (quick && f32 != m->float_precision)
                             continue;
+                        /* the bank recorder on the default geometry's first run */
                         bad += emulate(s, k, &gs[g], f32, x, n, nf, want,
-                                       seed * 0x9E3779B97F4A7C15ull, what);
+                                       seed * 0x9E3779B97F4A7C15ull, what,
+                                       g == 0 && seed == 1 && f32 == m->float_precision);
                     }
         }
         free(want);
