@@ -142,6 +142,12 @@ UNIT_BIN += $(MUTANTS:%=$(BUILD)/tests/test_cuda_emu_mut%)
 # view of bench/peers.py (bench/README.md).  Built with everything else so
 # that they keep compiling, but not installed.
 BENCH_BIN := $(BUILD)/bench/parse $(BUILD)/bench/qs-matrix $(BUILD)/bench/cuda-kernel
+# bench/cuda-atomics and bench/cuda-host: CUDA programs of their own (shared
+# atomics in cycles; a process's fixed costs and copies), for the device
+# run's diagnosis (scripts/gpu-run.sh); with nvcc only.
+ifeq ($(HAVE_CUDA),1)
+BENCH_BIN += $(BUILD)/bench/cuda-atomics $(BUILD)/bench/cuda-host
+endif
 
 include fuzz/fuzz.mk
 
@@ -265,6 +271,11 @@ $(BUILD)/bench/cuda-kernel: $(BUILD)/bench/cuda_kernel.o $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
+
+$(BUILD)/bench/cuda-%: bench/cuda_%.cu $(BUILD)/.flags
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  NVCC    $<")
+	$(Q)$(NVCC) -std=c++17 -O3 $(CUDA_ARCH) -o $@ $<
 
 define MUTANT_RULES
 $(BUILD)/mutant$(1)/%.o: %.c $(BUILD)/.flags

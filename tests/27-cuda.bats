@@ -262,7 +262,8 @@ conformance_pairs() {
 @test "the GPU tunables: one rule, every variable; a malformed value is a usage error (exit 2) naming it" {
     fixture_qsm xgb-tiny || return 1
     local m="$BATS_TEST_TMPDIR/xgb-tiny.qsm" d="$FIX/xgb-tiny/docs.letor" v bad
-    for v in QS_CUDA_THREADS QS_CUDA_DB QS_CUDA_TAU QS_CUDA_SHARED QS_CUDA_SUB QS_CUDA_STREAMS QS_CUDA_F32; do
+    for v in QS_CUDA_THREADS QS_CUDA_DB QS_CUDA_TAU QS_CUDA_SHARED QS_CUDA_SUB QS_CUDA_STREAMS QS_CUDA_F32 \
+        QS_CUDA_WARM; do
         for bad in '+1' '-0' ' 1' '1 ' '0x10' '1e3' '99999999999999999999999' 'abc'; do
             local rc=0
             env "$v=$bad" qs-score --backend cuda-emu "$m" "$d" > "$BATS_TEST_TMPDIR/out" \

@@ -421,8 +421,14 @@ static int cuda_prepare(const qs_backend_def *d, const qs_scorer *s, void **stat
 static void cuda_warm_up(const qs_backend_def *d, int device)
 {
 #if QS_HAVE_CUDA
+    /* QS_CUDA_WARM=0 (or a malformed tunable, which prepare reports) */
+    qs_cu_params p = { { 0 }, 0 };
+    if (qs_cu_params_env(&p, NULL) != 0 || ((p.set >> QS_CU_OPT_WARM) & 1u && !p.v[QS_CU_OPT_WARM]))
+        return;
     if (qs_cu_cuda_ops.warm)
         qs_cu_cuda_ops.warm(device);
+#else
+    (void)device;
 #endif
 }
 

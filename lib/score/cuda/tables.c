@@ -33,6 +33,9 @@ const qs_cu_tunable qs_cu_tunables[QS_CU_NOPT] = {
     [QS_CU_OPT_F32] = { "f32", "QS_CUDA_F32", 0, 1, 1, 1, NULL,
                         "1: a float32 model's documents travel as float32 when every value of a "
                         "transfer is one; 0: always as double" },
+    [QS_CU_OPT_WARM] = { "warm", "QS_CUDA_WARM", 0, 1, 1, 1, NULL,
+                         "1: a device back end named to qs-score (qs_backend_warm_up) starts "
+                         "its device at once, beside loading and parsing; 0: at prepare" },
 };
 
 int qs_cu_tunable_find(const char *name)
@@ -116,7 +119,7 @@ int qs_cu_check_option(const char *name, const char *value, qs_error *err)
     if (i < 0)
         return qs_fail(err, QS_ERR_ARG, 0,
                        "unknown device option '%s' (expected kernel, threads, db, tau, shared, "
-                       "sub, streams or f32)",
+                       "sub, streams, f32 or warm)",
                        name);
     qs_cu_params p = { { 0 }, 0 };
     char what[64];

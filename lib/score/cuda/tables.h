@@ -20,6 +20,7 @@ enum {
     QS_CU_OPT_SUB,      /* most documents per transfer */
     QS_CU_OPT_STREAMS,  /* streams (lanes of transfers and kernels) */
     QS_CU_OPT_F32,      /* 1: float32 transfers where exact; 0: double */
+    QS_CU_OPT_WARM,     /* 1: qs_backend_warm_up starts the device; 0: it does not */
     QS_CU_NOPT
 };
 
