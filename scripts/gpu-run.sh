@@ -127,7 +127,8 @@ esac
 
 # ------------------------------------------------------------ models, documents
 mkdir -p "$work/m"
-zstdcat "$pack/bench/mq2008.letor.zst" | grep -v '^[[:space:]]*$' > "$work/mq.letor"
+# (documents only: no blank or comment lines, so that a file of N lines is N documents)
+zstdcat "$pack/bench/mq2008.letor.zst" | grep -v '^[[:space:]]*\(#.*\)\{0,1\}$' > "$work/mq.letor"
 zstdcat "$pack/bench/1000x64.txt.zst" | qs-compile -o "$work/m/1000x64.qsm" - ||
     { say "gpu-run.sh: cannot compile the 1,000 x 64 model"; exit 1; }
 # the synthetic forests, made here (seeded: the same models each time)
@@ -170,7 +171,8 @@ KHEAD='run\tkernel\ttrees\tdocuments\tthreads\tdocs/block\ttau\tshared\tms min\t
 # ------------------------------------------------------------ diag
 if step diag; then
     printf "$KHEAD\n" > "$out/diag.tsv"
-    m="$work/m/1000x64.qsm" d=$(docs_n "$N5")
+    # the kernel alone: cuda-kernel cycles the base documents up to -n
+    m="$work/m/1000x64.qsm" d="$work/mq.letor"
     if [ -x "$pack/bin/cuda-kernel-v1" ]; then
         o=$(timeout 120 cuda-kernel-v1 $kflag -n "$N5" -r 3 "$m" "$d" 2>> "$out/kernel.log") &&
             printf 'the first kernel (v1)\tv1\t%s\n' "$o" >> "$out/diag.tsv" ||
@@ -201,10 +203,10 @@ if step walk; then
             set -- $mn
             [ -f "$work/m/$1.qsm" ] || continue
             [ "$k" != lanes ] || [ "$1" != 1000x1024 ] || continue
-            d=$(docs_n "$2")
+            d="$work/mq.letor"
             kern "$out/walk.tsv" "$k $1" -- -k "$k" -n "$2" -r 3 "$work/m/$1.qsm" "$d" || fail walk "$k $1 $2"
         done
-        d=$(docs_n "$N5")
+        d="$work/mq.letor"
         for th in 64 256; do
             kern "$out/walk.tsv" "$k 1000x64, $th threads" QS_CUDA_THREADS=$th -- -k "$k" -n "$N5" -r 3 \
                 "$work/m/1000x64.qsm" "$d" || fail walk "$k threads $th"
@@ -289,7 +291,7 @@ if step ncu; then
     if [ -z "$nc" ] || [ "$be" != cuda ]; then
         say "ncu: not on this machine: not run"
     else
-        d=$(docs_n "$N5")
+        d="$work/mq.letor"
         for k in rank qs; do
             timeout 150 "$nc" --target-processes all --launch-skip 1 --launch-count 1 \
                 --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__average_warp_latency_issue_stalled_barrier,smsp__average_warp_latency_issue_stalled_long_scoreboard,smsp__average_warp_latency_issue_stalled_mio_throttle,smsp__average_warp_latency_issue_stalled_short_scoreboard,l1tex__t_sector_hit_rate.pct,lts__t_sector_hit_rate.pct,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed \
@@ -311,7 +313,8 @@ if step host; then
     # absent one: as the XGBoost model reads them), for --input f32: every
     # run's scores are the text's
     nf=$(qs-compile --info "$work/m/1000x64.qsm" | sed -n 's/^features: \([0-9]*\).*/\1/p')
-    python3 - "$d" "$work/f32" "$nf" << 'EOF' || fail host "making f32 rows"
+    # (the base documents' rows once, repeated: the same rows as $d's)
+    python3 - "$work/mq.letor" "$work/f32.base" "$nf" << 'EOF' || fail host "making f32 rows"
 import array, sys
 src, dst, nf = sys.argv[1], sys.argv[2], int(sys.argv[3])
 with open(src) as fh, open(dst, "wb") as out:
@@ -324,6 +327,9 @@ with open(src) as fh, open(dst, "wb") as out:
                 row[f] = float(v)
         array.array("f", row).tofile(out)
 EOF
+    have=$(wc -l < "$work/mq.letor")
+    for _ in $(seq $(((N6 + have - 1) / have))); do cat "$work/f32.base"; done |
+        head -c $((N6 * nf * 4)) > "$work/f32"
     m="$work/m/1000x64.qsm"
     run_e2e() { # LABEL ENV... -- ARGS: best of 3, output kept as $work/e2e.LABEL
         local label=$1 best= ms
@@ -358,22 +364,27 @@ if step sanitize; then
     if [ -z "$cs" ] || [ "$be" != cuda ]; then
         say "sanitize: compute-sanitizer is not on this machine: not run"
     else
-        # a model every kernel takes, and one with categorical nodes (qs, walk)
-        for mk in $(awk -F'\t' '$5 ~ /catboost|categorical/ && !seen[$5 ~ /categorical/]++ { print $2 }' "$pack/conform/list.tsv"); do
-            dk=$(awk -F'\t' -v m="$mk" '$2 == m { print $3; exit }' "$pack/conform/list.tsv")
+        # small models (the tools are slow): one every kernel takes, and one
+        # with categorical nodes (qs and walk take it; the others refuse)
+        : > "$out/sanitize.txt"
+        for pat in mq2008-tiny categorical; do
+            mk=$(awk -F'\t' -v p="$pat" 'index($5, p) { print $2; exit }' "$pack/conform/list.tsv")
+            dk=$(awk -F'\t' -v p="$pat" 'index($5, p) { print $3; exit }' "$pack/conform/list.tsv")
+            [ -n "$mk" ] || { say "sanitize: no $pat model packed"; continue; }
             zstdcat "$pack/conform/$dk.docs.zst" | head -n 200 > "$work/sdocs"
             for k in qs rank lanes walk; do
                 for tool in racecheck memcheck; do
                     QS_CUDA_KERNEL=$k timeout 120 "$cs" --tool $tool --error-exitcode 9 qs-score --backend cuda \
-                        "$work/m/$mk.qsm" "$work/sdocs" > "$out/sanitize.$mk.$k.$tool.txt" 2>&1
+                        "$work/m/$mk.qsm" "$work/sdocs" > "$out/sanitize.$pat.$k.$tool.txt" 2>&1
                     rc=$?
                     if [ "$rc" = 0 ]; then
-                        echo "$mk $k $tool: clean" >> "$out/sanitize.txt"
-                    elif grep -q 'cannot score this model' "$out/sanitize.$mk.$k.$tool.txt"; then
-                        echo "$mk $k $tool: refused (the kernel cannot take the model)" >> "$out/sanitize.txt"
+                        echo "$pat $k $tool: clean" >> "$out/sanitize.txt"
+                    elif grep -q 'cannot score this model' "$out/sanitize.$pat.$k.$tool.txt"; then
+                        echo "$pat $k $tool: refused (the kernel cannot take the model)" >> "$out/sanitize.txt"
+                        break
                     else
-                        echo "$mk $k $tool: exit $rc" >> "$out/sanitize.txt"
-                        fail sanitize "$mk $k $tool (sanitize.$mk.$k.$tool.txt)"
+                        echo "$pat $k $tool: exit $rc" >> "$out/sanitize.txt"
+                        fail sanitize "$pat $k $tool (sanitize.$pat.$k.$tool.txt)"
                     fi
                 done
             done
@@ -390,7 +401,7 @@ if step sweep; then
         [ -f "$work/m/$model.qsm" ] || continue
         sn=$N5
         [ "$model" != 20000x64 ] || sn=$N4
-        d=$(docs_n "$sn")
+        d="$work/mq.letor"
         for k in rank lanes; do
             for th in 64 96 128 192 256 512; do
                 kern "$out/sweep.tsv" "$k $model threads=$th" QS_CUDA_THREADS=$th -- -k $k -n "$sn" -r 3 \
