@@ -218,17 +218,19 @@ static long emulate(const qs_scorer *s, uint32_t k, const geom *g, int f32, cons
             bad++;
         }
     uint32_t worst = 0;
-    uint64_t steps = 0, mean = 0;
+    uint64_t steps = 0, mean = 0, lanes = 0;
     if (rec)
-        qs_cu_rec_stats(rec, &worst, &steps, &mean);
+        qs_cu_rec_stats(rec, &worst, &steps, &mean, &lanes);
     if (worst > worst_seen[k])
         worst_seen[k] = worst;
     printf("%s %s threads=%u db=%u tau=%u shared=%u%s %s rows: %ld of %u documents differ",
            what, qs_cu_kernel_names[k], im.threads, im.db, im.tau, im.shared,
            im.vec_block ? " (global vectors)" : "", f32 ? "float32" : "double", bad, n);
     if (rec)
-        printf("; bank load worst %u, mean %.2f over %llu warp steps", worst, mean / 1000.0,
-               (unsigned long long)steps);
+        printf("; bank load worst %u, mean %.2f over %llu warp steps; %.1f of 32 lanes active "
+               "(%.0f%%)",
+               worst, mean / 1000.0, (unsigned long long)steps, lanes / 1000.0,
+               lanes / 320.0);
     printf("\n");
     long fail = bad;
     if (bank_max >= 0 && worst > (uint32_t)bank_max) {
@@ -268,7 +270,7 @@ static int recorder_self_test(void)
             qs_cu_rec_touch(rec, lane, 7, 1000 + lane * pat[i].stride);
         uint32_t worst;
         uint64_t steps, mean;
-        qs_cu_rec_stats(rec, &worst, &steps, &mean);
+        qs_cu_rec_stats(rec, &worst, &steps, &mean, NULL);
         printf("recorder: %s: load %u (want %llu)\n", pat[i].what, worst,
                (unsigned long long)pat[i].expect);
         bad |= worst != pat[i].expect || steps != 1;

@@ -68,7 +68,11 @@ int qs_cu_emulate(const qs_cu_model *M, const qs_cu_batch *X, uint32_t grid, uin
  * (a broadcast of one word counts once). */
 qs_cu_rec *qs_cu_rec_new(void);
 void qs_cu_rec_free(qs_cu_rec *rec);
-/* The worst load seen, the steps seen, and their mean load (x 1000). */
-void qs_cu_rec_stats(qs_cu_rec *rec, uint32_t *worst, uint64_t *steps, uint64_t *mean_milli);
+/* The worst load seen, the steps seen, their mean load and the mean number
+ * of the warp's lanes that touched shared memory in a step (x 1000; over
+ * 32: the SIMT efficiency of the recorded phases).  lanes_milli may be
+ * NULL. */
+void qs_cu_rec_stats(qs_cu_rec *rec, uint32_t *worst, uint64_t *steps, uint64_t *mean_milli,
+                     uint64_t *lanes_milli);
 
 #endif

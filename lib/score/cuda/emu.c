@@ -134,7 +134,7 @@ struct qs_cu_rec {
     size_t n, cap;
     int failed;               /* out of memory: stats are incomplete */
     uint32_t worst;
-    uint64_t steps, loads;
+    uint64_t steps, loads, lanes;
 };
 
 qs_cu_rec *qs_cu_rec_new(void) { return calloc(1, sizeof(qs_cu_rec)); }
@@ -184,6 +184,7 @@ static void rec_phase_end(qs_cu_rec *rec)
         uint32_t most = 0;
         for (; j < rec->n && rec->t[j].warp == rec->t[i].warp && rec->t[j].step == rec->t[i].step;
              j++) {
+            rec->lanes++;
             if (j > i && rec->t[j].word == rec->t[j - 1].word)
                 continue;
             uint32_t b = (uint32_t)(rec->t[j].word % 32u);
@@ -199,12 +200,15 @@ static void rec_phase_end(qs_cu_rec *rec)
     rec->n = 0;
 }
 
-void qs_cu_rec_stats(qs_cu_rec *rec, uint32_t *worst, uint64_t *steps, uint64_t *mean_milli)
+void qs_cu_rec_stats(qs_cu_rec *rec, uint32_t *worst, uint64_t *steps, uint64_t *mean_milli,
+                     uint64_t *lanes_milli)
 {
     rec_phase_end(rec);
     *worst = rec->failed ? UINT32_MAX : rec->worst;
     *steps = rec->steps;
     *mean_milli = rec->steps ? rec->loads * 1000u / rec->steps : 0;
+    if (lanes_milli)
+        *lanes_milli = rec->steps ? rec->lanes * 1000u / rec->steps : 0;
 }
 
 /* ------------------------------------------------------------ kernels */
