@@ -251,6 +251,7 @@ if step conform; then
         threads) extra=(--threads 4) ;;
         batch) extra=(--gpu-batch 1000) ;;
         qs | rank | lanes | walk) envs=(QS_CUDA_KERNEL=$run) ;;
+        qs-search) envs=(QS_CUDA_KERNEL=qs QS_CUDA_PIVOTS=search) ;;
         esac
         # shellcheck disable=SC2086
         if ! zstdcat "$pack/conform/$dk.docs.zst" | head -n "$cdocs" | env "${envs[@]}" qs-score --backend "$be" \
@@ -270,7 +271,7 @@ if step conform; then
     }
     export -f conform_one
     while IFS=$'\t' read -r key mk dk opts model; do
-        for run in plain threads batch qs rank lanes walk; do
+        for run in plain threads batch qs qs-search rank lanes walk; do
             printf '%s\0%s\0%s\0%s\0%s\0%s\0' "$key" "$dk" "$opts" "$mk.qsm" "$run" "$model"
         done
         printf '%s\0%s\0%s\0%s\0%s\0%s\0' "$key" "$dk" "$opts" "$mk.alt.qsm" plain "$model"

@@ -225,6 +225,15 @@ conformance_pairs() {
     [ "$status" -eq 0 ]
     [[ "$output" == *"cuda-emu runs kernel qs: asked for"*"256 threads and 64 documents a thread-block"* ]] ||
         { echo "$output" | head -3; return 1; }
+    # qs's pivots: by rank where they fit, by search when asked
+    QS_CUDA_KERNEL=qs run qs-score -v --backend cuda-emu "$m" "$d"
+    [[ "$output" == *"pivots by rank"* ]] || { echo "$output" | head -3; return 1; }
+    QS_CUDA_KERNEL=qs QS_CUDA_PIVOTS=search run qs-score -v --backend cuda-emu "$m" "$d"
+    [[ "$output" == *"pivots by search"* ]] || { echo "$output" | head -3; return 1; }
+    # a budget the ranks do not fit: asked for, refused with the reason (exit 3)
+    QS_CUDA_KERNEL=qs QS_CUDA_PIVOTS=rank QS_CUDA_SHARED=8192 run qs-score --backend cuda-emu "$m" "$d"
+    [ "$status" -eq 3 ] || { echo "$output"; return 1; }
+    [[ "$output" == *"cannot find its pivots by rank (QS_CUDA_PIVOTS=rank) for this model: the ranks of"* ]]
     # categorical nodes: the rank kernels refuse, saying why (exit 3)
     fixture_qsm categorical "$FIX/xgboost/categorical.json" || return 1
     QS_CUDA_KERNEL=rank run qs-score --backend cuda-emu "$BATS_TEST_TMPDIR/categorical.qsm" \
@@ -263,7 +272,7 @@ conformance_pairs() {
     fixture_qsm xgb-tiny || return 1
     local m="$BATS_TEST_TMPDIR/xgb-tiny.qsm" d="$FIX/xgb-tiny/docs.letor" v bad
     for v in QS_CUDA_THREADS QS_CUDA_DB QS_CUDA_TAU QS_CUDA_SHARED QS_CUDA_SUB QS_CUDA_STREAMS QS_CUDA_F32 \
-        QS_CUDA_WARM; do
+        QS_CUDA_WARM QS_CUDA_PIVOTS QS_CUDA_KERNEL; do
         for bad in '+1' '-0' ' 1' '1 ' '0x10' '1e3' '99999999999999999999999' 'abc'; do
             local rc=0
             env "$v=$bad" qs-score --backend cuda-emu "$m" "$d" > "$BATS_TEST_TMPDIR/out" \
@@ -282,7 +291,10 @@ conformance_pairs() {
     [[ "$output" == *"QS_CUDA_STREAMS='5': expected a whole number in 1..4"* ]]
     QS_CUDA_KERNEL=fast run qs-score --backend cuda-emu "$m" "$d"
     [ "$status" -eq 2 ]
-    [[ "$output" == *"QS_CUDA_KERNEL='fast': expected auto, qs, rank, lanes or walk"* ]]
+    [[ "$output" == *"QS_CUDA_KERNEL='fast': expected qs, rank, lanes, walk or auto"* ]]
+    QS_CUDA_PIVOTS=binary run qs-score --backend cuda-emu "$m" "$d"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"QS_CUDA_PIVOTS='binary': expected search, rank or auto"* ]]
     QS_CUDA_KERNEL=qs QS_CUDA_THREADS=1024 run qs-score --backend cuda-emu "$m" "$d"
     [ "$status" -eq 2 ]
     [[ "$output" == *"the qs kernel takes at most 512 threads"* ]]

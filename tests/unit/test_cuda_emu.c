@@ -131,22 +131,24 @@ static double *edge_docs(const qs_scorer *s, uint32_t n, uint32_t nf)
 
 typedef struct geom {
     uint32_t threads, db, tau, shared;
+    uint32_t pivots;        /* qs: 0 auto, 1 by search, 2 by rank */
 } geom;
 
 /* The launch geometries per kernel (0: the default). */
 static const geom qs_geoms[] = {
-    { 0, 0, 0, 0 },         /* the defaults */
-    { 32, 32, 3, 0 },       /* one warp, three trees a block */
-    { 96, 64, 0, 0 },       /* two document warps, a ragged warp count */
-    { 64, 32, 1, 0 },       /* one tree a block */
-    { 128, 32, 0, 12288 },  /* a small shared budget */
-    { 64, 32, 0, 2048 },    /* a budget no tree fits: vectors in global memory */
+    { 0, 0, 0, 0, 0 },          /* the defaults (pivots by rank where they fit) */
+    { 32, 32, 3, 0, 1 },        /* one warp, three trees a block, pivots by search */
+    { 96, 64, 0, 0, 0 },        /* two document warps, a ragged warp count */
+    { 64, 32, 1, 0, 1 },        /* one tree a block, by search */
+    { 128, 32, 0, 12288, 0 },   /* a small shared budget */
+    { 64, 32, 0, 2048, 0 },     /* a budget no tree fits: vectors in global memory */
+    { 0, 0, 0, 0, 1 },          /* the defaults, by search */
 };
 static const geom walk_geoms[] = {
-    { 0, 0, 0, 0 },         /* the defaults */
-    { 64, 0, 0, 0 },
-    { 96, 0, 0, 0 },        /* a ragged last warp */
-    { 256, 0, 0, 0 },
+    { 0, 0, 0, 0, 0 },      /* the defaults */
+    { 64, 0, 0, 0, 0 },
+    { 96, 0, 0, 0, 0 },     /* a ragged last warp */
+    { 256, 0, 0, 0, 0 },
 };
 
 static void set(qs_cu_params *p, int i, uint32_t v)
@@ -175,6 +177,10 @@ static long emulate(const qs_scorer *s, uint32_t k, const geom *g, int f32, cons
     set(&p, QS_CU_OPT_DB, g->db);
     set(&p, QS_CU_OPT_TAU, g->tau);
     set(&p, QS_CU_OPT_SHARED, g->shared);
+    if (g->pivots) {
+        p.v[QS_CU_OPT_PIVOTS] = g->pivots - 1u;
+        p.set |= 1u << QS_CU_OPT_PIVOTS;
+    }
     qs_cu_image im;
     qs_error err;
     if (qs_cu_image_build(s, &p, QS_CU_MAX_SHARED, &im, &err) != 0) {
@@ -223,9 +229,10 @@ static long emulate(const qs_scorer *s, uint32_t k, const geom *g, int f32, cons
         qs_cu_rec_stats(rec, &worst, &steps, &mean, &lanes);
     if (worst > worst_seen[k])
         worst_seen[k] = worst;
-    printf("%s %s threads=%u db=%u tau=%u shared=%u%s %s rows: %ld of %u documents differ",
+    printf("%s %s threads=%u db=%u tau=%u shared=%u%s%s%s %s rows: %ld of %u documents differ",
            what, qs_cu_kernel_names[k], im.threads, im.db, im.tau, im.shared,
-           im.vec_block ? " (global vectors)" : "", f32 ? "float32" : "double", bad, n);
+           im.vec_block ? " (global vectors)" : "", k == QS_CU_K_QS ? " pivots=" : "",
+           k == QS_CU_K_QS ? im.pivots : "", f32 ? "float32" : "double", bad, n);
     if (rec)
         printf("; bank load worst %u, mean %.2f over %llu warp steps; %.1f of 32 lanes active "
                "(%.0f%%)",

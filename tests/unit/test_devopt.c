@@ -89,7 +89,8 @@ int main(int argc, char **argv)
     refused(s, "streams", "0", "expected a whole number in 1..4");
     refused(s, "streams", "99999999999999999999999", "expected a whole number in 1..4");
     refused(s, "sub", "", "expected a whole number");
-    refused(s, "kernel", "fast", "expected auto, qs, rank, lanes or walk");
+    refused(s, "kernel", "fast", "expected qs, rank, lanes, walk or auto");
+    refused(s, "pivots", "binary", "expected search, rank or auto");
     refused(s, "f32", "2", "expected a whole number in 0..1");
     char plan[512];
     CHECK(qs_scorer_backend_plan(s, emu, plan, sizeof plan, &err) == 0 && strstr(plan, "kernel "),

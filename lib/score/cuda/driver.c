@@ -362,7 +362,8 @@ static int cu_plan(const qs_backend_def *d, const qs_scorer *s, char *out, size_
     ADD("kernel %s; %u threads and %u documents a thread-block, %u bytes of shared memory",
         im.why, im.threads, qs ? im.db : im.threads, im.shared);
     if (qs)
-        ADD("; %u trees a block%s", im.tau, im.vec_block ? ", vectors in global memory" : "");
+        ADD("; %u trees a block%s; pivots by %s", im.tau,
+            im.vec_block ? ", vectors in global memory" : "", im.pivots);
     ADD("; rows of the %u features the model uses (of %u) %s", im.model.ncols,
         s->m->num_features,
         im.f32_ok && s->m->float_precision

@@ -252,6 +252,8 @@ static void emu_qs(const qs_cu_model *M, const qs_cu_batch *X, uint32_t grid, ui
     const uint64_t vwords = (uint64_t)M->vec_words * db;
     uint32_t *vec = X->vec_global ? X->vec_global + (uint64_t)blk * vwords : (uint32_t *)sh;
     double *vals = (double *)(sh + (X->vec_global ? 0 : vwords * 4u));
+    uint16_t *ranks = M->pivots ? (uint16_t *)((unsigned char *)vals + (uint64_t)M->chunk * db * 8u)
+                                : NULL;
     for (uint64_t g = blk; g * db < X->n; g += grid) {
         const uint32_t doc0 = (uint32_t)(g * db);
         const uint32_t nd = X->n - doc0 < db ? X->n - doc0 : db;
@@ -259,6 +261,11 @@ static void emu_qs(const qs_cu_model *M, const qs_cu_batch *X, uint32_t grid, ui
         for (uint32_t i = 0; i < threads; i++)
             if (perm[i] < nd)
                 qs_cu_acc_start(M, X, &acc[perm[i]], (uint64_t)doc0 + perm[i], kr);
+        if (ranks) {
+            shuffle(perm, threads, s);
+            for (uint32_t i = 0; i < threads; i++)
+                qs_cu_qs_ranks(M, X, ranks, doc0, nd, perm[i], threads, f32);
+        }
         for (uint32_t b = 0; b < M->nblocks; b++) {
             const qs_cu_block *B = &M->blocks[b];
             shuffle(perm, threads, s);
@@ -266,7 +273,7 @@ static void emu_qs(const qs_cu_model *M, const qs_cu_batch *X, uint32_t grid, ui
                 qs_cu_qs_init(B, vec, db, perm[i], threads);
             shuffle(perm, threads, s);
             for (uint32_t i = 0; i < threads; i++)
-                qs_cu_qs_mask(M, B, X, vec, doc0, nd, perm[i], threads, rec, f32,
+                qs_cu_qs_mask(M, B, X, vec, ranks, doc0, nd, perm[i], threads, rec, f32,
                               X->vec_global != NULL);
             rec_phase_end(rec);
             for (uint32_t c0 = 0; c0 < B->ntrees; c0 += M->chunk) {

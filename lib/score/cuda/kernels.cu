@@ -31,17 +31,23 @@ qs_cu_kernel_qs(const qs_cu_model M, const qs_cu_batch X)
     const uint64_t vwords = (uint64_t)M.vec_words * db;
     uint32_t *vec = GVEC ? X.vec_global + (uint64_t)blockIdx.x * vwords : (uint32_t *)qs_cu_shared;
     double *vals = (double *)(qs_cu_shared + (GVEC ? 0 : vwords * 4u));
+    uint16_t *ranks = M.pivots ? (uint16_t *)((unsigned char *)vals + (uint64_t)M.chunk * db * 8u)
+                               : NULL;
     qs_cu_acc a;
     for (uint64_t g = blockIdx.x; g * db < X.n; g += gridDim.x) {
         const uint32_t doc0 = (uint32_t)(g * db);
         const uint32_t nd = X.n - doc0 < db ? X.n - doc0 : db;
         if (tid < nd)
             qs_cu_acc_start(&M, &X, &a, (uint64_t)doc0 + tid, KR);
+        if (ranks) {
+            qs_cu_qs_ranks(&M, &X, ranks, doc0, nd, tid, nthreads, F32);
+            __syncthreads();
+        }
         for (uint32_t b = 0; b < M.nblocks; b++) {
             const qs_cu_block *B = &M.blocks[b];
             qs_cu_qs_init(B, vec, db, tid, nthreads);
             __syncthreads();
-            qs_cu_qs_mask(&M, B, &X, vec, doc0, nd, tid, nthreads, NULL, F32, GVEC);
+            qs_cu_qs_mask(&M, B, &X, vec, ranks, doc0, nd, tid, nthreads, NULL, F32, GVEC);
             __syncthreads();
             for (uint32_t c0 = 0; c0 < B->ntrees; c0 += M.chunk) {
                 const uint32_t nc = B->ntrees - c0 < M.chunk ? B->ntrees - c0 : M.chunk;

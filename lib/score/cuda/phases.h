@@ -221,6 +221,9 @@ typedef struct qs_cu_group {
     uint32_t col, rule;
     uint32_t begin, end;       /* sorted entries */
     uint32_t sp_begin, sp_end; /* special-value entries */
+    uint32_t vf;               /* pivots by rank: the ranked (feature, rule) */
+    uint32_t tab;              /* ... and the end of the false run for each
+                                  rank r at gend[tab + r] */
 } qs_cu_group;
 
 typedef struct qs_cu_cat {
@@ -258,9 +261,10 @@ typedef struct qs_cu_model {
     const uint32_t *etree;
     const uint64_t *emask;
     const qs_cu_cat *cats;
-    /* rank, lanes */
+    /* rank, lanes; qs with pivots by rank */
     const qs_cu_vf *vfs;
     const double *vthr;
+    const uint32_t *gend;      /* qs, pivots by rank: per group, per rank */
     /* rank, lanes, walk: that kernel's nodes */
     const void *nodes;
     uint32_t kernel;           /* QS_CU_K_* */
@@ -272,7 +276,10 @@ typedef struct qs_cu_model {
     uint32_t nblocks;          /* qs */
     uint32_t vec_words;        /* qs: 32-bit words of one document's vectors (widest block) */
     uint32_t chunk;            /* qs: trees per exit-leaf chunk */
-    uint32_t nvf;              /* rank, lanes */
+    uint32_t nvf;              /* rank, lanes; qs with pivots by rank */
+    uint32_t pivots;           /* qs: 1 pivots by rank (ranks staged once a
+                                  thread-block, each group's false run one load
+                                  away), 0 by binary search */
 } qs_cu_model;
 
 /* One launch: documents 0 .. n - 1 of x (rows of `stride` values, float32
@@ -738,13 +745,32 @@ QS_CU_FN void qs_cu_qs_init(const qs_cu_block *B, uint32_t *vec, uint32_t db, ui
         vec[i] = fill;
 }
 
+/* pivots by rank: the ranks of the thread-block's documents, staged once
+ * for every tree block: ranks[v * db + d] (16 bits: two lanes a word). */
+QS_CU_FN void qs_cu_qs_ranks(const qs_cu_model *M, const qs_cu_batch *X, uint16_t *ranks,
+                             uint32_t doc0, uint32_t nd, uint32_t tid, uint32_t nthreads,
+                             const int f32)
+{
+    const uint32_t db = X->db;
+    const uint64_t n = (uint64_t)M->nvf * nd;
+    for (uint64_t q = tid; q < n; q += nthreads) {
+        const uint32_t v = (uint32_t)(q / nd), d = (uint32_t)(q % nd);
+        const qs_cu_vf *V = &M->vfs[v];
+        ranks[(uint64_t)v * db + d] =
+            (uint16_t)qs_cu_rank(V, M->vthr, qs_cu_x(X, (uint64_t)doc0 + d, V->col, f32),
+                                 (int)M->cmp_lt);
+    }
+}
+
 /* mask: warps take (32 documents, group) pairs and (32 documents,
  * categorical node) pairs; lane l takes document 32 * k + l of the
  * thread-block.  The lanes' range loops share their iteration count j, so
- * the recorder's step of an entry is (pair, j). */
+ * the recorder's step of an entry is (pair, j).  ranks: the staged ranks
+ * (pivots by rank; else NULL). */
 QS_CU_FN void qs_cu_qs_mask(const qs_cu_model *M, const qs_cu_block *B, const qs_cu_batch *X,
-                            uint32_t *vec, uint32_t doc0, uint32_t nd, uint32_t tid,
-                            uint32_t nthreads, void *rec, const int f32, const int gvec)
+                            uint32_t *vec, const uint16_t *ranks, uint32_t doc0, uint32_t nd,
+                            uint32_t tid, uint32_t nthreads, void *rec, const int f32,
+                            const int gvec)
 {
     const uint32_t db = X->db;
     const uint32_t warp = tid / QS_CU_WARP, lane = tid % QS_CU_WARP;
@@ -758,12 +784,24 @@ QS_CU_FN void qs_cu_qs_mask(const qs_cu_model *M, const qs_cu_block *B, const qs
         if (d >= nd)
             continue;
         const qs_cu_group *G = &M->groups[B->group_begin + p / ndw];
-        const double x = qs_cu_x(X, (uint64_t)doc0 + d, G->col, f32);
         uint32_t b, e;
-        qs_cu_range(M, G, x, &b, &e);
+        if (ranks) {
+            const uint64_t at = (uint64_t)G->vf * db + d;
+            QS_CU_TOUCH(rec, tid, iter << 40, at / 2u);
+            const uint32_t r = ranks[at];
+            if (r == QS_CU_SPECIAL) {
+                b = G->sp_begin;
+                e = G->sp_end;
+            } else {
+                b = G->begin;
+                e = M->gend[G->tab + r];
+            }
+        } else {
+            qs_cu_range(M, G, qs_cu_x(X, (uint64_t)doc0 + d, G->col, f32), &b, &e);
+        }
         for (uint32_t i = b; i < e; i++)
             qs_cu_apply(B, vec, db, d, M->etree[i], M->emask[i], tid, rec,
-                        (iter << 40) | ((uint64_t)(i - b) << 8), gvec);
+                        (iter << 40) | ((uint64_t)(i - b + 1u) << 8), gvec);
     }
     const uint32_t nc = B->cat_end - B->cat_begin;
     const uint64_t cpairs = (uint64_t)nc * ndw;

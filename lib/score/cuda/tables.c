@@ -9,6 +9,7 @@
 
 const char *const qs_cu_kernel_names[QS_CU_NKERNELS + 2] = { "qs", "rank", "lanes", "walk",
                                                              "auto", NULL };
+static const char *const pivot_names[4] = { "search", "rank", "auto", NULL };
 
 const qs_cu_tunable qs_cu_tunables[QS_CU_NOPT] = {
     [QS_CU_OPT_KERNEL] = { "kernel", "QS_CUDA_KERNEL", QS_CU_NKERNELS, QS_CU_NKERNELS, 1,
@@ -33,6 +34,10 @@ const qs_cu_tunable qs_cu_tunables[QS_CU_NOPT] = {
     [QS_CU_OPT_F32] = { "f32", "QS_CUDA_F32", 0, 1, 1, 1, NULL,
                         "1: a float32 model's documents travel as float32 when every value of a "
                         "transfer is one; 0: always as double" },
+    [QS_CU_OPT_PIVOTS] = { "pivots", "QS_CUDA_PIVOTS", 2, 2, 1, 2, pivot_names,
+                           "qs: how a lane finds its false run: rank (the document's ranks staged "
+                           "once, a table load per group), search (a binary search per group), "
+                           "auto (rank where its tables fit)" },
     [QS_CU_OPT_WARM] = { "warm", "QS_CUDA_WARM", 0, 1, 1, 1, NULL,
                          "1: a device back end named to qs-score (qs_backend_warm_up) starts "
                          "its device at once, beside loading and parsing; 0: at prepare" },
@@ -59,8 +64,12 @@ int qs_cu_param_parse(qs_cu_params *p, int i, const char *value, const char *wha
                 p->set |= 1u << i;
                 return 0;
             }
-        return qs_fail(err, QS_ERR_ARG, 0, "%s='%s': expected auto, qs, rank, lanes or walk",
-                       what, q);
+        char list[96] = "";
+        size_t n = 0;
+        for (uint32_t k = 0; T->names[k]; k++)
+            n += (size_t)snprintf(list + n, sizeof list - n, "%s%s",
+                                  k == 0 ? "" : T->names[k + 1] ? ", " : " or ", T->names[k]);
+        return qs_fail(err, QS_ERR_ARG, 0, "%s='%s': expected %s", what, q, list);
     }
     uint64_t v;
     if (qs_parse_count(value, T->lo, T->hi, &v) != 0 || v % T->multiple != 0) {
@@ -119,7 +128,7 @@ int qs_cu_check_option(const char *name, const char *value, qs_error *err)
     if (i < 0)
         return qs_fail(err, QS_ERR_ARG, 0,
                        "unknown device option '%s' (expected kernel, threads, db, tau, shared, "
-                       "sub, streams, f32 or warm)",
+                       "pivots, sub, streams, f32 or warm)",
                        name);
     qs_cu_params p = { { 0 }, 0 };
     char what[64];
@@ -231,13 +240,13 @@ static void ranks_free(ranks *r)
 }
 
 /* 0, or 1 with r->why when the model cannot be ranked, or -1 (memory). */
-static int ranks_build(const qs_model *m, const cols *c, ranks *r)
+static int ranks_build(const qs_model *m, const cols *c, int skip_cat, ranks *r)
 {
     memset(r, 0, sizeof *r);
     uint64_t nnum = 0;
     for (uint64_t i = 0; i < m->num_nodes; i++) {
         const qs_node *n = &m->nodes[i];
-        if (n->kind == QS_NODE_CAT) {
+        if (n->kind == QS_NODE_CAT && !skip_cat) {
             snprintf(r->why, sizeof r->why, "categorical nodes are not ranked");
             return 1;
         }
@@ -433,7 +442,7 @@ static uint32_t count_vf(const qs_model *m, uint32_t *most_thr, int *failed)
         *failed = 1;
         return 0;
     }
-    int rc = ranks_build(m, &c, &r);
+    int rc = ranks_build(m, &c, 0, &r);
     free(c.feat);
     if (rc != 0) {
         *failed = 1;
@@ -532,7 +541,7 @@ static uint32_t kind_of(const qs_block *B)
 
 enum {
     P_TREES, P_LEAVES, P_LEAFLIN, P_LINEAR, P_LINCOL, P_LINCOEFF, P_BASE, P_CATWORDS, P_BLOCKS,
-    P_GROUPS, P_THR, P_ETREE, P_EMASK, P_CATS, P_VFS, P_VTHR, P_NODES
+    P_GROUPS, P_THR, P_ETREE, P_EMASK, P_CATS, P_VFS, P_VTHR, P_GEND, P_NODES
 };
 _Static_assert(P_NODES + 1 == QS_CU_NPTR, "QS_CU_NPTR");
 
@@ -555,6 +564,7 @@ static const void **field(qs_cu_model *M, int i)
     case P_CATS: return (const void **)&M->cats;
     case P_VFS: return (const void **)&M->vfs;
     case P_VTHR: return (const void **)&M->vthr;
+    case P_GEND: return (const void **)&M->gend;
     default: return (const void **)&M->nodes;
     }
 }
@@ -611,7 +621,7 @@ static int nomem(qs_error *err, uint64_t bytes)
 
 /* qs: the geometry and the GPU's own layout (τ for the shared budget). */
 static int qs_geometry(const qs_scorer *s, const qs_cu_params *p, uint32_t budget,
-                       qs_cu_image *im, const qs_layout **Lout, qs_error *err)
+                       uint32_t rank_vf, qs_cu_image *im, const qs_layout **Lout, qs_error *err)
 {
     const qs_model *m = s->m;
     const uint32_t db = opt(p, QS_CU_OPT_DB);
@@ -623,7 +633,9 @@ static int qs_geometry(const qs_scorer *s, const qs_cu_params *p, uint32_t budge
         return qs_fail(err, QS_ERR_ARG, 0, "the qs kernel takes at most %u threads a "
                        "thread-block (QS_CUDA_THREADS=%u)", QS_CU_MAX_THREADS_QS, threads);
     const uint32_t slot = max_slot(s->L);
-    const uint64_t vals = (uint64_t)QS_CU_CHUNK * db * sizeof(double);
+    /* the chunk's values, then (pivots by rank) the documents' ranks */
+    const uint64_t vals = (uint64_t)QS_CU_CHUNK * db * sizeof(double) +
+                          (((uint64_t)rank_vf * db * 2u + 15u) & ~(uint64_t)15u);
     uint64_t tau;
     int global = 0;
     if (budget <= vals || (budget - vals) / db < slot) {
@@ -707,9 +719,55 @@ int qs_cu_image_build(const qs_scorer *s, const qs_cu_params *p, uint32_t shared
     if (cols_build(m, &c) != 0)
         return nomem(err, (uint64_t)m->num_nodes * 4u);
     const qs_layout *L = s->L;
+    uint64_t ngend = 0;
+    int pivots = 0;
     if (k == QS_CU_K_QS) {
-        if (qs_geometry(s, p, budget, im, &L, err) != 0)
+        /* pivots by rank: asked for (1), or where they fit (auto, 2) */
+        const uint32_t want = opt(p, QS_CU_OPT_PIVOTS);
+        char no[160] = "";
+        if (want) {
+            const int rc = ranks_build(m, &c, 1, &r);
+            if (rc < 0) {
+                nomem(err, m->num_nodes * 16u);
+                goto fail;
+            }
+            pivots = rc == 0;
+            if (rc > 0)
+                snprintf(no, sizeof no, "%s", r.why);
+            else if ((uint64_t)r.nvf * opt(p, QS_CU_OPT_DB) * 2u > budget / 4u) {
+                snprintf(no, sizeof no, "the ranks of %u (feature, missing rule) pairs take over "
+                         "a quarter of the shared budget", r.nvf);
+                pivots = 0;
+            }
+        }
+        if (qs_geometry(s, p, budget, pivots ? r.nvf : 0, im, &L, err) != 0)
             goto fail;
+        if (pivots) {
+            /* the tables: each group's false-run end for each rank */
+            for (uint32_t g = 0; g < L->ngroups; g++) {
+                const qs_group *G = &L->groups[g];
+                ngend += r.fthr_n[col_of(&c, G->feature)] + 1u;
+            }
+            if (ngend > ((uint64_t)1 << 24)) {
+                snprintf(no, sizeof no, "their tables would hold %llu entries (at most 2^24)",
+                         (unsigned long long)ngend);
+                pivots = 0;
+                ngend = 0;
+                qs_layout_free(im->L);
+                im->L = NULL;
+                L = s->L;
+                if (qs_geometry(s, p, budget, 0, im, &L, err) != 0)
+                    goto fail;
+            }
+        }
+        if (want == 1 && !pivots) {
+            qs_fail(err, QS_ERR_UNSUPPORTED, 0, "the qs kernel cannot find its pivots by rank "
+                    "(QS_CUDA_PIVOTS=rank) for this model: %s", no);
+            goto fail;
+        }
+        if (!pivots)
+            ranks_free(&r);
+        snprintf(im->pivots, sizeof im->pivots, "%s", pivots ? "rank" : "search");
     } else {
         im->db = 0;
         if (k == QS_CU_K_WALK) {
@@ -717,7 +775,7 @@ int qs_cu_image_build(const qs_scorer *s, const qs_cu_params *p, uint32_t shared
                                                     : QS_CU_DEFAULT_THREADS_WALK;
             im->shared = 0;
         } else {
-            const int rc = ranks_build(m, &c, &r);
+            const int rc = ranks_build(m, &c, 0, &r);
             if (rc < 0) {
                 nomem(err, m->num_nodes * 16u);
                 goto fail;
@@ -777,6 +835,7 @@ int qs_cu_image_build(const qs_scorer *s, const qs_cu_params *p, uint32_t shared
         [P_CATS] = qs ? sizeof(qs_cu_cat) * (uint64_t)L->ncat : 0,
         [P_VFS] = r.vf ? sizeof(qs_cu_vf) * r.nvf : 0,
         [P_VTHR] = r.vf ? sizeof(double) * r.nthr : 0,
+        [P_GEND] = sizeof(uint32_t) * ngend,
         [P_NODES] = qs ? 0 : node_size * nint,
     };
     uint64_t total = 0;
@@ -808,6 +867,7 @@ int qs_cu_image_build(const qs_scorer *s, const qs_cu_params *p, uint32_t shared
     M->vec_words = vec_words;
     M->chunk = chunk;
     M->nvf = r.nvf;
+    M->pivots = (uint32_t)pivots;
 
     /* every kernel: trees, leaves, linear leaves, base, categories */
     qs_cu_tree *trees = (qs_cu_tree *)(im->blob + im->off[P_TREES]);
@@ -838,6 +898,11 @@ int qs_cu_image_build(const qs_scorer *s, const qs_cu_params *p, uint32_t shared
     memcpy(im->blob + im->off[P_BASE], m->base, size[P_BASE]);
     if (size[P_CATWORDS])
         memcpy(im->blob + im->off[P_CATWORDS], m->cat_words, size[P_CATWORDS]);
+    /* the rank tables (rank, lanes; qs with pivots by rank) */
+    if (r.vf) {
+        memcpy(im->blob + im->off[P_VFS], r.vf, size[P_VFS]);
+        memcpy(im->blob + im->off[P_VTHR], r.thr, size[P_VTHR]);
+    }
 
     if (qs) {
         qs_cu_block *blocks = (qs_cu_block *)(im->blob + im->off[P_BLOCKS]);
@@ -851,10 +916,39 @@ int qs_cu_image_build(const qs_scorer *s, const qs_cu_params *p, uint32_t shared
             };
         }
         qs_cu_group *groups = (qs_cu_group *)(im->blob + im->off[P_GROUPS]);
+        uint32_t *gend = pivots ? (uint32_t *)(im->blob + im->off[P_GEND]) : NULL;
+        uint64_t tab = 0;
         for (uint32_t g = 0; g < L->ngroups; g++) {
             const qs_group *G = &L->groups[g];
-            groups[g] = (qs_cu_group){ col_of(&c, G->feature), G->rule, G->begin, G->end,
-                                       G->sp_begin, G->sp_end };
+            const uint32_t col = col_of(&c, G->feature);
+            groups[g] = (qs_cu_group){ col, G->rule, G->begin, G->end, G->sp_begin, G->sp_end,
+                                       0, 0 };
+            if (!pivots)
+                continue;
+            /* rank r: the run of false entries ends at the first entry
+             * whose threshold's rank k stops the scan: k >= r ascending,
+             * k < r descending (tables.h; phases.h's qs_cu_search) */
+            const uint32_t nthr = r.fthr_n[col];
+            const int desc = (G->rule & QS_GROUP_DESC) != 0;
+            groups[g].vf = vf_of(&r, col, G->rule & QS_RULE_MASK);
+            groups[g].tab = (uint32_t)tab;
+            uint32_t i = G->begin;
+            if (!desc) {
+                /* ascending: the run grows with the rank */
+                for (uint32_t rr = 0; rr <= nthr; rr++) {
+                    while (i < G->end && rank_of(&r, col, L->thr[i]) < rr)
+                        i++;
+                    gend[tab + rr] = i;
+                }
+            } else {
+                /* descending: it shrinks */
+                for (uint32_t rr = nthr + 1u; rr-- > 0;) {
+                    while (i < G->end && rank_of(&r, col, L->thr[i]) >= rr)
+                        i++;
+                    gend[tab + rr] = i;
+                }
+            }
+            tab += nthr + 1u;
         }
         if (L->nentries) {
             memcpy(im->blob + im->off[P_THR], L->thr, size[P_THR]);
@@ -872,10 +966,6 @@ int qs_cu_image_build(const qs_scorer *s, const qs_cu_params *p, uint32_t shared
             };
         }
     } else {
-        if (r.vf) {
-            memcpy(im->blob + im->off[P_VFS], r.vf, size[P_VFS]);
-            memcpy(im->blob + im->off[P_VTHR], r.thr, size[P_VTHR]);
-        }
         unsigned char *nodes = im->blob + im->off[P_NODES];
         uint64_t at = 0;
         for (uint64_t t = 0; t < m->num_trees; t++) {

@@ -20,6 +20,7 @@ enum {
     QS_CU_OPT_SUB,      /* most documents per transfer */
     QS_CU_OPT_STREAMS,  /* streams (lanes of transfers and kernels) */
     QS_CU_OPT_F32,      /* 1: float32 transfers where exact; 0: double */
+    QS_CU_OPT_PIVOTS,   /* qs: search, rank, auto */
     QS_CU_OPT_WARM,     /* 1: qs_backend_warm_up starts the device; 0: it does not */
     QS_CU_NOPT
 };
@@ -80,7 +81,7 @@ int qs_cu_check_option(const char *name, const char *value, qs_error *err);
 /* ------------------------------------------------------------ the image */
 
 /* Pointer fields of qs_cu_model. */
-#define QS_CU_NPTR 17
+#define QS_CU_NPTR 18
 
 typedef struct qs_cu_image {
     unsigned char *blob;  /* every table, each at a 16-byte aligned offset */
@@ -98,6 +99,7 @@ typedef struct qs_cu_image {
     uint64_t vec_block;   /* qs, vectors in global memory: bytes of one
                              thread-block's (0: in shared memory) */
     int f32_ok;           /* float32 transfers allowed (the tunable) */
+    char pivots[8];       /* qs: "rank" or "search" */
 } qs_cu_image;
 
 /* The kernel `auto` picks for s's model (a pure function of the model and
