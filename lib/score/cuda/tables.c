@@ -430,92 +430,117 @@ static void model_facts(const qs_scorer *s, facts *f)
     }
 }
 
-/* The (feature, rule) pairs of s's model, counted without building the
- * tables (for the choice). */
-static uint32_t count_vf(const qs_model *m, uint32_t *most_thr, int *failed)
+/* What the choice needs of the rank tables (built once: ranks_build with
+ * categorical nodes left out). */
+typedef struct rankinfo {
+    int rc;               /* ranks_build's: 0, or 1 with why */
+    uint32_t nvf, most_thr;
+    char why[160];
+} rankinfo;
+
+static void rank_info(const ranks *r, int rc, rankinfo *ri)
 {
-    cols c;
-    ranks r;
-    *failed = 0;
-    *most_thr = 0;
-    if (cols_build(m, &c) != 0) {
-        *failed = 1;
-        return 0;
+    memset(ri, 0, sizeof *ri);
+    ri->rc = rc;
+    if (rc) {
+        snprintf(ri->why, sizeof ri->why, "%s", r->why);
+        return;
     }
-    int rc = ranks_build(m, &c, 0, &r);
-    free(c.feat);
-    if (rc != 0) {
-        *failed = 1;
-        return 0;
-    }
-    uint32_t n = r.nvf;
-    for (uint32_t i = 0; i < r.nvf; i++)
-        *most_thr = r.vf[i].nthr > *most_thr ? r.vf[i].nthr : *most_thr;
-    ranks_free(&r);
-    return n;
+    ri->nvf = r->nvf;
+    for (uint32_t i = 0; i < r->nvf; i++)
+        ri->most_thr = r->vf[i].nthr > ri->most_thr ? r->vf[i].nthr : ri->most_thr;
 }
 
-int qs_cu_kernel_takes(const qs_scorer *s, uint32_t k, const qs_cu_params *p, char *why,
-                       size_t cap)
+static int takes(uint32_t k, const qs_cu_params *p, const facts *f, const rankinfo *ri, char *why,
+                 size_t cap)
 {
-    facts f;
-    model_facts(s, &f);
     if (k == QS_CU_K_QS || k == QS_CU_K_WALK)
         return 1;
-    if (f.cat) {
+    if (f->cat) {
         snprintf(why, cap, "categorical nodes (the rank kernels compare ranks of numerical "
                            "thresholds only)");
         return 0;
     }
-    if (f.nan_thr) {
-        snprintf(why, cap, "a NaN threshold");
-        return 0;
-    }
-    if (f.most_nodes > 2u * QS_CU_RANK_MAX) {
+    if (f->most_nodes > 2u * QS_CU_RANK_MAX) {
         snprintf(why, cap, "trees of up to %u nodes (the rank kernels' nodes number at most "
                            "%u leaves and internal nodes)",
-                 f.most_nodes, QS_CU_RANK_MAX);
+                 f->most_nodes, QS_CU_RANK_MAX);
         return 0;
     }
-    if (k == QS_CU_K_LANES && f.most_leaves > 64) {
-        snprintf(why, cap, "trees of up to %u leaves (lanes: at most 64)", f.most_leaves);
+    if (k == QS_CU_K_LANES && f->most_leaves > 64) {
+        snprintf(why, cap, "trees of up to %u leaves (lanes: at most 64)", f->most_leaves);
         return 0;
     }
-    uint32_t most_thr;
-    int failed;
-    const uint32_t nvf = count_vf(s->m, &most_thr, &failed);
-    if (failed || most_thr > QS_CU_RANK_MAX) {
-        snprintf(why, cap, "a feature of %u distinct thresholds (ranks take at most %u)",
-                 most_thr, QS_CU_RANK_MAX);
+    if (ri->rc) {
+        snprintf(why, cap, "%s", ri->why);
         return 0;
     }
-    if (!rank_threads(nvf, p, 0)) {
+    if (!rank_threads(ri->nvf, p, 0)) {
         snprintf(why, cap, "the ranks of %u (feature, missing rule) pairs do not fit the "
                            "shared budget for 64 documents a thread-block",
-                 nvf);
+                 ri->nvf);
         return 0;
     }
     return 1;
 }
 
-uint32_t qs_cu_pick_kernel(const qs_scorer *s, const qs_cu_params *p, char *why, size_t cap)
+static uint32_t pick(const qs_cu_params *p, const facts *f, const rankinfo *ri, char *why,
+                     size_t cap)
 {
     char no[160] = "";
-    facts f;
-    model_facts(s, &f);
-    if (!qs_cu_kernel_takes(s, QS_CU_K_RANK, p, no, sizeof no)) {
+    if (!takes(QS_CU_K_RANK, p, f, ri, no, sizeof no)) {
         snprintf(why, cap, "walk: %s (auto's rule, estimated: not yet measured on a device)", no);
         return QS_CU_K_WALK;
     }
-    if (f.most_leaves <= 16) {
+    if (f->most_leaves <= 16) {
         snprintf(why, cap, "lanes: trees of <= 16 leaves (auto's rule, estimated: not yet "
                            "measured on a device)");
         return QS_CU_K_LANES;
     }
     snprintf(why, cap, "rank: trees of up to %u leaves (auto's rule, estimated: not yet "
                        "measured on a device)",
-             f.most_leaves);
+             f->most_leaves);
     return QS_CU_K_RANK;
+}
+
+/* The facts and the rank summary of s's model (the ranks freed). */
+static int choice_facts(const qs_scorer *s, facts *f, rankinfo *ri)
+{
+    model_facts(s, f);
+    cols c;
+    ranks r;
+    if (cols_build(s->m, &c) != 0)
+        return -1;
+    const int rc = ranks_build(s->m, &c, 1, &r);
+    free(c.feat);
+    if (rc < 0)
+        return -1;
+    rank_info(&r, rc, ri);
+    ranks_free(&r);
+    return 0;
+}
+
+int qs_cu_kernel_takes(const qs_scorer *s, uint32_t k, const qs_cu_params *p, char *why,
+                       size_t cap)
+{
+    facts f;
+    rankinfo ri;
+    if (choice_facts(s, &f, &ri) != 0) {
+        snprintf(why, cap, "out of memory");
+        return 0;
+    }
+    return takes(k, p, &f, &ri, why, cap);
+}
+
+uint32_t qs_cu_pick_kernel(const qs_scorer *s, const qs_cu_params *p, char *why, size_t cap)
+{
+    facts f;
+    rankinfo ri;
+    if (choice_facts(s, &f, &ri) != 0) {
+        snprintf(why, cap, "walk: out of memory for the rank tables");
+        return QS_CU_K_WALK;
+    }
+    return pick(p, &f, &ri, why, cap);
 }
 
 /* ------------------------------------------------------------ the image */
@@ -694,16 +719,33 @@ int qs_cu_image_build(const qs_scorer *s, const qs_cu_params *p, uint32_t shared
     if (m->num_trees > UINT32_MAX - 1)
         return qs_fail(err, QS_ERR_LIMIT, 0, "%llu trees: beyond the GPU back end's limit",
                        (unsigned long long)m->num_trees);
+    /* the model's columns and rank tables (categorical nodes left out),
+     * built once: for the choice, the rank kernels and qs's pivots */
+    cols c = { 0 };
+    ranks r = { 0 };
+    treemap tm = { 0 };
+    facts f;
+    rankinfo ri;
+    model_facts(s, &f);
+    if (cols_build(m, &c) != 0)
+        return nomem(err, (uint64_t)m->num_nodes * 4u);
+    const int rrc = ranks_build(m, &c, 1, &r);
+    if (rrc < 0) {
+        free(c.feat);
+        return nomem(err, (uint64_t)m->num_nodes * 16u);
+    }
+    rank_info(&r, rrc, &ri);
     /* the kernel */
     uint32_t k = opt(p, QS_CU_OPT_KERNEL);
     if (k >= QS_CU_NKERNELS) {
-        k = qs_cu_pick_kernel(s, p, im->why, sizeof im->why);
+        k = pick(p, &f, &ri, im->why, sizeof im->why);
     } else {
         char no[160] = "";
-        if (!qs_cu_kernel_takes(s, k, p, no, sizeof no))
-            return qs_fail(err, QS_ERR_UNSUPPORTED, 0, "the %s kernel, asked for, cannot "
-                           "score this model: %s",
-                           qs_cu_kernel_names[k], no);
+        if (!takes(k, p, &f, &ri, no, sizeof no)) {
+            qs_fail(err, QS_ERR_UNSUPPORTED, 0, "the %s kernel, asked for, cannot score this "
+                    "model: %s", qs_cu_kernel_names[k], no);
+            goto fail;
+        }
         snprintf(im->why, sizeof im->why, "%s: asked for (QS_CUDA_KERNEL or the device "
                  "option kernel)", qs_cu_kernel_names[k]);
     }
@@ -713,11 +755,6 @@ int qs_cu_image_build(const qs_scorer *s, const qs_cu_params *p, uint32_t shared
     if (shared_max && budget > shared_max)
         budget = shared_max;
 
-    cols c = { 0 };
-    ranks r = { 0 };
-    treemap tm = { 0 };
-    if (cols_build(m, &c) != 0)
-        return nomem(err, (uint64_t)m->num_nodes * 4u);
     const qs_layout *L = s->L;
     uint64_t ngend = 0;
     int pivots = 0;
@@ -726,13 +763,8 @@ int qs_cu_image_build(const qs_scorer *s, const qs_cu_params *p, uint32_t shared
         const uint32_t want = opt(p, QS_CU_OPT_PIVOTS);
         char no[160] = "";
         if (want) {
-            const int rc = ranks_build(m, &c, 1, &r);
-            if (rc < 0) {
-                nomem(err, m->num_nodes * 16u);
-                goto fail;
-            }
-            pivots = rc == 0;
-            if (rc > 0)
+            pivots = rrc == 0;
+            if (rrc > 0)
                 snprintf(no, sizeof no, "%s", r.why);
             else if ((uint64_t)r.nvf * opt(p, QS_CU_OPT_DB) * 2u > budget / 4u) {
                 snprintf(no, sizeof no, "the ranks of %u (feature, missing rule) pairs take over "
@@ -774,17 +806,9 @@ int qs_cu_image_build(const qs_scorer *s, const qs_cu_params *p, uint32_t shared
             im->threads = opt(p, QS_CU_OPT_THREADS) ? opt(p, QS_CU_OPT_THREADS)
                                                     : QS_CU_DEFAULT_THREADS_WALK;
             im->shared = 0;
+            ranks_free(&r);
         } else {
-            const int rc = ranks_build(m, &c, 0, &r);
-            if (rc < 0) {
-                nomem(err, m->num_nodes * 16u);
-                goto fail;
-            }
-            if (rc > 0) {
-                qs_fail(err, QS_ERR_UNSUPPORTED, 0, "the %s kernel cannot score this model: %s",
-                        qs_cu_kernel_names[k], r.why);
-                goto fail;
-            }
+            /* (takes() checked the ranks) */
             im->threads = rank_threads(r.nvf, p, shared_max);
             if (!im->threads) {
                 qs_fail(err, QS_ERR_UNSUPPORTED, 0, "the %s kernel cannot score this model: "
