@@ -197,3 +197,27 @@ want = [float(l) for l in open(sys.argv[2])][:50]
 assert len(a) == 50 and list(a) == want, (len(a), a[:3], want[:3])
 PY
 }
+
+@test "auto on trees of >= 640 leaves on average runs vpred (vQS's planes lose there), below them vqs; oblivious trees stay with vqs" {
+    command -v python3 > /dev/null || skip "python3 not installed"
+    qs-score --version -v | grep -q '^default: auto = vqs' || skip "auto is not vqs on this machine"
+    local t="$BATS_TEST_TMPDIR" d="$FIX/lgb-l8/docs.letor" l
+    for l in 512 768; do
+        python3 "$QS_ROOT/bench/gen_forest.py" 12 "$l" "$d" 3 | qs-compile -o "$t/f$l.qsm" - || return 1
+    done
+    run qs-score -v "$t/f768.qsm" "$d"
+    assert_success
+    assert_output --partial "auto runs vpred (vpred: trees of 768 leaves on average (>= 640"
+    qs-score "$t/f768.qsm" "$d" > "$t/auto" 2> /dev/null
+    qs-score --backend walk "$t/f768.qsm" "$d" > "$t/walk" 2> /dev/null
+    cmp "$t/auto" "$t/walk"
+    run qs-score -v "$t/f512.qsm" "$d"
+    assert_success
+    assert_output --partial "auto runs vqs ("
+    # oblivious trees of up to 4,096 leaves (QS-Omega blocks): vqs
+    python3 "$BATS_TEST_DIRNAME/tools/gen_block_models.py" "$t/gen" > /dev/null
+    qs-compile -o "$t/obl.qsm" "$t/gen/obl-le-double.txt"
+    run qs-score -v "$t/obl.qsm" "$t/gen/docs.letor"
+    assert_success
+    assert_output --partial "auto runs vqs ("
+}

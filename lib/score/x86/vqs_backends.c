@@ -129,10 +129,35 @@ static unsigned vqs_rule(const qs_scorer *s, char *why, size_t cap)
  * QS_VQS_NARROW_BELOW documents or more and AVX-512 for smaller ones (the
  * small-batch kernels: 8 lanes against AVX2's 4, 1.5x faster on Zen 5
  * whatever the trees); elsewhere the kernel of highest rank itself. */
+/* Trees of this many leaves or more on average: auto runs vpred, not vqs.
+ * vQS's multi-word planes grow with the leaves; measured on an Intel Xeon
+ * (Emerald Rapids class, one thread, 5,000 MQ2008 documents, 1,000
+ * synthetic XGBoost-like trees, bench/gen_forest.py): vqs / vpred = 0.26 at
+ * 64 leaves, 0.35 at 256, 0.59 at 512, 1.3 at 768, 1.4 at 1,024, 3.5 at
+ * 2,048 and 50 at 4,096 (vqs 42 s, vpred 0.82 s), every score the same; on
+ * Zen 5 a 4,096-leaf model measured vqs 25x slower than vpred.  Oblivious
+ * trees (QS-Omega blocks) stay with vQS at any size: 14x faster than vpred
+ * on 45 of 1 to 4,096 leaves. */
+#define VQS_HUGE_TREE 640u
+
 static const char *vqs_auto_pick(const qs_backend_def *d, const qs_scorer *s, char *why,
                                  size_t cap)
 {
     (void)d;
+    /* the leaves of trees on planes (QS blocks: QS-Omega's oblivious trees
+     * stay fast at any size), over every tree */
+    const qs_layout *L = s->L;
+    uint64_t planes = 0;
+    for (uint32_t b = 0; b < L->nblocks; b++)
+        if (L->blocks[b].kind == QS_BLOCK_QS)
+            for (uint64_t t = L->blocks[b].tree_begin; t < L->blocks[b].tree_end; t++)
+                planes += L->nleaves[t];
+    if (L->ntrees && planes >= (uint64_t)VQS_HUGE_TREE * L->ntrees) {
+        snprintf(why, cap, "vpred: trees of %llu leaves on average (>= %u: vQS's planes lose "
+                           "to the branch-free walk there)",
+                 (unsigned long long)(planes / L->ntrees), VQS_HUGE_TREE);
+        return "vpred";
+    }
     const unsigned cls = qs_cpu_class();
     char rule[112];
     vqs_rule(s, rule, sizeof rule);
