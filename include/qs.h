@@ -329,6 +329,14 @@ typedef struct qs_build_info {
 } qs_build_info;
 QS_API void qs_build_get_info(qs_build_info *info);
 
+/* The library's own environment variables checked (QS_CPU_CLASS: generic,
+ * zen4, zen5, intel, amd-zen4 or amd-zen5, in lower case; empty counts as
+ * unset).  The library ignores a value it cannot use (CPUID then decides);
+ * a program that wants it refused asks here first, as the tools do (a usage
+ * error).  Returns 0, or -1 with err: QS_ERR_ARG naming the variable, its
+ * value and the values it takes. */
+QS_API int qs_env_check(qs_error *err);
+
 /* How many threads a threaded call made from this thread with `threads`
  * threads can have now: `threads`, or fewer (at least 1) when the system
  * refuses to start more (an address-space or process limit; *why, when not
@@ -644,6 +652,10 @@ QS_API int qs_parse_value(const qs_scorer *s, const char *tok, size_t len, doubl
  * a value in lo..hi.  0 with *out, or -1 (*out unchanged) for anything else,
  * however many digits (no overflow). */
 QS_API int qs_parse_count(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+/* The same rule for a byte count, which may end with one binary suffix K, M
+ * or G (or k, m, g: times 2^10, 2^20, 2^30) right after its digits ("64K",
+ * "2G"): the bytes in lo..hi.  0 with *out, or -1 (*out unchanged). */
+QS_API int qs_parse_bytes(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 
 /* Digits needed to print a score so it round-trips: 17 or 9. */
 QS_API int qs_score_digits(const qs_scorer *s);

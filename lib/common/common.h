@@ -92,6 +92,8 @@ unsigned qs_cpu_class(void);
 /* "generic", "amd-zen4", "amd-zen5", "intel" (QS_CPU_CLASS takes these, or
  * zen4, zen5). */
 const char *qs_cpu_class_name(unsigned cls);
+/* The class a QS_CPU_CLASS value names (exactly, in lower case), or -1. */
+int qs_cpu_class_find(const char *name);
 /* How qs_cpu_class() was found: "CPUID AuthenticAMD family 1Ah", or
  * "QS_CPU_CLASS". */
 const char *qs_cpu_class_source(void);

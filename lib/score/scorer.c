@@ -5,6 +5,7 @@
 #include "score/score.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------ back ends */
@@ -81,6 +82,15 @@ void qs_build_get_info(qs_build_info *info)
     info->cuda = QS_HAVE_CUDA;
     info->cpu_detected = levels[qs_cpu_simd_detected() & 3u];
     info->cpu_enabled = levels[qs_cpu_simd() & 3u];
+}
+
+int qs_env_check(qs_error *err)
+{
+    const char *v = getenv("QS_CPU_CLASS");
+    if (v && *v && qs_cpu_class_find(v) < 0)
+        return qs_fail(err, QS_ERR_ARG, 0, "unknown CPU class '%.64s' in QS_CPU_CLASS (expected "
+                       "generic, zen4, zen5 or intel)", v);
+    return 0;
 }
 
 /* ------------------------------------------------------------ loading */

@@ -230,6 +230,14 @@ uint32_t tool_parse_u32(const char *s, const char *what, uint32_t lo, uint32_t h
     return (uint32_t)v;
 }
 
+void tool_check_env(void)
+{
+    qs_error err;
+    qs_error_clear(&err);
+    if (qs_env_check(&err) != 0)
+        tool_die(EXIT_USAGE, "%s", err.msg);
+}
+
 /* A zstd failure while reading: out of memory (exit 4) or a bad frame
  * (exit 1). */
 static _Noreturn void zstd_die(const char *name, size_t ret)
@@ -247,17 +255,11 @@ size_t tool_max_input(void)
     const char *v = getenv("QS_MAX_INPUT");
     size_t lim = TOOL_MAX_INPUT_DEFAULT;
     if (v && *v) {
-        char *e;
-        errno = 0;
-        unsigned long long x = strtoull(v, &e, 10);
-        unsigned shift = 0;
-        if (*e == 'K' || *e == 'k') shift = 10, e++;
-        else if (*e == 'M' || *e == 'm') shift = 20, e++;
-        else if (*e == 'G' || *e == 'g') shift = 30, e++;
-        if (v[0] < '0' || v[0] > '9' || errno || *e || x == 0 || x > (SIZE_MAX >> 1) >> shift)
+        uint64_t x;
+        if (qs_parse_bytes(v, 1, SIZE_MAX >> 1, &x) != 0)
             tool_die(EXIT_USAGE, "bad QS_MAX_INPUT '%s' (expected a byte count such as "
                                  "1000000, 64K, 512M or 2G)", v);
-        lim = (size_t)x << shift;
+        lim = (size_t)x;
     }
     return cached = lim;
 }

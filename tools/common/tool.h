@@ -67,6 +67,9 @@ _Noreturn void tool_die_err(const char *where, const qs_error *err);
  * one rule of every tool: an option's empty value is never a default (an
  * environment variable set to "" counts as unset: the caller skips it). */
 uint32_t tool_parse_u32(const char *s, const char *what, uint32_t lo, uint32_t hi);
+/* The library's environment variables (qs_env_check: QS_CPU_CLASS): a bad
+ * value dies as a usage error (exit 2), as QS_BACKEND's does. */
+void tool_check_env(void);
 /* The threads a team of `want` started from this thread can have
  * (qs_threads_startable): want, or, when the system refuses to start that
  * many (an address-space or process limit), half of those that could, with

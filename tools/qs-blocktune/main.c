@@ -803,6 +803,7 @@ int main(int argc, char **argv)
         if (only == QS_BACKEND_UNKNOWN || only == QS_BACKEND_AUTO)
             tool_die(EXIT_USAGE, "unknown back end '%s' (see qs-score --list-backends)", bname);
     }
+    tool_check_env();
     const char *mpath = argv[optind];
     const char *dpath = optind + 1 < argc ? argv[optind + 1] : "-";
     size_t mlen;
