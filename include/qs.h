@@ -204,6 +204,15 @@ QS_API int qs_source_version(const char *buf, size_t len, char *out, size_t cap)
 typedef void (*qs_category_fn)(void *ctx, uint32_t feature, uint32_t code, const char *text,
                                size_t len);
 QS_API long long qs_source_categories(const char *buf, size_t len, qs_category_fn fn, void *ctx);
+/* The same, all or nothing, with the reason of a failure: the whole
+ * encoder is read and checked (offsets from 0 to the bytes' count, never
+ * decreasing; bytes; every string category UTF-8) before fn is first
+ * called, so a malformed encoder, or an allocation that fails, reports no
+ * category.  A string longer than 256 bytes is cut at its last whole
+ * character within them.  Returns the count, or -1 with err: QS_ERR_FORMAT
+ * (what is wrong, and where), QS_ERR_NOMEM.  fn may be NULL (a check). */
+QS_API long long qs_source_list_categories(const char *buf, size_t len, qs_category_fn fn,
+                                           void *ctx, qs_error *err);
 
 /* --------------------------------------------------------- .qsm models */
 
