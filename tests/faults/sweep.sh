@@ -14,8 +14,9 @@
 # the same output (a fault the program works around: a buffer it can do
 # without, fewer threads) or fail with exit 4 and a message saying what ran
 # out ("out of memory"; for read: the system's "Input/output error"; for
-# thread: "thread"), leave no output file and no temporary file, and end
-# without a signal or a sanitizer report.  Prints one summary line; exit 1
+# thread: "thread"), leave no output file and no temporary file (nothing on
+# standard output, when that is the output), and end without a signal or a
+# sanitizer report.  Prints one summary line; exit 1
 # with the failing points listed when any failed.
 #   env: QS_FAULT_SO (the injector; default bin/unit/libqsfault.so)
 set -u
@@ -102,6 +103,8 @@ for ((n = first; n <= last; n++)); do
             why="exit 4 without '$want'"
         elif [ -n "$(ls -A "$work/o")" ]; then
             why="exit 4, left $(ls "$work/o")"
+        elif [ -s "$work/stdout" ] && ! printf '%s\n' "${cmd[@]}" | grep -qx @OUT@; then
+            why="exit 4 after writing $(stat -c %s "$work/stdout") bytes to standard output"
         else
             ok4=$((ok4 + 1))
         fi
