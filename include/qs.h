@@ -96,6 +96,21 @@ typedef enum qs_format {
  * the readers' table's order). */
 QS_API qs_format qs_detect_format(const char *buf, size_t len);
 
+/* What the first bytes of a model file say, so that a reader can stop at a
+ * wrong start instead of reading on to its limit (the tools and the Python
+ * binding read model files so).  buf[0 .. len) is what has been read so
+ * far, eof whether that is all of it.
+ *   QS_SNIFF_MORE   blank space, or too few bytes to tell: read on
+ *   QS_SNIFF_MODEL  a .qsm whose header checks out (*most, when not NULL:
+ *                   the file size it records), a zstd frame, or the start
+ *                   of a model a reader takes (*most: UINT64_MAX): read on
+ *   QS_SNIFF_NOT    no model starts so, or a .qsm header that is wrong:
+ *                   every reader refuses the file for what these bytes
+ *                   already show (the bad magic number, the header, the
+ *                   format), so a reader may stop and report on them */
+typedef enum qs_sniff { QS_SNIFF_MORE = 0, QS_SNIFF_MODEL = 1, QS_SNIFF_NOT = 2 } qs_sniff;
+QS_API qs_sniff qs_sniff_model(const unsigned char *buf, size_t len, int eof, uint64_t *most);
+
 /* The readers' table (lib/convert/convert.c): one row per format, with the
  * source library whose rules the reader keeps, the names a command line
  * gives it, and words for messages.  Every list of formats (qs-convert
@@ -240,7 +255,10 @@ typedef struct qs_workspace qs_workspace; /* per-thread scratch */
 QS_API qs_scorer *qs_scorer_load(const unsigned char *buf, size_t len, qs_error *err);
 /* The same from a file: the whole .qsm at `path` is read, loaded and let go
  * (QS_ERR_IO, with the system's reason, when it cannot be opened or read;
- * QS_ERR_LIMIT beyond QS_MAX_QSM_FILE bytes). */
+ * QS_ERR_LIMIT beyond QS_MAX_QSM_FILE bytes).  The read stops after the
+ * 64-byte header when that is wrong (the error qs_scorer_load gives for
+ * it), and reads no further than one byte past the file size a right one
+ * records (a longer file: QS_ERR_FORMAT, padded). */
 #define QS_MAX_QSM_FILE ((size_t)1 << 34)
 QS_API qs_scorer *qs_scorer_load_file(const char *path, qs_error *err);
 /* The same, the layout's blocks built by up to `threads` threads (OpenMP;

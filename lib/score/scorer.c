@@ -228,15 +228,70 @@ qs_scorer *qs_scorer_load(const unsigned char *buf, size_t len, qs_error *err)
     return qs_scorer_load_threads(buf, len, 1, err);
 }
 
+/* The head of a .qsm file: a wrong header stops the read after its 64
+ * bytes, a right one bounds it by the size it records. */
+static int qsm_head(void *ctx, const unsigned char *buf, size_t n, uint64_t *most,
+                    qs_error *err)
+{
+    (void)ctx;
+    uint64_t fsize;
+    if (qsm_check_head(buf, n, &fsize, err) != 0)
+        return -1;
+    if (fsize < *most)
+        *most = fsize;
+    return 0;
+}
+
+qs_sniff qs_sniff_model(const unsigned char *buf, size_t len, int eof, uint64_t *most)
+{
+    static const unsigned char qsm_magic[8] = { 0x89, 'Q', 'S', 'M', '\r', '\n', 0x1a, '\n' };
+    static const unsigned char zstd_magic[4] = { 0x28, 0xB5, 0x2F, 0xFD };
+    if (most)
+        *most = UINT64_MAX;
+    if (!buf)
+        len = 0;
+    /* a .qsm: its header decides (64 bytes, or the file is shorter) */
+    if (len > 0 && buf[0] == qsm_magic[0] &&
+        memcmp(buf, qsm_magic, len < 8 ? len : 8) == 0) {
+        if (len < 64 && !eof)
+            return QS_SNIFF_MORE;
+        uint64_t fsize;
+        qs_error e;
+        if (qsm_check_head(buf, len, &fsize, &e) != 0)
+            return QS_SNIFF_NOT;
+        if (most)
+            *most = fsize;
+        return QS_SNIFF_MODEL;
+    }
+    if (len > 0 && buf[0] == zstd_magic[0] && memcmp(buf, zstd_magic, len < 4 ? len : 4) == 0)
+        return len < 4 && !eof ? QS_SNIFF_MORE : QS_SNIFF_MODEL;
+    /* a format's start: the readers' detection looks at the first bytes
+     * past a byte-order mark and blank space (at most 11 of them) */
+    size_t i = len >= 3 && buf[0] == 0xEF && buf[1] == 0xBB && buf[2] == 0xBF ? 3 : 0;
+    while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' || buf[i] == '\n'))
+        i++;
+    if (!eof && (len - i < 16 || len < 3))
+        return QS_SNIFF_MORE;
+    return qs_detect_format((const char *)buf, len) != QS_FMT_UNKNOWN ? QS_SNIFF_MODEL
+                                                                      : QS_SNIFF_NOT;
+}
+
 qs_scorer *qs_scorer_load_file(const char *path, qs_error *err)
 {
     unsigned char *buf;
     size_t len;
-    if (qs_read_file(path, QS_MAX_QSM_FILE, &buf, &len, err) != 0)
-        return NULL;
-    qs_scorer *s = qs_scorer_load(buf, len, err);
-    free(buf);
-    if (!s && err && err->code != QS_ERR_NOMEM && strncmp(err->msg, path, strlen(path)) != 0) {
+    int cut;
+    qs_scorer *s = NULL;
+    if (qs_read_file(path, QS_MAX_QSM_FILE, 64, qsm_head, NULL, &buf, &len, &cut, err) == 0) {
+        if (cut)
+            qs_fail_at(err, QS_ERR_FORMAT, 24, "the file is longer than the %zu bytes its "
+                       "header records (padded)", len);
+        else
+            s = qs_scorer_load(buf, len, err);
+        free(buf);
+    }
+    if (!s && err && path && err->code != QS_ERR_NOMEM &&
+        strncmp(err->msg, path, strlen(path)) != 0) {
         /* name the file in the message: "PATH: what" */
         char m[sizeof err->msg];
         size_t k = strlen(path);

@@ -323,7 +323,8 @@ static char *decompress(const char *name, char *src, size_t n, size_t *len)
     return dst;
 }
 
-char *tool_read_all(const char *path, size_t *len)
+/* A whole file, or (model) what it takes to see that it is none. */
+static char *read_whole(const char *path, size_t *len, int model)
 {
     int use_stdin = !path || strcmp(path, "-") == 0;
     const char *name = use_stdin ? "(stdin)" : path;
@@ -333,6 +334,13 @@ char *tool_read_all(const char *path, size_t *len)
     if (!f)
         tool_die(EXIT_SYSTEM, "%s: cannot open: %s", path, strerror(errno));
     const size_t limit = tool_max_input();
+    /* With model set, the first bytes decide whether to read on
+     * (qs_sniff_model): a wrong start stops the read, and what was read
+     * is all the caller gets (its checks then refuse it as they would the
+     * whole file); a .qsm's header bounds the read by the size it records
+     * (one byte more tells a padded file). */
+    int sniff = model ? QS_SNIFF_MORE : QS_SNIFF_MODEL;
+    uint64_t most = limit;
     size_t cap = 1 << 16, n = 0;
     char *b = tool_hold(malloc(cap + 1), free);
     if (!b)
@@ -352,15 +360,29 @@ char *tool_read_all(const char *path, size_t *len)
             b = tool_hold(nb, free);
             cap = nc;
         }
-        size_t r = fread(b + n, 1, cap - n, f);
+        size_t want = cap - n;
+        if (most < (uint64_t)n + want)
+            want = (size_t)(most - n) + 1;
+        size_t r = fread(b + n, 1, want, f);
         n += r;
-        if (r == 0)
+        if (sniff == QS_SNIFF_MORE && !ferror(f)) {
+            uint64_t m;
+            sniff = qs_sniff_model((const unsigned char *)b, n, r == 0, &m);
+            if (sniff == QS_SNIFF_NOT)
+                break;
+            if (sniff == QS_SNIFF_MODEL && m < most)
+                most = m;
+        }
+        if (r == 0 || n > most)
             break;
     }
     if (ferror(f))
         tool_die(EXIT_SYSTEM, "%s: read error: %s", name, strerror(errno));
     if (n > limit)
         too_big(name, "input");
+    if (n > most)
+        tool_die(EXIT_DATA, "%s: byte 24: the file is longer than the %llu bytes its header "
+                            "records (padded)", name, (unsigned long long)most);
     if (!use_stdin)
         fclose(f);
     b[n] = '\0';
@@ -370,6 +392,16 @@ char *tool_read_all(const char *path, size_t *len)
     tool_unhold(b); /* the caller's now */
     *len = n;
     return b;
+}
+
+char *tool_read_all(const char *path, size_t *len)
+{
+    return read_whole(path, len, 0);
+}
+
+char *tool_read_model(const char *path, size_t *len)
+{
+    return read_whole(path, len, 1);
 }
 
 /* ------------------------------------------------------------ lines */

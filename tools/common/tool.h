@@ -89,6 +89,13 @@ void tool_check_stdin(void);
  * when the input, or its decompressed content, is larger than
  * tool_max_input() bytes. */
 char *tool_read_all(const char *path, size_t *len);
+/* The same for a model file (a .qsm, canonical text or a model some reader
+ * takes): the read stops where the first bytes show that no model starts
+ * so, or a .qsm header is wrong (qs_sniff_model), and what was read is
+ * returned (the caller's checks refuse it as they would the whole file:
+ * /dev/zero is refused after its first 64 KiB); a .qsm is read no further
+ * than one byte past the size its header records. */
+char *tool_read_model(const char *path, size_t *len);
 
 /* The limit on whole-file inputs (models, .qsm files, reversal samples):
  * the environment variable QS_MAX_INPUT (bytes; suffixes K, M, G), default

@@ -808,7 +808,7 @@ int main(int argc, char **argv)
     const char *dpath = optind + 1 < argc ? argv[optind + 1] : "-";
     size_t mlen;
     /* Every block is held (tool_hold) until freed, so that each exit frees it. */
-    char *mbuf = tool_hold(tool_read_all(mpath, &mlen), free);
+    char *mbuf = tool_hold(tool_read_model(mpath, &mlen), free);
     if (!tool_is_qsm(mbuf, mlen)) {
         const char *kind = tool_model_kind(mbuf, mlen);
         tool_die(EXIT_DATA, "%s: %s%s, not a .qsm: compile it first (qs-compile -o MODEL.qsm)",

@@ -368,9 +368,14 @@ int main(int argc, char **argv)
             break;
         case O_LIKEMODEL: {
             /* --like the library that trained the model (its .qsm's source) */
-            qs_scorer *s = qs_scorer_load_file(optarg, &err);
+            /* read as every tool reads a model (QS_MAX_INPUT, zstd, a
+             * wrong start stops the read) */
+            size_t mlen;
+            char *mbuf = tool_hold(tool_read_model(optarg, &mlen), free);
+            qs_scorer *s = qs_scorer_load((const unsigned char *)mbuf, mlen, &err);
+            tool_release(mbuf);
             if (!s)
-                tool_die_err(NULL, &err);
+                tool_die_err(optarg, &err);
             qs_model_info mi;
             qs_model_get_info(qs_scorer_model(s), &mi);
             qs_scorer_free(s);

@@ -573,7 +573,7 @@ int main(int argc, char **argv)
         tool_die(EXIT_USAGE, "refusing to read documents from a terminal: give DOCS, or pipe "
                              "them in (qs-score %s DOCS, or ... | qs-score %s)", mpath, mpath);
     size_t mlen;
-    char *mbuf = tool_hold(tool_read_all(mpath, &mlen), free);
+    char *mbuf = tool_hold(tool_read_model(mpath, &mlen), free);
     const int is_qsm = tool_is_qsm(mbuf, mlen);
     if (!is_qsm && strcmp(dpath, "-") != 0 && tool_file_is_qsm(dpath))
         tool_die(EXIT_USAGE, "%s is not a model but %s is: the model comes first (qs-score %s %s)",
