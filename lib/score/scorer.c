@@ -410,6 +410,39 @@ int qs_scorer_truncate(qs_scorer *s, uint64_t iterations, qs_error *err)
                            (unsigned long long)(t % K));
     if (keep == m->num_trees)
         return 0;
+    /* ONNX Runtime's AVERAGE divides by the count of ONNX trees: the model
+     * cut to its first ONNX trees divides by those kept.  The reader
+     * unfolds every ONNX tree into one tree, or every one into a tree per
+     * class (lib/convert/onnx.c), so the trees kept tell how many. */
+    /* ONNX Runtime writes a regressor's target as 0, not its base value,
+     * when no leaf reached writes to it (the reader refuses a model where
+     * that depends on the document, lib/convert/onnx.c).  Which leaves of
+     * the first trees write to which target, the trees unfolded per target
+     * do not record: with a base value on a target of several, the cut
+     * model's output is not known exactly. */
+    if (m->source == QS_SRC_ONNX && K > 1 && m->out_affine &&
+        strcmp(m->objective, "TreeEnsembleClassifier") != 0)
+        for (uint32_t k = 0; k < K; k++)
+            if (m->out_bias[k] != 0.0)
+                return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                               "an ONNX regressor of %u targets with base values: ONNX Runtime "
+                               "adds target %u's only where a leaf reached writes to it, and "
+                               "which leaves of the first trees do is not recorded, so the "
+                               "first iterations alone cannot be scored exactly", K, k);
+    const uint32_t divide = m->out_divide;
+    uint64_t divide_kept = 0;
+    if (divide > 1) {
+        if (m->num_trees == divide)
+            divide_kept = keep;
+        else if (m->num_trees == (uint64_t)divide * K)
+            divide_kept = keep / K;
+        else
+            return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                           "the sums are averaged over %u ONNX trees, which unfold unevenly into "
+                           "these %llu trees: the first iterations cannot be counted in ONNX "
+                           "trees (convert the model again with this version of qs)", divide,
+                           (unsigned long long)m->num_trees);
+    }
     /* The model keeps its first trees; the layout follows from them (the
      * reversal flags of the trees kept are a prefix of the current ones). */
     const uint64_t nt = m->num_trees, nn = m->num_nodes, nl = m->num_linear,
@@ -418,6 +451,8 @@ int qs_scorer_truncate(qs_scorer *s, uint64_t iterations, qs_error *err)
     qs_model_truncate(m, keep);
     if (m->transform_average)
         m->transform_average = (uint32_t)iterations;
+    if (divide > 1)
+        m->out_divide = divide_kept > 1 ? (uint32_t)divide_kept : 0;
     qs_layout *L = qs_layout_build_mt(m, s->L->delta, s->L->tree_block, s->L->treeflags,
                                       s->build_threads, err);
     if (!L) {
@@ -426,6 +461,7 @@ int qs_scorer_truncate(qs_scorer *s, uint64_t iterations, qs_error *err)
         m->num_linear = nl;
         m->num_lin_terms = nlt;
         m->transform_average = avg;
+        m->out_divide = divide;
         return -1;
     }
     if (m->num_linear == 0) {
