@@ -18,7 +18,9 @@
 # standard output, when that is the output), and end without a signal or a
 # sanitizer report.  Prints one summary line; exit 1
 # with the failing points listed when any failed.
-#   env: QS_FAULT_SO (the injector; default bin/unit/libqsfault.so)
+#   env: QS_FAULT_SO (the injector; default bin/unit/libqsfault.so),
+#   QS_FAULT_PRELOAD (more objects to preload after it: AddressSanitizer's
+#   runtime, for an instrumented extension in an interpreter that is not)
 set -u
 kind=alloc
 step=1
@@ -50,11 +52,11 @@ run() {
     done
     rm -f "$work/o/"* "$work/stdout"
     if [ $uses_out = 1 ]; then
-        env LD_PRELOAD="$so" ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0" \
+        env LD_PRELOAD="$so${QS_FAULT_PRELOAD:+ $QS_FAULT_PRELOAD}" ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0" \
             "$@" "${args[@]}" > "$work/stdout" 2> "$work/err" < /dev/null
         rc=$?
     else
-        env LD_PRELOAD="$so" ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0" \
+        env LD_PRELOAD="$so${QS_FAULT_PRELOAD:+ $QS_FAULT_PRELOAD}" ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0" \
             "$@" "${args[@]}" > "$work/stdout" 2> "$work/err" < /dev/null
         rc=$?
         [ $rc = 0 ] && cp "$work/stdout" "$work/o/out"
