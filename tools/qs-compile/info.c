@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+static void release_stats(void *p) { qs_model_stats_free(p); }
+
 static const char *accumulate_name(int a)
 {
     return a == 0 ? "double" : a == 1 ? "float" : "float-double";
@@ -88,6 +90,7 @@ static void text_report(tool_buf *f, const info_input *in, const qs_scorer *s)
     qs_error_clear(&err);
     if (qs_model_get_stats(m, &st, &err) != 0)
         tool_die_err(NULL, &err);
+    tool_hold(&st, release_stats);   /* (freed on every way out: a bad encoder dies) */
     qs_layout_info li;
     qs_scorer_get_layout_info(s, &li);
 
@@ -190,7 +193,7 @@ static void text_report(tool_buf *f, const info_input *in, const qs_scorer *s)
         tool_buf_printf(f, "sections: none (not a .qsm; the layout above is the one qs-compile "
                    "would write)\n");
     }
-    qs_model_stats_free(&st);
+    tool_release(&st);
 }
 
 static void json_report(tool_json *j, const info_input *in, const qs_scorer *s)
@@ -203,6 +206,7 @@ static void json_report(tool_json *j, const info_input *in, const qs_scorer *s)
     qs_error_clear(&err);
     if (qs_model_get_stats(m, &st, &err) != 0)
         tool_die_err(NULL, &err);
+    tool_hold(&st, release_stats);   /* (freed on every way out: a bad encoder dies) */
     qs_layout_info li;
     qs_scorer_get_layout_info(s, &li);
 
@@ -423,7 +427,7 @@ static void json_report(tool_json *j, const info_input *in, const qs_scorer *s)
 #undef MEMBER
     tool_json_break(j, 0);
     tool_json_end(j);
-    qs_model_stats_free(&st);
+    tool_release(&st);
 }
 
 /* The report is built in memory and written whole, so an error (a malformed
