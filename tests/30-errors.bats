@@ -271,6 +271,9 @@ no_leftovers() { # no output file and no temporary file in $T
         bad "bad --label-col '$v'" qs-score --input csv --label-col "$v" "$T/m.qsm" /dev/null
         bad "bad --qid-col '$v'" qs-score --input csv --qid-col "$v" "$T/m.qsm" /dev/null
     done
+    for v in 00 1 ' 0' WAIT; do
+        bad "bad QS_PARSE_AHEAD '$v' (expected 0 or wait)" env QS_PARSE_AHEAD="$v" qs-score "$T/m.qsm" /dev/null
+    done
     bad "bad QS_MAX_INPUT '+1K'" env QS_MAX_INPUT=+1K qs-convert "$T/m.txt"
     bad "bad QS_MAX_INPUT ' 1K'" env QS_MAX_INPUT=' 1K' qs-convert "$T/m.txt"
     bad "bad QS_MAX_INPUT '8589934592G'" env QS_MAX_INPUT=8589934592G qs-convert "$T/m.txt"

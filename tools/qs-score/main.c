@@ -663,6 +663,8 @@ int main(int argc, char **argv)
      * INFO section. */
     qs_row_format rowf;
     const char *pa = getenv("QS_PARSE_AHEAD");
+    if (pa && *pa && strcmp(pa, "0") != 0 && strcmp(pa, "wait") != 0)
+        tool_die(EXIT_USAGE, "bad QS_PARSE_AHEAD '%s' (expected 0 or wait)", pa);
     int ahead = threads > 1 && threads <= PIPE_AHEAD_MAX_THREADS && input == PIPE_LETOR &&
                 !leaves && nrep == 1 &&
                 !(pa && strcmp(pa, "0") == 0) &&
