@@ -194,7 +194,7 @@ py_sweep() {
         qsm) set -- "$T/m.qsm" "$T/lgb.docs" load ;;
         xqsm) set -- "$T/x.qsm" "$T/docs" predict ;;
         esac
-        PYTHONPATH="$QS_PY_SITE" "$PY" "$QS_ROOT/tests/faults/binding.py" "$@" > "$T/$m.want"
+        py "$QS_ROOT/tests/faults/binding.py" "$@" > "$T/$m.want"
     done
     py_sweep py-xgb-json alloc "$T/xgb.want" "$FIX/xgb-tiny/model.json" "$T/docs" predict
     py_sweep py-lgb-zstd alloc "$T/lgb.want" "$FIX/lgb-l8/model.txt.zst" "$T/lgb.docs" predict
