@@ -23,7 +23,7 @@
 # Keep the includer's default goal: these rules must not become `make`'s.
 FUZZ_SAVED_GOAL := $(.DEFAULT_GOAL)
 
-FUZZ_TARGETS := lightgbm xgboost catboost onnx quickrank text qsm letor eval dsv
+FUZZ_TARGETS := lightgbm xgboost catboost onnx quickrank text qsm letor eval dsv cats binding
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_BUILD   ?= build-fuzz
@@ -40,6 +40,9 @@ $(BUILD)/fuzz/replay_%: $(BUILD)/fuzz/replay.o $(BUILD)/fuzz/fuzz_%.o $(STATIC_L
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(LIBS)
+
+# cats also checks the tools' JSON writer, which it links
+$(BUILD)/fuzz/replay_cats: $(BUILD)/tools/common/json.o
 
 -include $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%.d) $(BUILD)/fuzz/replay.d
 
@@ -85,6 +88,8 @@ $(FUZZ_BUILD)/bin/fuzz_%: $(FUZZ_BUILD)/fuzz/fuzz_%.o $(FUZZ_LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  LD-FUZZ $@")
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $^ $(LIBS)
+
+$(FUZZ_BUILD)/bin/fuzz_cats: $(FUZZ_BUILD)/tools/common/json.o
 
 -include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz/fuzz_%.d)
 

@@ -96,6 +96,21 @@ typedef enum qs_format {
  * the readers' table's order). */
 QS_API qs_format qs_detect_format(const char *buf, size_t len);
 
+/* What the first bytes of a model file say, so that a reader can stop at a
+ * wrong start instead of reading on to its limit (the tools and the Python
+ * binding read model files so).  buf[0 .. len) is what has been read so
+ * far, eof whether that is all of it.
+ *   QS_SNIFF_MORE   blank space, or too few bytes to tell: read on
+ *   QS_SNIFF_MODEL  a .qsm whose header checks out (*most, when not NULL:
+ *                   the file size it records), a zstd frame, or the start
+ *                   of a model a reader takes (*most: UINT64_MAX): read on
+ *   QS_SNIFF_NOT    no model starts so, or a .qsm header that is wrong:
+ *                   every reader refuses the file for what these bytes
+ *                   already show (the bad magic number, the header, the
+ *                   format), so a reader may stop and report on them */
+typedef enum qs_sniff { QS_SNIFF_MORE = 0, QS_SNIFF_MODEL = 1, QS_SNIFF_NOT = 2 } qs_sniff;
+QS_API qs_sniff qs_sniff_model(const unsigned char *buf, size_t len, int eof, uint64_t *most);
+
 /* The readers' table (lib/convert/convert.c): one row per format, with the
  * source library whose rules the reader keeps, the names a command line
  * gives it, and words for messages.  Every list of formats (qs-convert
@@ -204,6 +219,15 @@ QS_API int qs_source_version(const char *buf, size_t len, char *out, size_t cap)
 typedef void (*qs_category_fn)(void *ctx, uint32_t feature, uint32_t code, const char *text,
                                size_t len);
 QS_API long long qs_source_categories(const char *buf, size_t len, qs_category_fn fn, void *ctx);
+/* The same, all or nothing, with the reason of a failure: the whole
+ * encoder is read and checked (offsets from 0 to the bytes' count, never
+ * decreasing; bytes; every string category UTF-8) before fn is first
+ * called, so a malformed encoder, or an allocation that fails, reports no
+ * category.  A string longer than 256 bytes is cut at its last whole
+ * character within them.  Returns the count, or -1 with err: QS_ERR_FORMAT
+ * (what is wrong, and where), QS_ERR_NOMEM.  fn may be NULL (a check). */
+QS_API long long qs_source_list_categories(const char *buf, size_t len, qs_category_fn fn,
+                                           void *ctx, qs_error *err);
 
 /* --------------------------------------------------------- .qsm models */
 
@@ -231,7 +255,10 @@ typedef struct qs_workspace qs_workspace; /* per-thread scratch */
 QS_API qs_scorer *qs_scorer_load(const unsigned char *buf, size_t len, qs_error *err);
 /* The same from a file: the whole .qsm at `path` is read, loaded and let go
  * (QS_ERR_IO, with the system's reason, when it cannot be opened or read;
- * QS_ERR_LIMIT beyond QS_MAX_QSM_FILE bytes). */
+ * QS_ERR_LIMIT beyond QS_MAX_QSM_FILE bytes).  The read stops after the
+ * 64-byte header when that is wrong (the error qs_scorer_load gives for
+ * it), and reads no further than one byte past the file size a right one
+ * records (a longer file: QS_ERR_FORMAT, padded). */
 #define QS_MAX_QSM_FILE ((size_t)1 << 34)
 QS_API qs_scorer *qs_scorer_load_file(const char *path, qs_error *err);
 /* The same, the layout's blocks built by up to `threads` threads (OpenMP;
@@ -353,6 +380,14 @@ typedef struct qs_build_info {
     const char *cpu_enabled;  /* the same less QS_DISABLE_CPU_FEATURES */
 } qs_build_info;
 QS_API void qs_build_get_info(qs_build_info *info);
+
+/* The library's own environment variables checked (QS_CPU_CLASS: generic,
+ * zen4, zen5, intel, amd-zen4 or amd-zen5, in lower case; empty counts as
+ * unset).  The library ignores a value it cannot use (CPUID then decides);
+ * a program that wants it refused asks here first, as the tools do (a usage
+ * error).  Returns 0, or -1 with err: QS_ERR_ARG naming the variable, its
+ * value and the values it takes. */
+QS_API int qs_env_check(qs_error *err);
 
 /* How many threads a threaded call made from this thread with `threads`
  * threads can have now: `threads`, or fewer (at least 1) when the system
@@ -669,6 +704,10 @@ QS_API int qs_parse_value(const qs_scorer *s, const char *tok, size_t len, doubl
  * a value in lo..hi.  0 with *out, or -1 (*out unchanged) for anything else,
  * however many digits (no overflow). */
 QS_API int qs_parse_count(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+/* The same rule for a byte count, which may end with one binary suffix K, M
+ * or G (or k, m, g: times 2^10, 2^20, 2^30) right after its digits ("64K",
+ * "2G"): the bytes in lo..hi.  0 with *out, or -1 (*out unchanged). */
+QS_API int qs_parse_bytes(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 
 /* Digits needed to print a score so it round-trips: 17 or 9. */
 QS_API int qs_score_digits(const qs_scorer *s);

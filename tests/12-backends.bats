@@ -120,9 +120,11 @@ cpu_lacks() {
     # Other CPUs: the widest level for every model.
     run env QS_CPU_CLASS=generic qs-score -v "$t/large.qsm" < /dev/null
     assert_output --partial "auto runs vqs-avx512 (AVX-512, the widest level (CPU class generic: QS_CPU_CLASS))"
-    # a name that is no class's (nor the tail of one) is not taken
+    # a name that is no class's (nor the tail of one) is not taken: refused
     run env QS_CPU_CLASS=l qs-score -v "$t/large.qsm" < /dev/null
-    refute_output --partial "QS_CPU_CLASS"
+    assert_failure 2
+    assert_output --partial "unknown CPU class 'l' in QS_CPU_CLASS"
+    refute_output --partial "auto runs"
     run env QS_CPU_CLASS=generic qs-score -v "$t/large.qsm" < /dev/null
     assert_output --partial "auto runs vqs-avx512 (AVX-512, the widest level (CPU class generic: QS_CPU_CLASS))"
     # AVX-512 disabled: AVX2 whatever the rule.

@@ -197,6 +197,102 @@ A="$BATS_TEST_DIRNAME/fixtures/onnx-average"
     assert_success
 }
 
+# cut_text TEXT N D OUT: canonical text TEXT cut to its first N trees, its
+# divisor D (no divide below 2): the model cut as ONNX Runtime would read it
+cut_text() {
+    awk -v n="$2" -v d="$3" '
+        /^out-scale / { print "out-scale " $2 (d > 1 ? " divide " d : ""); next }
+        /^trees / { print "trees " n; next }
+        /^tree / { skip = $2 >= n }
+        /^end$/ { skip = 0 }
+        !skip' "$1" > "$4"
+}
+
+# biased_multi ONNX: a regressor of several targets with a base value
+biased_multi() {
+    qs-convert "$1" | awk '/^classes / { k = $2 } /^out-bias / && $3 != "0x0p+0" { b = 1 }
+                           END { exit !(k > 1 && b) }'
+}
+
+# trees_or_refused ONNX PRED N: qs-score --trees N is ONNX Runtime's output
+# of the first N trees, or, for a regressor of several targets with base
+# values (whose first trees' output qs cannot know exactly), refused (exit 3)
+trees_or_refused() {
+    if biased_multi "$1"; then
+        run qs-score --trees "$3" "$(compiled "$1")" "$A/docs.letor"
+        [ "$status" = 3 ] || { echo "$1 --trees $3: exit $status"; return 1; }
+        [[ "$output" == *"an ONNX regressor of "*" targets with base values: ONNX Runtime adds target "* ]] ||
+            { echo "$output"; return 1; }
+        return 0
+    fi
+    conform "$1" "$A/docs.letor" "$2" --trees "$3"
+}
+
+# compiled ONNX: its .qsm (made once)
+compiled() {
+    local q="$BATS_TEST_TMPDIR/$(basename "$1").qsm"
+    [ -f "$q" ] || qs-convert "$1" | qs-compile -o "$q" -
+    printf '%s\n' "$q"
+}
+
+@test "onnx: AVERAGE, --trees N is ONNX Runtime's own output of the first N trees (the average of those)" {
+    local i n f q t="$BATS_TEST_TMPDIR"
+    # ONNX Runtime on the 12 models cut to 1 and to half their trees
+    # (fixtures/onnx-average/make_trees.py), every back end, both layouts
+    for f in "$A"/avg0*.t*.pred; do
+        i=${f%.t*.pred}
+        n=${f%.pred}
+        n=${n##*.t}
+        trees_or_refused "$i.onnx" "$f" "$n" || { echo "($f)"; return 1; }
+    done
+    # every cut of every model against the model cut in its canonical text,
+    # divided by the trees kept (a multi-target regressor's ONNX tree is one
+    # tree per target: its trees kept over the targets)
+    for i in $(seq -f %03g 0 11); do
+        qs-convert "$A/avg$i.onnx" > "$t/m.txt"
+        qs-compile -o "$t/m.qsm" "$t/m.txt"
+        local K T D
+        K=$(sed -n 's/^classes //p' "$t/m.txt")
+        T=$(sed -n 's/^trees //p' "$t/m.txt")
+        D=$(sed -n 's/^out-scale .* divide //p' "$t/m.txt")
+        [ -n "$D" ] || continue   # one tree: nothing to cut
+        ! biased_multi "$A/avg$i.onnx" || continue
+        [ "$T" = $((D * K)) ] || { echo "avg$i: $T trees, $D ONNX trees, $K targets"; return 1; }
+        for n in $(seq 1 $((D - 1))); do
+            cut_text "$t/m.txt" $((n * K)) "$n" "$t/cut.txt"
+            qs-compile -o "$t/cut.qsm" "$t/cut.txt"
+            qs-score "$t/cut.qsm" "$A/docs.letor" > "$t/want"
+            qs-score --trees "$n" "$t/m.qsm" "$A/docs.letor" > "$t/got"
+            compare_scores "$t/got" "$t/want" || { echo "(avg$i --trees $n)"; return 1; }
+        done
+    done
+}
+
+@test "onnx: AVERAGE over trees that write to different targets (one, every one, by turns): each unfolded into a tree per target, whole and cut, as ONNX Runtime" {
+    local k f n
+    for k in 0 1 2; do
+        conform "$A/uneven$k.onnx" "$A/docs.letor" "$A/uneven$k.pred" || { echo "(uneven$k)"; return 1; }
+        for f in "$A"/uneven$k.t*.pred; do
+            n=${f%.pred}
+            n=${n##*.t}
+            trees_or_refused "$A/uneven$k.onnx" "$f" "$n" || { echo "($f)"; return 1; }
+        done
+        # six ONNX trees, each a tree per target
+        qs-convert "$A/uneven$k.onnx" > "$BATS_TEST_TMPDIR/u.txt"
+        grep -q "^trees $((6 * $(sed -n 's/^classes //p' "$BATS_TEST_TMPDIR/u.txt")))$" "$BATS_TEST_TMPDIR/u.txt"
+        grep -q "^out-scale 0x1p+0 divide 6$" "$BATS_TEST_TMPDIR/u.txt"
+    done
+    # a .qsm whose trees do not unfold evenly (an older reader's, or written
+    # by hand) is refused for --trees, never averaged wrongly
+    qs-convert "$A/uneven2.onnx" > "$BATS_TEST_TMPDIR/u.txt"
+    awk '/^trees / { print "trees 11"; next } /^tree 11 / { skip = 1 } /^end$/ { skip = 0 } !skip' \
+        "$BATS_TEST_TMPDIR/u.txt" > "$BATS_TEST_TMPDIR/odd.txt"
+    qs-compile -o "$BATS_TEST_TMPDIR/odd.qsm" "$BATS_TEST_TMPDIR/odd.txt"
+    run qs-score --trees 2 "$BATS_TEST_TMPDIR/odd.qsm" "$A/docs.letor"
+    assert_failure 3
+    assert_output --partial "averaged over 6 ONNX trees, which unfold unevenly into these 11 trees"
+}
+
 @test "canonical text: 'divide N' on the out-scale line, 2 or more, with the affine only" {
     local A1="$BATS_TEST_DIRNAME/fixtures/onnx-average/avg001.onnx" t="$BATS_TEST_TMPDIR"
     qs-convert "$A1" > "$t/m.txt"

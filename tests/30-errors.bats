@@ -246,6 +246,60 @@ no_leftovers() { # no output file and no temporary file in $T
     QS_MAX_INPUT= qs-score "$T/m.qsm" /dev/null
 }
 
+@test "numbers: a sign, a space or an overflow is a usage error in every option and variable (qs_parse_count)" {
+    bad() { # bad EXPECTED TOOL ARGS...: exit 2 and the message
+        local want="$1"; shift
+        run --separate-stderr "$@"
+        [ "$status" = 2 ] || { echo "$*: exit $status"; return 1; }
+        [[ "$stderr" == *"$want"* ]] || { echo "$*: $stderr"; return 1; }
+    }
+    local v
+    for v in -0 +0 ' 1' '1 ' 0x1 1e0 18446744073709551616; do
+        bad "bad --device '$v' (expected a device ordinal, 0 or more)" qs-score --device "$v" "$T/m.qsm" /dev/null
+        bad "bad --trees '$v'" qs-score --trees "$v" "$T/m.qsm" /dev/null
+        bad "bad --threads '$v'" qs-score --threads "$v" "$T/m.qsm" /dev/null
+        bad "bad QS_THREADS '$v'" env QS_THREADS="$v" qs-score "$T/m.qsm" /dev/null
+        bad "bad QS_CHUNK_BYTES '$v'" env QS_CHUNK_BYTES="$v" qs-score "$T/m.qsm" /dev/null
+        bad "bad QS_NUMA_REPLICAS '$v'" env QS_NUMA_REPLICAS="$v" qs-score "$T/m.qsm" /dev/null
+        bad "bad QS_MAX_INPUT '$v'" env QS_MAX_INPUT="$v" qs-score "$T/m.qsm" /dev/null
+        bad "bad -k '$v'" qs-eval -k "$v" /dev/null /dev/null
+        bad "bad -k '1,$v'" qs-eval -k "1,$v" /dev/null /dev/null
+        bad "bad --column '$v'" qs-eval --column "$v" /dev/null /dev/null
+    done
+    # (a column that is not all digits is a name)
+    for v in 0 4294967296 18446744073709551616 99999999999999999999999; do
+        bad "bad --label-col '$v'" qs-score --input csv --label-col "$v" "$T/m.qsm" /dev/null
+        bad "bad --qid-col '$v'" qs-score --input csv --qid-col "$v" "$T/m.qsm" /dev/null
+    done
+    for v in 00 1 ' 0' WAIT; do
+        bad "bad QS_PARSE_AHEAD '$v' (expected 0 or wait)" env QS_PARSE_AHEAD="$v" qs-score "$T/m.qsm" /dev/null
+    done
+    bad "bad QS_MAX_INPUT '+1K'" env QS_MAX_INPUT=+1K qs-convert "$T/m.txt"
+    bad "bad QS_MAX_INPUT ' 1K'" env QS_MAX_INPUT=' 1K' qs-convert "$T/m.txt"
+    bad "bad QS_MAX_INPUT '8589934592G'" env QS_MAX_INPUT=8589934592G qs-convert "$T/m.txt"
+    # the largest count of iterations there is: the whole model
+    qs-score --trees 18446744073709551615 "$T/m.qsm" "$FIX/xgb-tiny/docs.letor" > "$T/all"
+    cmp "$T/all" "$FIX/xgb-tiny/expected.txt"
+    qs-score --device 00 --label-col 01 --input csv "$T/m.qsm" /dev/null
+}
+
+@test "QS_CPU_CLASS: an unknown or wrongly cased class is a usage error listing the classes, as QS_BACKEND's" {
+    local v
+    for v in bogus ZEN5 Zen4 ' zen5' 'zen5 ' amd-ZEN4 generic,intel; do
+        run --separate-stderr env QS_CPU_CLASS="$v" qs-score "$T/m.qsm" /dev/null
+        [ "$status" = 2 ] || { echo "QS_CPU_CLASS='$v': exit $status"; return 1; }
+        [ "$stderr" = "qs-score: unknown CPU class '$v' in QS_CPU_CLASS (expected generic, zen4, zen5 or intel)
+Try 'qs-score --help' for more information." ] || { echo "$stderr"; return 1; }
+        run --separate-stderr env QS_CPU_CLASS="$v" qs-blocktune --time "$T/m.qsm" /dev/null
+        [ "$status" = 2 ] || { echo "qs-blocktune, QS_CPU_CLASS='$v': exit $status"; return 1; }
+        [[ "$stderr" == *"unknown CPU class '$v' in QS_CPU_CLASS"* ]] || { echo "$stderr"; return 1; }
+    done
+    for v in generic zen4 zen5 intel amd-zen4 amd-zen5 ""; do
+        QS_CPU_CLASS="$v" qs-score "$T/m.qsm" "$FIX/xgb-tiny/docs.letor" > "$T/got"
+        cmp "$T/got" "$FIX/xgb-tiny/expected.txt"
+    done
+}
+
 @test "--help goes to stdout with exit 0 for every tool" {
     for t in qs-convert qs-compile qs-score qs-eval; do
         run "$t" --help

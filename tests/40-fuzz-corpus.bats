@@ -34,6 +34,8 @@ replay() {
 @test "fuzz corpus: letor document reader" { replay letor; }
 @test "fuzz corpus: qs-eval parsers and evaluator" { replay eval; }
 @test "fuzz corpus: csv/tsv document reader against its LETOR twin" { replay dsv; }
+@test "fuzz corpus: XGBoost category encoders and the tools' JSON writer" { replay cats; }
+@test "fuzz corpus: the Python binding's array checks and row copies (args.h)" { replay binding; }
 
 @test "fuzz replay driver: refuses a missing input" {
     local bin="$QS_ROOT/bin/fuzz/replay_text"

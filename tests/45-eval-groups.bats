@@ -69,6 +69,26 @@ setup() {
     assert_output --partial "$T/bad:2: bad group size '2x'"
     run qs-eval --group-file "$T/nonexistent" "$T/docs.letor" "$T/scores"
     assert_failure 4
+    # a sign, a space or a count past 2^64 is no size either
+    for v in +2 ' 2' 18446744073709551616 99999999999999999999999; do
+        printf '3\n%s\n4\n' "$v" > "$T/bad"
+        run qs-eval --group-file "$T/bad" "$T/docs.letor" "$T/scores"
+        assert_failure 1
+        assert_output "qs-eval: $T/bad:2: bad group size '$v' (expected a whole number >= 1)"
+    done
+}
+
+@test "qs-eval --group-file: sizes whose sum wraps past 2^64 are an error, not the document count" {
+    # 2^63-1 + 2^63-1 + 11 = 2^64 + 9: modulo 2^64 exactly the 9 documents
+    printf '9223372036854775807\n9223372036854775807\n11\n' > "$T/wrap"
+    run qs-eval --group-file "$T/wrap" "$T/docs.letor" "$T/scores"
+    assert_failure 1
+    assert_output "qs-eval: $T/wrap:3: the group sizes add up to more than 18446744073709551615 documents"
+    # the largest sum there is, one group: the documents are too few
+    printf '18446744073709551615\n' > "$T/max"
+    run qs-eval --group-file "$T/max" "$T/docs.letor" "$T/scores"
+    assert_failure 1
+    assert_output "qs-eval: $T/max: the group sizes add up to 18446744073709551615 documents, but $T/docs.letor has 9"
 }
 
 @test "qs-eval: many lines with neither qids nor groups: a warning, once" {

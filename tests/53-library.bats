@@ -17,3 +17,39 @@ load test_helper
     assert_failure
     assert_output --partial "FAIL"
 }
+
+@test "qs_scorer_load_file: the read stops at a wrong header (/dev/zero: 64 bytes, not 16 GiB) and at the size a right one records" {
+    local T="$BATS_TEST_TMPDIR"
+    qs-convert "$FIX/xgb-tiny/model.json" | qs-compile -o "$T/m.qsm" -
+    printf 'not a model at all, but long enough to have a header of sixty-four bytes.....' > "$T/x.qsm"
+    mkdir "$T/dir"
+    { cat "$T/m.qsm"; printf 'x'; } > "$T/padded.qsm"
+    run timeout 60 /usr/bin/time -f %M -o "$T/rss" "$UNIT/test_loadfile" "$T/m.qsm" "$T/x.qsm" \
+        "$T/missing.qsm" "$T/dir" "$T/padded.qsm=longer than the" \
+        "/dev/zero=not a .qsm file (bad magic number)"
+    assert_success
+    assert_output "ok"
+    [ "$(tail -n 1 "$T/rss")" -lt $((40000 + $(san_rss "$UNIT/test_loadfile"))) ]
+    # a header that records more than the file holds: refused as truncated,
+    # without a buffer of the recorded size
+    python3 - "$T/m.qsm" "$T/big.qsm" <<'PY'
+import struct, sys
+q = bytearray(open(sys.argv[1], 'rb').read())
+struct.pack_into('<Q', q, 24, 1 << 40)
+T = []
+for i in range(256):
+    c = i
+    for _ in range(8):
+        c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
+    T.append(c)
+c = 0xFFFFFFFF
+for x in q[:60]:
+    c = T[(c ^ x) & 0xFF] ^ (c >> 8)
+struct.pack_into('<I', q, 60, c ^ 0xFFFFFFFF)
+open(sys.argv[2], 'wb').write(q)
+PY
+    run /usr/bin/time -f %M -o "$T/rss" "$UNIT/test_loadfile" "$T/m.qsm" "$T/x.qsm" \
+        "$T/missing.qsm" "$T/dir" "$T/big.qsm=differs from the recorded 1099511627776 (truncated"
+    assert_success
+    [ "$(tail -n 1 "$T/rss")" -lt $((40000 + $(san_rss "$UNIT/test_loadfile"))) ]
+}

@@ -89,14 +89,82 @@ sys.stdout.buffer.write(struct.pack('<QQQ', 1 << 20, 1 << 24, 0))" > "$T/hdr0"
     run env QS_MAX_INPUT=1K qs-compile --reverse-sample "$FIX/xgb-tiny/docs.letor" -o "$T/r.qsm" "$T/m.txt"
     assert_failure 1
     assert_output "qs-compile: $FIX/xgb-tiny/docs.letor: input larger than the limit of 1024 bytes (set QS_MAX_INPUT to raise it)"
-    # An endless input stops at the limit, in bounded memory.
-    run env QS_MAX_INPUT=16M /usr/bin/time -f %M -o "$T/rss" qs-convert /dev/zero
+    # An endless input stops at the limit, in bounded memory: one that starts
+    # as a model does, or any with --from (the reader takes what it is given).
+    run env QS_MAX_INPUT=16M /usr/bin/time -f %M -o "$T/rss" qs-convert --from lightgbm /dev/zero
     assert_failure 1
     assert_output "qs-convert: /dev/zero: input larger than the limit of 16777216 bytes (set QS_MAX_INPUT to raise it)"
+    [ "$(tail -n 1 "$T/rss")" -lt $((65536 + $(san_rss qs-convert))) ]
+    run bash -c "yes tree | QS_MAX_INPUT=16M /usr/bin/time -f %M -o '$T/rss' qs-convert"
+    assert_failure 1
+    assert_output "qs-convert: (stdin): input larger than the limit of 16777216 bytes (set QS_MAX_INPUT to raise it)"
     [ "$(tail -n 1 "$T/rss")" -lt $((65536 + $(san_rss qs-convert))) ]
     run env QS_MAX_INPUT=lots qs-convert "$T/m.txt"
     assert_failure 2
     assert_output --partial "bad QS_MAX_INPUT 'lots'"
+}
+
+@test "model files: the read stops at the first wrong header (/dev/zero in every tool: 64 KiB, not the limit) and at the size a .qsm header records" {
+    # every reader of a model, with the default limit (1 GiB): refused at once,
+    # as the first bytes already show, in little memory
+    local c rss
+    for c in "qs-convert /dev/zero" "qs-compile -o $T/o.qsm /dev/zero" "qs-compile --info /dev/zero" \
+        "qs-score /dev/zero /dev/null" "qs-blocktune --time /dev/zero /dev/null" \
+        "qs-eval --like-model /dev/zero /dev/null /dev/null"; do
+        run timeout 60 /usr/bin/time -f %M -o "$T/rss" $c
+        [ "$status" = 1 ] || { echo "$c: exit $status: $output"; return 1; }
+        rss=$(tail -n 1 "$T/rss")
+        [ "$rss" -lt $((32768 + $(san_rss ${c%% *}))) ] || { echo "$c: $rss KB"; return 1; }
+    done
+    run qs-score /dev/zero /dev/null
+    assert_output "qs-score: /dev/zero: byte 0: not a .qsm file (bad magic number)"
+    run qs-eval --like-model /dev/zero /dev/null /dev/null
+    assert_output "qs-eval: /dev/zero: byte 0: not a .qsm file (bad magic number)"
+    run qs-convert /dev/zero
+    assert_output --partial "qs-convert: /dev/zero: unrecognised model format"
+    run qs-compile --info /dev/zero
+    assert_output --partial "qs-compile: /dev/zero: not a model qs reads"
+    [ ! -e "$T/o.qsm" ]
+    # leading blank space is read past (a model may start later)
+    { printf '\n\n   \n'; cat "$T/m.txt"; } > "$T/blank.txt"
+    qs-compile -o "$T/b.qsm" "$T/blank.txt"
+    cmp "$T/b.qsm" "$T/m.qsm"
+    # qs-eval --like-model reads as the other tools: QS_MAX_INPUT, zstd
+    run env QS_MAX_INPUT=100 qs-eval --like-model "$T/m.qsm" /dev/null /dev/null
+    assert_failure 1
+    assert_output --partial "qs-eval: $T/m.qsm: input larger than the limit of 100 bytes"
+    zstd -q -c "$T/m.qsm" > "$T/m.qsm.zst"
+    printf '1 qid:1 1:1\n0 qid:1 1:2\n' > "$T/d.letor"
+    printf '0.5\n0.25\n' > "$T/d.scores"
+    qs-eval --like-model "$T/m.qsm.zst" "$T/d.letor" "$T/d.scores" | grep -q 'as --like xgboost'
+    # a .qsm is read to the size its header records: bytes after it are
+    # refused as padding, and a header that records more than the file holds
+    # costs no buffer of that size
+    { cat "$T/m.qsm"; head -c 100000000 /dev/zero; } > "$T/padded.qsm"
+    run /usr/bin/time -f %M -o "$T/rss" qs-score "$T/padded.qsm" /dev/null
+    assert_failure 1
+    assert_output "qs-score: $T/padded.qsm: byte 24: the file is longer than the $(stat -c %s "$T/m.qsm") bytes its header records (padded)"
+    [ "$(tail -n 1 "$T/rss")" -lt $((32768 + $(san_rss qs-score))) ]
+    python3 - "$T/m.qsm" "$T/big.qsm" <<'PY'
+import struct, sys
+q = bytearray(open(sys.argv[1], 'rb').read())
+struct.pack_into('<Q', q, 24, 1 << 40)
+T = []
+for i in range(256):
+    c = i
+    for _ in range(8):
+        c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
+    T.append(c)
+c = 0xFFFFFFFF
+for x in q[:60]:
+    c = T[(c ^ x) & 0xFF] ^ (c >> 8)
+struct.pack_into('<I', q, 60, c ^ 0xFFFFFFFF)
+open(sys.argv[2], 'wb').write(q)
+PY
+    run env QS_MAX_INPUT=1024G /usr/bin/time -f %M -o "$T/rss" qs-score "$T/big.qsm" /dev/null
+    assert_failure 1
+    assert_output --partial "differs from the recorded 1099511627776 (truncated or padded)"
+    [ "$(tail -n 1 "$T/rss")" -lt $((32768 + $(san_rss qs-score))) ]
 }
 
 # qsly FILE.qsm OUT: the raw (decompressed) QSLY section of FILE.qsm

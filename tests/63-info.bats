@@ -146,6 +146,96 @@ check_facts() {
     grep -q '^sections: 4 ' "$T/report"
 }
 
+# cats_model IN OUT PYTHON: the XGBoost model IN (JSON) with its category
+# encoder edited by PYTHON (c: the "cats" object)
+cats_model() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d['learner']['gradient_booster']['model']['cats']
+exec(sys.argv[3])
+json.dump(d, open(sys.argv[2], 'w'))
+PY
+}
+
+@test "--info: an XGBoost category encoder that is malformed is an error (exit 1) and nothing is written; names stay UTF-8" {
+    zstd -q -d -c "$FIX/xgboost-cats/cats.json.zst" > "$T/cats.json"
+    local name
+    # offsets past the values, decreasing, not from 0; a value that is no
+    # byte; a string that is not UTF-8 (0xff; a lone continuation byte; an
+    # overlong form; a surrogate)
+    local -A edit=(
+        [past]="c['enc'][2].update({'offsets': [0, 1, 5], 'values': [1, 2, 3]})"
+        [down]="c['enc'][0]['offsets'][2] = 3"
+        [from1]="c['enc'][0]['offsets'][0] = 1"
+        [short]="c['enc'][0]['offsets'].pop()"
+        [notbyte]="c['enc'][0]['values'][3] = 300"
+        [ff]="c['enc'][0]['values'][1] = -1"
+        [cont]="c['enc'][0]['values'][0] = 0x80"
+        [overlong]="c['enc'][0]['values'][0:2] = [0xc0, 0xaf]"
+        [surrogate]="c['enc'][0]['values'][0:3] = [0xed, 0xa0, 0x80]"
+    )
+    local -A why=(
+        [past]="feature 2: the offsets run from 0 to 5, not from 0 to the 3 bytes"
+        [down]="feature 0: offset 2 (3) is below the one before (4)"
+        [from1]="feature 0: the offsets run from 1 to 20"
+        [short]="feature 0: the offsets run from 0 to 15, not from 0 to the 20 bytes"
+        [notbyte]="feature 0: value 3 is no byte"
+        [ff]="feature 0: category 0 is not UTF-8 text (byte 1)"
+        [cont]="feature 0: category 0 is not UTF-8 text (byte 0)"
+        [overlong]="feature 0: category 0 is not UTF-8 text (byte 0)"
+        [surrogate]="feature 0: category 0 is not UTF-8 text (byte 0)"
+    )
+    for name in "${!edit[@]}"; do
+        cats_model "$T/cats.json" "$T/$name.json" "${edit[$name]}"
+        for json in --json ""; do
+            run --separate-stderr qs-compile --info $json "$T/$name.json"
+            [ "$status" = 1 ] || { echo "$name $json: exit $status"; return 1; }
+            [ -z "$output" ] || { echo "$name $json: wrote $output"; return 1; }
+            [ "$stderr" = "qs-compile: $T/$name.json: cats.enc: ${why[$name]}" ] ||
+                [[ "$stderr" == "qs-compile: $T/$name.json: cats.enc: ${why[$name]}"* ]] ||
+                { echo "$name: $stderr"; return 1; }
+            run qs-compile --info $json -o "$T/$name.out" "$T/$name.json"
+            assert_failure 1
+            [ ! -e "$T/$name.out" ]
+        done
+        # the model itself still converts and scores: the encoder is for --info
+        qs-convert "$T/$name.json" > /dev/null
+    done
+    # a name longer than 256 bytes is cut at its last whole character: 'a'
+    # and 150 two-byte characters, cut to 'a' and 127 of them (255 bytes)
+    cats_model "$T/cats.json" "$T/long.json" \
+        "c['enc'][0].update({'offsets': [0, 301], 'values': list(('a' + chr(233) * 150).encode())})"
+    qs-compile --info --json "$T/long.json" > "$T/long.out"
+    jq -e --arg want "a$(printf '\xc3\xa9%.0s' $(seq 127))" '.categories."0" == [$want]' "$T/long.out"
+    # every other name, UTF-8 of 1 to 4 bytes, quotes, backslashes and
+    # control bytes: valid JSON, each name back as it was
+    cats_model "$T/cats.json" "$T/utf.json" "
+n = [chr(34) + 'q' + chr(92), 'tab' + chr(9) + 'here', chr(0x7f) + chr(1), chr(0x20ac), chr(0x1f600), chr(0x10ffff), '']
+b = [list(x.encode()) for x in n]
+offs = [0]
+for x in b:
+    offs.append(offs[-1] + len(x))
+c['enc'][0].update({'offsets': offs, 'values': sum(b, [])})
+open('$T/utf.want', 'w').write(json.dumps(n))"
+    qs-compile --info --json "$T/utf.json" > "$T/utf.out"
+    jq -e --slurpfile w "$T/utf.want" '.categories."0" == $w[0]' "$T/utf.out"
+    qs-compile --info "$T/utf.json" | grep -qF 'categories of feature 0 (code: value): 0: "\"q\\" 1: "tab\u0009here" 2: "\u007f\u0001" 3: "€"'
+}
+
+@test "--info --json: names from the file and the tuning record stay valid JSON (U+FFFD for bytes that are not UTF-8, null for NaN)" {
+    qs-compile -o "$T/m.qsm" "$FIX/xgb-tiny/model.json"
+    head -n 200 "$FIX/xgb-tiny/docs.letor" > "$T/sample"
+    qs-blocktune --budget 0.2 --repeat 1 -o "$T/t.qsm" "$T/m.qsm" "$T/sample" > /dev/null
+    # the record's CPU model as bytes that are not UTF-8, its times NaN and inf
+    python3 "$BATS_TEST_DIRNAME/tools/qsm_tune.py" "$T/t.qsm" "$T/x.qsm" raw 64 "41ff42c3004300"
+    python3 "$BATS_TEST_DIRNAME/tools/qsm_tune.py" "$T/x.qsm" "$T/y.qsm" raw 184 "000000000000f87f000000000000f07f"
+    cp "$T/y.qsm" "$T/$(printf 'n\xe9\x80.qsm')"
+    qs-compile --info --json "$T/$(printf 'n\xe9\x80.qsm')" > "$T/y.json"
+    jq -e '.tuning.cpu_model == "A\ufffdB\ufffd" and .tuning.default_ns == null and
+           .tuning.tuned_ns == null and (.file.name | endswith("n\ufffd\ufffd.qsm"))' "$T/y.json"
+}
+
 @test "--info: errors" {
     run qs-compile --json "$FIX/xgb-tiny/model.json"
     assert_failure 2

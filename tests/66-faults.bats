@@ -49,6 +49,10 @@ sweep() { # all.sh's runs named $@, every STEP-th point
     sweep compile eval
 }
 
+@test "allocation failures: qs-compile --info, JSON and text, a model with a category encoder and a tuned .qsm (nothing half-written, on a file or standard output)" {
+    sweep info
+}
+
 @test "allocation failures: qs-score with each back end, and --threads 2" {
     sweep score
 }

@@ -155,6 +155,53 @@ print('%.17g' % m.predict(np.zeros((1, m.num_features)))[0])"
         { echo "fewer oracle tests than expected"; return 1; }
 }
 
+# py_sweep NAME KIND EXPECTED ARGS...: tests/faults/sweep.sh over the
+# binding (tests/faults/binding.py ARGS), its allocations (those of _core and
+# libqs in it, and of the libraries they call) or its reads failed one at a
+# time, every QS_PY_FAULT_STEP-th point (default 29: each point starts an
+# interpreter; 1 takes every one)
+py_sweep() {
+    local name="$1" kind="$2" want="$3" pre=""
+    shift 3
+    if [ -n "${SANITIZE:-}" ]; then
+        case ",$SANITIZE," in
+        *,address,*) pre=$(gcc -print-file-name=libasan.so) ;;
+        esac
+    fi
+    run env PYTHONPATH="$QS_PY_SITE" PYTHONDONTWRITEBYTECODE=1 QS_FAULT_PRELOAD="$pre" \
+        ASAN_OPTIONS="exitcode=86:detect_leaks=0" \
+        "$QS_ROOT/tests/faults/sweep.sh" -k "$kind" -s "${QS_PY_FAULT_STEP:-29}" "$name" "$want" -- \
+        env QS_FAULT_OBJECT=_core. "$PY" "$QS_ROOT/tests/faults/binding.py" "$@"
+    printf '%s\n' "$output"
+    assert_success
+    assert_output --regexp "sweep $name: [0-9]+ points \($kind\), [0-9]+ run: [0-9]+ exit 0 with the same output, [1-9][0-9]* exit 4, 0 failed"
+}
+
+@test "python: faults in the binding's load and predict paths, one at a time (allocations, reads): the same output or MemoryError/OSError, never a crash" {
+    need_python
+    build_binding
+    [ -f "$UNIT/libqsfault.so" ] || skip "no fault injector ($UNIT/libqsfault.so): make"
+    local T="$BATS_TEST_TMPDIR" m
+    head -n 20 "$FIX/xgb-tiny/docs.letor" > "$T/docs"
+    head -n 12 "$FIX/lgb-l8/docs.letor" > "$T/lgb.docs"
+    qs-compile -o "$T/m.qsm" "$FIX/lgb-l8/model.txt.zst"
+    qs-compile -o "$T/x.qsm" "$FIX/xgb-tiny/model.json"
+    # what each run must print without a fault
+    for m in xgb lgb qsm xqsm; do
+        case $m in
+        xgb) set -- "$FIX/xgb-tiny/model.json" "$T/docs" predict ;;
+        lgb) set -- "$FIX/lgb-l8/model.txt.zst" "$T/lgb.docs" predict ;;
+        qsm) set -- "$T/m.qsm" "$T/lgb.docs" load ;;
+        xqsm) set -- "$T/x.qsm" "$T/docs" predict ;;
+        esac
+        py "$QS_ROOT/tests/faults/binding.py" "$@" > "$T/$m.want"
+    done
+    py_sweep py-xgb-json alloc "$T/xgb.want" "$FIX/xgb-tiny/model.json" "$T/docs" predict
+    py_sweep py-lgb-zstd alloc "$T/lgb.want" "$FIX/lgb-l8/model.txt.zst" "$T/lgb.docs" predict
+    py_sweep py-qsm alloc "$T/qsm.want" "$T/m.qsm" "$T/lgb.docs" load
+    py_sweep py-read-qsm read "$T/xqsm.want" "$T/x.qsm" "$T/docs" predict
+}
+
 @test "python: live against XGBoost's own predict (test_xgboost_live.py; needs python3-xgboost)" {
     need_python
     [ -z "${SANITIZE:-}" ] || skip "plain pass only"

@@ -21,11 +21,21 @@ int qs_fail_at(qs_error *err, qs_status code, long long offset, const char *fmt,
  * memory or the size would overflow (*v is then unchanged). */
 int qs_vec_reserve(void **v, size_t *cap, size_t n, size_t size);
 
+/* What the first bytes of a file say before the rest is read: -1 (err set)
+ * stops the read there; 0 reads on, at most *most bytes in all (set lower
+ * than the limit where the bytes give the size a valid file has). */
+typedef int (*qs_read_head_fn)(void *ctx, const unsigned char *buf, size_t n, uint64_t *most,
+                               qs_error *err);
+
 /* Read the whole file at path into *out (malloc'd, free() it; a NUL byte
- * after the *len bytes).  0, or -1 with err: QS_ERR_IO (the system's
- * reason, the path named), QS_ERR_LIMIT beyond `limit` bytes, QS_ERR_NOMEM. */
-int qs_read_file(const char *path, size_t limit, unsigned char **out, size_t *len,
-                 qs_error *err);
+ * after the *len bytes).  With head (may be NULL), head(ctx, ...) sees the
+ * first head_len bytes (fewer when the file is shorter) before more is
+ * read, and may stop the read or bound it; *cut (may be NULL) is then 1
+ * when the file holds more than that bound.  0, or -1 with err: QS_ERR_IO
+ * (the system's reason, the path named), QS_ERR_LIMIT beyond `limit`
+ * bytes, QS_ERR_NOMEM, or head's error. */
+int qs_read_file(const char *path, size_t limit, size_t head_len, qs_read_head_fn head,
+                 void *ctx, unsigned char **out, size_t *len, int *cut, qs_error *err);
 
 /* Printable, bounded copy of a token for error messages (control and
  * non-ASCII bytes become '?', a long token ends in "..."); cap >= 5.
@@ -92,6 +102,8 @@ unsigned qs_cpu_class(void);
 /* "generic", "amd-zen4", "amd-zen5", "intel" (QS_CPU_CLASS takes these, or
  * zen4, zen5). */
 const char *qs_cpu_class_name(unsigned cls);
+/* The class a QS_CPU_CLASS value names (exactly, in lower case), or -1. */
+int qs_cpu_class_find(const char *name);
 /* How qs_cpu_class() was found: "CPUID AuthenticAMD family 1Ah", or
  * "QS_CPU_CLASS". */
 const char *qs_cpu_class_source(void);

@@ -142,6 +142,15 @@ const char *qs_cpu_class_name(unsigned cls)
     return cls < sizeof class_names / sizeof class_names[0] ? class_names[cls] : "?";
 }
 
+int qs_cpu_class_find(const char *name)
+{
+    for (unsigned i = 0; i < sizeof class_names / sizeof class_names[0]; i++)
+        if (strcmp(name, class_names[i]) == 0 ||
+            (strncmp(class_names[i], "amd-", 4) == 0 && strcmp(name, class_names[i] + 4) == 0))
+            return (int)i;
+    return -1;
+}
+
 /* Asked once; two threads racing here compute the same values. */
 static int cached_class = -1;
 static char class_source[64];
@@ -152,13 +161,7 @@ unsigned qs_cpu_class(void)
     if (v >= 0)
         return (unsigned)v;
     const char *e = getenv("QS_CPU_CLASS");
-    v = -1;
-    if (e && *e) {
-        for (unsigned i = 0; i < sizeof class_names / sizeof class_names[0]; i++)
-            if (strcmp(e, class_names[i]) == 0 ||
-                (strncmp(class_names[i], "amd-", 4) == 0 && strcmp(e, class_names[i] + 4) == 0))
-                v = (int)i;
-    }
+    v = e && *e ? qs_cpu_class_find(e) : -1;
     if (v >= 0) {
         snprintf(class_source, sizeof class_source, "QS_CPU_CLASS");
     } else {

@@ -220,3 +220,35 @@ int qs_parse_count(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
     *out = v;
     return 0;
 }
+
+int qs_parse_bytes(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    if (!s)
+        return -1;
+    size_t n = strlen(s);
+    unsigned shift = 0;
+    if (n > 0) {
+        switch (s[n - 1]) {
+        case 'K': case 'k': shift = 10; break;
+        case 'M': case 'm': shift = 20; break;
+        case 'G': case 'g': shift = 30; break;
+        default: break;
+        }
+    }
+    if (shift == 0)
+        return qs_parse_count(s, lo, hi, out);
+    /* the digits before the suffix (more than 40 are beyond any count) */
+    char digits[48];
+    uint64_t v;
+    if (n - 1 >= sizeof digits)
+        return -1;
+    memcpy(digits, s, n - 1);
+    digits[n - 1] = '\0';
+    if (qs_parse_count(digits, 0, UINT64_MAX >> shift, &v) != 0)
+        return -1;
+    v <<= shift;
+    if (v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}

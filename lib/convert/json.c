@@ -124,6 +124,13 @@ static size_t utf8_len(const unsigned char *p, size_t avail)
     return n;
 }
 
+size_t qs_json_utf8_len(const unsigned char *p, size_t avail)
+{
+    if (avail == 0)
+        return 0;
+    return p[0] < 0x80 ? 1 : utf8_len(p, avail);
+}
+
 /* Scan a string whose opening quote is at r->pos. */
 static int scan_string(qs_json_reader *r, qs_json_token *t, qs_error *err)
 {

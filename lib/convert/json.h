@@ -125,6 +125,11 @@ int qs_json_get_i64(const qs_json_token *t, int64_t *out);
 int qs_json_get_f32(const qs_json_token *t, float *out);
 int qs_json_get_f64(const qs_json_token *t, double *out);
 
+/* The length of the well-formed UTF-8 sequence at p[0 .. avail) (RFC 3629:
+ * no overlong forms, no surrogates, nothing above U+10FFFF; an ASCII byte
+ * is one), or 0. */
+size_t qs_json_utf8_len(const unsigned char *p, size_t avail);
+
 /* A short name for a token type, for error messages ("a string", "'['"). */
 const char *qs_json_type_name(qs_json_type type);
 

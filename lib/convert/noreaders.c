@@ -54,3 +54,9 @@ long long qs_source_categories(const char *buf, size_t len, qs_category_fn fn, v
 {
     return 0;
 }
+
+long long qs_source_list_categories(const char *buf, size_t len, qs_category_fn fn, void *ctx,
+                                    qs_error *err)
+{
+    return 0;
+}

@@ -793,6 +793,38 @@ static void clear_tree(conv *c, size_t root)
     }
 }
 
+/* The targets the leaves of the tree at `root` add to (c->used) and how
+ * many leaves add to each (c->lcount); returns the tree's leaf count.  The
+ * tree has passed check_tree: it is left as clear_tree leaves it. */
+static uint32_t tree_targets(conv *c, size_t root)
+{
+    memset(c->used, 0, c->K);
+    memset(c->lcount, 0, c->K * sizeof *c->lcount);
+    uint32_t nleaves = 0;
+    size_t sp = 0;
+    c->dfs[sp++] = root;
+    c->nodes[root].color = 4;
+    while (sp) {
+        const onode *x = &c->nodes[c->dfs[--sp]];
+        if (x->mode == M_LEAF) {
+            nleaves++;
+            for (size_t j = 0; j < x->nw; j++) {
+                c->used[c->w[x->w0 + j].target] = 1;
+                c->lcount[c->w[x->w0 + j].target]++;
+            }
+            continue;
+        }
+        size_t ch[2] = { x->t, x->f };
+        for (int s = 0; s < 2; s++)
+            if (c->nodes[ch[s]].color != 4) {
+                c->nodes[ch[s]].color = 4;
+                c->dfs[sp++] = ch[s];
+            }
+    }
+    clear_tree(c, root);
+    return nleaves;
+}
+
 /* Every node reachable from `root`; a cycle is an error.  Returns the count
  * of reachable nodes, or 0 after an error.  Leaves the reached nodes with
  * colour 2 (clear_tree resets them). */
@@ -1351,42 +1383,41 @@ static int convert_node(conv *c, const Onnx__ModelProto *mp)
     for (size_t i = 0; i < c->nn; i++)
         if (c->nodes[i].mode != M_LEAF && (uint64_t)c->nodes[i].feature + 1 > maxf)
             maxf = (uint64_t)c->nodes[i].feature + 1;
+    /* AVERAGE divides by the count of ONNX trees: --trees N (the first N
+     * iterations) keeps a whole number of them only when every ONNX tree
+     * unfolds into as many trees as every other, in class order.  Each
+     * does when it writes to one target (a regressor, a classifier's tree
+     * per class) or to all; otherwise every one is unfolded into a tree
+     * per output column, +0 where it writes nothing (x + +0 is x for every
+     * sum, which starts at +0 and so is never -0): qs_scorer_truncate then
+     * counts the ONNX trees kept as the trees kept over the columns. */
+    int pad = 0;
+    if (c->average && c->nroots > 1) {
+        int all_one = 1, all_k = 1;
+        for (size_t r = 0; r < c->nroots; r++) {
+            if (!check_tree(c, r, c->roots[r]))
+                return -1;
+            tree_targets(c, c->roots[r]);
+            uint32_t n = 0;
+            for (uint32_t k = 0; k < c->K; k++)
+                n += c->used[k] && (c->binary_col < 0 || (int)k == c->binary_col);
+            all_one &= n == 1;
+            all_k &= n == K;
+        }
+        pad = !all_one && !all_k;
+    }
     for (size_t r = 0; r < c->nroots; r++) {
         size_t reach = check_tree(c, r, c->roots[r]);
         if (!reach)
             return -1;
         /* the targets this tree's leaves add to, in order */
-        memset(c->used, 0, c->K);
-        memset(lcount, 0, c->K * sizeof *lcount);
-        uint32_t nleaves = 0;
-        for (size_t i = 0, sp = 0; i < 1; i++) {
-            c->dfs[sp++] = c->roots[r];
-            c->nodes[c->roots[r]].color = 4;
-            while (sp) {
-                const onode *x = &c->nodes[c->dfs[--sp]];
-                if (x->mode == M_LEAF) {
-                    nleaves++;
-                    for (size_t j = 0; j < x->nw; j++) {
-                        c->used[c->w[x->w0 + j].target] = 1;
-                        lcount[c->w[x->w0 + j].target]++;
-                    }
-                    continue;
-                }
-                size_t ch[2] = { x->t, x->f };
-                for (int s = 0; s < 2; s++)
-                    if (c->nodes[ch[s]].color != 4) {
-                        c->nodes[ch[s]].color = 4;
-                        c->dfs[sp++] = ch[s];
-                    }
-            }
-        }
-        clear_tree(c, c->roots[r]);
+        const uint32_t nleaves = tree_targets(c, c->roots[r]);
         for (uint32_t k = 0; k < c->K; k++) {
             ever[k] |= c->used[k];
             always[k] |= lcount[k] == nleaves;
         }
         for (uint32_t k = 0; k < c->K; k++) {
-            if (!c->used[k])
+            if (!c->used[k] && !pad)
                 continue;
             if (c->binary_col >= 0 && (int)k != c->binary_col)
                 continue;

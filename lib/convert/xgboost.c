@@ -1216,123 +1216,180 @@ done:
 
 /* ------------------------------------------------------------ categories */
 
+/* One "enc" entry as read: string categories (offsets and the bytes), or
+ * numeric ones (each as written). */
+typedef struct enc_entry {
+    int64_t *off, *val;
+    size_t noff, nval;
+    char (*num)[40];   /* numeric categories as written (entries without offsets) */
+} enc_entry;
+
+static void enc_free(enc_entry *e)
+{
+    free(e->off);
+    free(e->val);
+    free(e->num);
+    memset(e, 0, sizeof *e);
+}
+
 /* One "enc" entry: {"offsets": [...], "values": [bytes]} (strings: category
  * i is values[offsets[i] .. offsets[i+1]), signed bytes of UTF-8), {"type":
  * T, "values": [numbers]} (numeric categories), or empty lists (not a
- * categorical feature).  Reports each category to fn; returns the count, or
- * -1. */
-static long long read_enc_entry(qs_json_reader *r, uint32_t feature, qs_category_fn fn,
-                                void *ctx, qs_error *err)
+ * categorical feature), read into e and checked whole: the offsets start at
+ * 0, never decrease and end at the bytes' count, every byte is one
+ * (-128 .. 255), every string is UTF-8.  0, or -1 with err. */
+static int read_enc_entry(qs_json_reader *r, uint32_t feature, enc_entry *e, qs_error *err)
 {
     qs_json_token t, k;
-    int64_t *off = NULL, *val = NULL;
-    size_t noff = 0, nval = 0, cap_o = 0, cap_v = 0;
-    char (*num)[40] = NULL;   /* numeric categories as written */
-    long long count = -1;
+    size_t cap_o = 0, cap_v = 0;
     for (;;) {
         if (qs_json_next(r, &k, err) != 0)
-            goto out;
+            return -1;
         if (k.type == QS_JSON_OBJECT_END)
             break;
         int is_off = qs_json_str_eq(&k, "offsets"), is_val = qs_json_str_eq(&k, "values");
         if (!is_off && !is_val) {
             if (qs_json_skip(r, &k, err) != 0)
-                goto out;
+                return -1;
             continue;
         }
-        if (qs_json_next(r, &t, err) != 0 || t.type != QS_JSON_ARRAY) {
-            qs_fail(err, QS_ERR_FORMAT, (long long)k.offset, "cats.enc: expected an array");
-            goto out;
-        }
+        if ((is_off ? e->noff : e->nval) > 0)
+            return qs_fail_at(err, QS_ERR_FORMAT, (long long)k.offset,
+                              "cats.enc: feature %u: \"%s\" given twice", feature,
+                              is_off ? "offsets" : "values");
+        if (qs_json_next(r, &t, err) != 0 || t.type != QS_JSON_ARRAY)
+            return qs_fail_at(err, QS_ERR_FORMAT, (long long)k.offset,
+                              "cats.enc: feature %u: expected an array", feature);
         for (;;) {
             if (qs_json_next(r, &t, err) != 0)
-                goto out;
+                return -1;
             if (t.type == QS_JSON_ARRAY_END)
                 break;
             int64_t v;
-            if (t.type != QS_JSON_NUMBER) {
-                qs_fail(err, QS_ERR_FORMAT, (long long)t.offset, "cats.enc: expected a number");
-                goto out;
-            }
-            size_t *n = is_off ? &noff : &nval, *cap = is_off ? &cap_o : &cap_v;
-            int64_t **a = is_off ? &off : &val;
+            if (t.type != QS_JSON_NUMBER)
+                return qs_fail_at(err, QS_ERR_FORMAT, (long long)t.offset,
+                                  "cats.enc: feature %u: expected a number", feature);
+            size_t *n = is_off ? &e->noff : &e->nval, *cap = is_off ? &cap_o : &cap_v;
+            int64_t **a = is_off ? &e->off : &e->val;
             if (*n == *cap) {
                 size_t nc = *cap ? *cap * 2 : 64;
                 int64_t *g = realloc(*a, nc * sizeof *g);
-                if (!g) {
-                    qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
-                    goto out;
-                }
+                if (!g)
+                    return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
                 *a = g;
                 if (is_val) {
-                    char (*gn)[40] = realloc(num, nc * sizeof *num);
-                    if (!gn) {
-                        qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
-                        goto out;
-                    }
-                    num = gn;
+                    char (*gn)[40] = realloc(e->num, nc * sizeof *e->num);
+                    if (!gn)
+                        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+                    e->num = gn;
                 }
                 *cap = nc;
             }
             if (qs_json_get_i64(&t, &v) != 0) {
                 double d;
-                if (is_off || qs_json_get_f64(&t, &d) != 0) {
-                    qs_fail(err, QS_ERR_FORMAT, (long long)t.offset, "cats.enc: bad number");
-                    goto out;
-                }
-                v = 0;
-                snprintf(num[*n], sizeof num[*n], "%.17g", d);
+                if (is_off || qs_json_get_f64(&t, &d) != 0)
+                    return qs_fail_at(err, QS_ERR_FORMAT, (long long)t.offset,
+                                      "cats.enc: feature %u: bad number", feature);
+                v = INT64_MIN;   /* no byte: a numeric category only */
+                snprintf(e->num[*n], sizeof e->num[*n], "%.17g", d);
             } else if (is_val) {
-                snprintf(num[*n], sizeof num[*n], "%lld", (long long)v);
+                snprintf(e->num[*n], sizeof e->num[*n], "%lld", (long long)v);
             }
             (*a)[(*n)++] = v;
         }
     }
-    count = 0;
-    if (noff >= 2) {
-        char buf[256];
-        for (size_t i = 0; i + 1 < noff; i++) {
-            int64_t a = off[i], b = off[i + 1];
-            if (a < 0 || b < a || (uint64_t)b > nval) {
-                count = -1;
-                qs_fail(err, QS_ERR_FORMAT, 0, "cats.enc: bad offsets");
-                goto out;
+    if (e->noff == 0)
+        return 0;   /* numeric categories (or none) */
+    /* string categories: the bytes, split by the offsets */
+    if (e->off[0] != 0 || (uint64_t)e->off[e->noff - 1] != e->nval)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "cats.enc: feature %u: the offsets run from %lld to "
+                       "%lld, not from 0 to the %zu bytes of the values", feature,
+                       (long long)e->off[0], (long long)e->off[e->noff - 1], e->nval);
+    for (size_t i = 0; i + 1 < e->noff; i++)
+        if (e->off[i + 1] < e->off[i])
+            return qs_fail(err, QS_ERR_FORMAT, 0, "cats.enc: feature %u: offset %zu (%lld) is "
+                           "below the one before (%lld)", feature, i + 1,
+                           (long long)e->off[i + 1], (long long)e->off[i]);
+    for (size_t i = 0; i < e->nval; i++) {
+        if (e->val[i] < -128 || e->val[i] > 255)
+            return qs_fail(err, QS_ERR_FORMAT, 0, "cats.enc: feature %u: value %zu is no byte",
+                           feature, i);
+        e->val[i] &= 0xFF;
+    }
+    /* each string whole, as UTF-8 (a category's bytes; reported cut at a
+     * character's end) */
+    for (size_t i = 0; i + 1 < e->noff; i++) {
+        unsigned char b[4];
+        for (int64_t j = e->off[i]; j < e->off[i + 1];) {
+            size_t have = 0;
+            while (have < 4 && j + (int64_t)have < e->off[i + 1]) {
+                b[have] = (unsigned char)e->val[j + (int64_t)have];
+                have++;
             }
+            size_t n = qs_json_utf8_len(b, have);
+            if (n == 0)
+                return qs_fail(err, QS_ERR_FORMAT, 0, "cats.enc: feature %u: category %zu is "
+                               "not UTF-8 text (byte %lld)", feature, i,
+                               (long long)(j - e->off[i]));
+            j += (int64_t)n;
+        }
+    }
+    return 0;
+}
+
+/* Report entry e's categories to fn (checked: nothing can fail here). */
+static long long report_entry(const enc_entry *e, uint32_t feature, qs_category_fn fn,
+                              void *ctx)
+{
+    long long count = 0;
+    if (e->noff >= 2) {
+        char buf[256];
+        for (size_t i = 0; i + 1 < e->noff; i++, count++) {
+            const int64_t a = e->off[i], b = e->off[i + 1];
             size_t L = (size_t)(b - a) < sizeof buf ? (size_t)(b - a) : sizeof buf;
             for (size_t j = 0; j < L; j++)
-                buf[j] = (char)(unsigned char)(val[a + (int64_t)j] & 0xFF);
-            fn(ctx, feature, (uint32_t)i, buf, L);
-            count++;
+                buf[j] = (char)(unsigned char)e->val[a + (int64_t)j];
+            /* a string cut at 256 bytes ends at its last whole character */
+            if ((size_t)(b - a) > L) {
+                size_t k = 0;
+                for (size_t n; k < L && (n = qs_json_utf8_len((const unsigned char *)buf + k,
+                                                              L - k)) > 0;)
+                    k += n;
+                L = k;
+            }
+            if (fn)
+                fn(ctx, feature, (uint32_t)i, buf, L);
         }
-    } else if (noff == 0) {
-        for (size_t i = 0; i < nval; i++, count++)
-            fn(ctx, feature, (uint32_t)i, num[i], strlen(num[i]));
+    } else if (e->noff == 0) {
+        for (size_t i = 0; i < e->nval; i++, count++)
+            if (fn)
+                fn(ctx, feature, (uint32_t)i, e->num[i], strlen(e->num[i]));
     }
-out:
-    free(off);
-    free(val);
-    free(num);
     return count;
 }
 
-long long qs_source_categories(const char *buf, size_t len, qs_category_fn fn, void *ctx)
+long long qs_source_list_categories(const char *buf, size_t len, qs_category_fn fn, void *ctx,
+                                    qs_error *err)
 {
     if (!buf || qs_detect_format(buf, len) != QS_FMT_XGBOOST)
         return 0;
     qs_json_reader r;
     qs_json_token t;
-    qs_error err;
-    qs_error_clear(&err);
     qs_json_init(&r, buf, len, 0,
                  QS_JSON_NONFINITE | (looks_like_ubjson(buf, len) ? QS_JSON_UBJSON : 0));
-    long long total = 0;
+    /* Every entry read and checked before the first is reported: a
+     * malformed encoder reports nothing. */
+    enc_entry *es = NULL;
+    uint32_t *feat = NULL;
+    size_t ne = 0, cap = 0;
+    long long total = -1;
     int in_cats = 0;
     unsigned cats_depth = 0;
     for (;;) {
-        if (qs_json_next(&r, &t, &err) != 0)
-            return -1;
+        if (qs_json_next(&r, &t, err) != 0)
+            goto out;
         if (t.type == QS_JSON_END)
-            return total;
+            break;
         if (in_cats && qs_json_depth(&r) < cats_depth)
             in_cats = 0;
         if (t.type != QS_JSON_KEY)
@@ -1343,20 +1400,59 @@ long long qs_source_categories(const char *buf, size_t len, qs_category_fn fn, v
             continue;
         }
         if (in_cats && qs_json_depth(&r) == cats_depth && qs_json_str_eq(&t, "enc")) {
-            if (qs_json_next(&r, &t, &err) != 0 || t.type != QS_JSON_ARRAY)
-                return -1;
+            if (qs_json_next(&r, &t, err) != 0)
+                goto out;
+            if (t.type != QS_JSON_ARRAY) {
+                qs_fail_at(err, QS_ERR_FORMAT, (long long)t.offset,
+                           "cats.enc: expected an array");
+                goto out;
+            }
             for (uint32_t f = 0;; f++) {
-                if (qs_json_next(&r, &t, &err) != 0)
-                    return -1;
+                if (qs_json_next(&r, &t, err) != 0)
+                    goto out;
                 if (t.type == QS_JSON_ARRAY_END)
                     break;
-                if (t.type != QS_JSON_OBJECT)
-                    return -1;
-                long long n = read_enc_entry(&r, f, fn, ctx, &err);
-                if (n < 0)
-                    return -1;
-                total += n;
+                if (t.type != QS_JSON_OBJECT) {
+                    qs_fail_at(err, QS_ERR_FORMAT, (long long)t.offset,
+                               "cats.enc: feature %u: expected an object", f);
+                    goto out;
+                }
+                if (ne == cap) {
+                    size_t nc = cap ? cap * 2 : 16;
+                    enc_entry *g = realloc(es, nc * sizeof *g);
+                    if (!g) {
+                        qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+                        goto out;
+                    }
+                    es = g;
+                    uint32_t *gf = realloc(feat, nc * sizeof *gf);
+                    if (!gf) {
+                        qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
+                        goto out;
+                    }
+                    feat = gf;
+                    cap = nc;
+                }
+                memset(&es[ne], 0, sizeof es[ne]);
+                feat[ne] = f;
+                ne++;
+                if (read_enc_entry(&r, f, &es[ne - 1], err) != 0)
+                    goto out;
             }
         }
     }
+    total = 0;
+    for (size_t i = 0; i < ne; i++)
+        total += report_entry(&es[i], feat[i], fn, ctx);
+out:
+    for (size_t i = 0; i < ne; i++)
+        enc_free(&es[i]);
+    free(es);
+    free(feat);
+    return total;
+}
+
+long long qs_source_categories(const char *buf, size_t len, qs_category_fn fn, void *ctx)
+{
+    return qs_source_list_categories(buf, len, fn, ctx, NULL);
 }

@@ -1005,10 +1005,7 @@ static void *qsly_job_run(void *arg)
     return NULL;
 }
 
-/* The header and the section table, checked (magic, version, checksums,
- * sizes): the header's and the table's size out. */
-static int check_header(const unsigned char *buf, size_t len, uint32_t *hsize_out,
-                        uint32_t *nsec_out, qs_error *err)
+int qsm_check_head(const unsigned char *buf, size_t len, uint64_t *file_size, qs_error *err)
 {
     if (len < QSM_HEADER_SIZE || memcmp(buf, QSM_MAGIC, 8) != 0)
         return qs_fail_at(err, QS_ERR_FORMAT, 0, "not a .qsm file (bad magic number)");
@@ -1022,10 +1019,22 @@ static int check_header(const unsigned char *buf, size_t len, uint32_t *hsize_ou
                           QSM_VERSION_MAJOR);
     if (get_u32_at(buf + 60) != qs_crc32c(0, buf, 60))
         return qs_fail_at(err, QS_ERR_FORMAT, 60, "header checksum mismatch (corrupt file)");
-    uint32_t hsize = get_u32_at(buf + 16), nsec = get_u32_at(buf + 20);
-    uint64_t fsize = get_u64_at(buf + 24);
+    uint32_t hsize = get_u32_at(buf + 16);
     if (hsize != QSM_HEADER_SIZE)
         return qs_fail_at(err, QS_ERR_FORMAT, 16, "bad header size %u", hsize);
+    *file_size = get_u64_at(buf + 24);
+    return 0;
+}
+
+/* The header and the section table, checked (magic, version, checksums,
+ * sizes): the header's and the table's size out. */
+static int check_header(const unsigned char *buf, size_t len, uint32_t *hsize_out,
+                        uint32_t *nsec_out, qs_error *err)
+{
+    uint64_t fsize;
+    if (qsm_check_head(buf, len, &fsize, err) != 0)
+        return -1;
+    const uint32_t hsize = QSM_HEADER_SIZE, nsec = get_u32_at(buf + 20);
     if (fsize != len)
         return qs_fail_at(err, QS_ERR_FORMAT, 24,
                           "file size %zu differs from the recorded %llu (truncated or padded)",

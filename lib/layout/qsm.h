@@ -12,6 +12,13 @@ int qsm_write(const qs_model *m, const qs_layout *L, unsigned char **out, size_t
 int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **m, qs_layout **L,
              qs_error *err);
 
+/* The first QSM_HEADER_SIZE (64) bytes of a .qsm image checked as qsm_read
+ * checks them first (magic, major version, header checksum, header size;
+ * the same errors): 0 with the file size the header records, or -1 with
+ * err (fewer than 64 bytes: the bad magic number).  A reader of a file
+ * stops there, or bounds what it reads by the recorded size. */
+int qsm_check_head(const unsigned char *buf, size_t len, uint64_t *file_size, qs_error *err);
+
 /* The model's facts a document reader needs, from INFO alone (the header,
  * the section table and INFO checked as qsm_read checks them): its
  * feature count, precision (1: float32) and whether absent features are

@@ -5,6 +5,7 @@
 #include "score/score.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------ back ends */
@@ -81,6 +82,15 @@ void qs_build_get_info(qs_build_info *info)
     info->cuda = QS_HAVE_CUDA;
     info->cpu_detected = levels[qs_cpu_simd_detected() & 3u];
     info->cpu_enabled = levels[qs_cpu_simd() & 3u];
+}
+
+int qs_env_check(qs_error *err)
+{
+    const char *v = getenv("QS_CPU_CLASS");
+    if (v && *v && qs_cpu_class_find(v) < 0)
+        return qs_fail(err, QS_ERR_ARG, 0, "unknown CPU class '%.64s' in QS_CPU_CLASS (expected "
+                       "generic, zen4, zen5 or intel)", v);
+    return 0;
 }
 
 /* ------------------------------------------------------------ loading */
@@ -269,15 +279,70 @@ qs_scorer *qs_scorer_load(const unsigned char *buf, size_t len, qs_error *err)
     return qs_scorer_load_threads(buf, len, 1, err);
 }
 
+/* The head of a .qsm file: a wrong header stops the read after its 64
+ * bytes, a right one bounds it by the size it records. */
+static int qsm_head(void *ctx, const unsigned char *buf, size_t n, uint64_t *most,
+                    qs_error *err)
+{
+    (void)ctx;
+    uint64_t fsize;
+    if (qsm_check_head(buf, n, &fsize, err) != 0)
+        return -1;
+    if (fsize < *most)
+        *most = fsize;
+    return 0;
+}
+
+qs_sniff qs_sniff_model(const unsigned char *buf, size_t len, int eof, uint64_t *most)
+{
+    static const unsigned char qsm_magic[8] = { 0x89, 'Q', 'S', 'M', '\r', '\n', 0x1a, '\n' };
+    static const unsigned char zstd_magic[4] = { 0x28, 0xB5, 0x2F, 0xFD };
+    if (most)
+        *most = UINT64_MAX;
+    if (!buf)
+        len = 0;
+    /* a .qsm: its header decides (64 bytes, or the file is shorter) */
+    if (len > 0 && buf[0] == qsm_magic[0] &&
+        memcmp(buf, qsm_magic, len < 8 ? len : 8) == 0) {
+        if (len < 64 && !eof)
+            return QS_SNIFF_MORE;
+        uint64_t fsize;
+        qs_error e;
+        if (qsm_check_head(buf, len, &fsize, &e) != 0)
+            return QS_SNIFF_NOT;
+        if (most)
+            *most = fsize;
+        return QS_SNIFF_MODEL;
+    }
+    if (len > 0 && buf[0] == zstd_magic[0] && memcmp(buf, zstd_magic, len < 4 ? len : 4) == 0)
+        return len < 4 && !eof ? QS_SNIFF_MORE : QS_SNIFF_MODEL;
+    /* a format's start: the readers' detection looks at the first bytes
+     * past a byte-order mark and blank space (at most 11 of them) */
+    size_t i = len >= 3 && buf[0] == 0xEF && buf[1] == 0xBB && buf[2] == 0xBF ? 3 : 0;
+    while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' || buf[i] == '\n'))
+        i++;
+    if (!eof && (len - i < 16 || len < 3))
+        return QS_SNIFF_MORE;
+    return qs_detect_format((const char *)buf, len) != QS_FMT_UNKNOWN ? QS_SNIFF_MODEL
+                                                                      : QS_SNIFF_NOT;
+}
+
 qs_scorer *qs_scorer_load_file(const char *path, qs_error *err)
 {
     unsigned char *buf;
     size_t len;
-    if (qs_read_file(path, QS_MAX_QSM_FILE, &buf, &len, err) != 0)
-        return NULL;
-    qs_scorer *s = qs_scorer_load(buf, len, err);
-    free(buf);
-    if (!s && err && err->code != QS_ERR_NOMEM && strncmp(err->msg, path, strlen(path)) != 0) {
+    int cut;
+    qs_scorer *s = NULL;
+    if (qs_read_file(path, QS_MAX_QSM_FILE, 64, qsm_head, NULL, &buf, &len, &cut, err) == 0) {
+        if (cut)
+            qs_fail_at(err, QS_ERR_FORMAT, 24, "the file is longer than the %zu bytes its "
+                       "header records (padded)", len);
+        else
+            s = qs_scorer_load(buf, len, err);
+        free(buf);
+    }
+    if (!s && err && path && err->code != QS_ERR_NOMEM &&
+        strncmp(err->msg, path, strlen(path)) != 0) {
         /* name the file in the message: "PATH: what" */
         char m[sizeof err->msg];
         size_t k = strlen(path);
@@ -396,6 +461,39 @@ int qs_scorer_truncate(qs_scorer *s, uint64_t iterations, qs_error *err)
                            (unsigned long long)(t % K));
     if (keep == m->num_trees)
         return 0;
+    /* ONNX Runtime's AVERAGE divides by the count of ONNX trees: the model
+     * cut to its first ONNX trees divides by those kept.  The reader
+     * unfolds every ONNX tree into one tree, or every one into a tree per
+     * class (lib/convert/onnx.c), so the trees kept tell how many. */
+    /* ONNX Runtime writes a regressor's target as 0, not its base value,
+     * when no leaf reached writes to it (the reader refuses a model where
+     * that depends on the document, lib/convert/onnx.c).  Which leaves of
+     * the first trees write to which target, the trees unfolded per target
+     * do not record: with a base value on a target of several, the cut
+     * model's output is not known exactly. */
+    if (m->source == QS_SRC_ONNX && K > 1 && m->out_affine &&
+        strcmp(m->objective, "TreeEnsembleClassifier") != 0)
+        for (uint32_t k = 0; k < K; k++)
+            if (m->out_bias[k] != 0.0)
+                return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                               "an ONNX regressor of %u targets with base values: ONNX Runtime "
+                               "adds target %u's only where a leaf reached writes to it, and "
+                               "which leaves of the first trees do is not recorded, so the "
+                               "first iterations alone cannot be scored exactly", K, k);
+    const uint32_t divide = m->out_divide;
+    uint64_t divide_kept = 0;
+    if (divide > 1) {
+        if (m->num_trees == divide)
+            divide_kept = keep;
+        else if (m->num_trees == (uint64_t)divide * K)
+            divide_kept = keep / K;
+        else
+            return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                           "the sums are averaged over %u ONNX trees, which unfold unevenly into "
+                           "these %llu trees: the first iterations cannot be counted in ONNX "
+                           "trees (convert the model again with this version of qs)", divide,
+                           (unsigned long long)m->num_trees);
+    }
     /* The model keeps its first trees; the layout follows from them (the
      * reversal flags of the trees kept are a prefix of the current ones). */
     const uint64_t nt = m->num_trees, nn = m->num_nodes, nl = m->num_linear,
@@ -404,6 +502,8 @@ int qs_scorer_truncate(qs_scorer *s, uint64_t iterations, qs_error *err)
     qs_model_truncate(m, keep);
     if (m->transform_average)
         m->transform_average = (uint32_t)iterations;
+    if (divide > 1)
+        m->out_divide = divide_kept > 1 ? (uint32_t)divide_kept : 0;
     qs_layout *L = qs_layout_build_mt(m, s->L->delta, s->L->tree_block, s->L->treeflags,
                                       s->build_threads, err);
     if (!L) {
@@ -412,6 +512,7 @@ int qs_scorer_truncate(qs_scorer *s, uint64_t iterations, qs_error *err)
         m->num_linear = nl;
         m->num_lin_terms = nlt;
         m->transform_average = avg;
+        m->out_divide = divide;
         return -1;
     }
     if (m->num_linear == 0) {

@@ -325,6 +325,32 @@ def test_onnx_as_qs_score(name, tmp_path):
     assert fmt_scores(m.predict(L.dense(m.num_features, 0.0)), dig) == want
 
 
+def test_onnx_average_trees_as_onnx_runtime():
+    """trees=N on an ONNX AVERAGE model: ONNX Runtime's output of the model
+    cut to its first N trees (tests/fixtures/onnx-average/*.tN.pred), which
+    averages over those N, as qs-score --trees N gives it; a regressor of
+    several targets with base values is refused."""
+    import glob
+    d = os.path.join(FIX, "onnx-average")
+    L = Letor(os.path.join(d, "docs.letor"), "float")
+    checked = refused = 0
+    for pred in sorted(glob.glob(os.path.join(d, "*.t*.pred"))):
+        base, n = pred[:-len(".pred")].rsplit(".t", 1)
+        m = qs.Model(base + ".onnx")
+        X = L.dense(m.num_features, 0.0)
+        biased = m.num_classes > 1 and any(
+            l.startswith("out-bias") and not l.split()[2] == "0x0p+0"
+            for l in run_tool("qs-convert", base + ".onnx").decode().splitlines())
+        if biased:
+            with pytest.raises(qs.UnsupportedError, match="base values"):
+                m.predict(X, trees=int(n))
+            refused += 1
+            continue
+        assert fmt_scores(m.predict(X, trees=int(n)), 9) == open(pred, "rb").read(), pred
+        checked += 1
+    assert checked >= 20 and refused >= 3
+
+
 def test_canonical_text_and_qsm_inputs(tmp_path):
     """The same scores from the foreign model, its canonical text
     (qs-convert's output) and its .qsm, in memory or from a file."""

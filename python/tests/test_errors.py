@@ -69,6 +69,21 @@ def test_bad_arguments(m):
         m.predict(X, trees=1.5)
     with pytest.raises(ValueError, match="threads"):
         m.predict(X, threads=0)
+    # huge counts: a message naming the argument (no bare OverflowError);
+    # more iterations than the model has score the whole model
+    for t in (2**64, 2**63, 10**30):
+        with pytest.raises(ValueError, match=r"threads must be 1 \.\.\. 4096, not %d" % t):
+            m.predict(X, threads=t)
+        assert np.array_equal(m.predict(X, trees=t), m.predict(X))
+    for t in (-1, -2**64):
+        with pytest.raises(ValueError, match="trees must be at least 1, not %d" % t):
+            m.predict(X, trees=t)
+        with pytest.raises(ValueError, match="threads must be"):
+            m.predict(X, threads=t)
+    with pytest.raises(ValueError, match="digits must be 1 ... 17"):
+        qs.format_score(1.0, 2**64)
+    with pytest.raises(ValueError, match="bad cutoff"):
+        qs.eval.ndcg([1, 0], [0.5, 0.25], k=2**64)
     with pytest.raises(ValueError):
         m.predict(X, transform="no-such-function")
     with pytest.raises(qs.UnsupportedError):
@@ -96,6 +111,15 @@ def test_malformed_csr(m):
     C.indptr[1] = 10**6
     with pytest.raises(ValueError, match="malformed CSR"):
         m.predict(C)
+    # the arrays as given to the C part, a shape SciPy would not make: the
+    # largest row count (rows + 1 would overflow), a negative one
+    nf = m.num_features
+    ip, ix, dv = np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0)
+    with pytest.raises(ValueError, match="indptr must have rows \\+ 1 entries"):
+        m._predict_csr((2**63 - 1, nf), ip, ix, dv)
+    with pytest.raises(ValueError, match="negative shape"):
+        m._predict_csr((-1, nf), ip, ix, dv)
+    assert m._predict_csr((0, nf), ip, ix, dv).shape == (0,)
 
 
 def test_not_a_model(tmp_path):
@@ -123,6 +147,80 @@ def test_not_a_model(tmp_path):
     with pytest.raises(qs.UnsupportedError) as e:
         qs.Model(os.path.join(FIX, "quickrank", "bad_random_forest.txt"))
     assert e.value.code == 2
+
+
+def test_model_files_read_bounded(tmp_path, monkeypatch):
+    """A path is read as the tools read it: the read stops at a first byte
+    that starts no model (/dev/zero), at QS_MAX_INPUT, and at the size a
+    .qsm header records."""
+    import resource
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(qs.FormatError, match="unrecognised model format"):
+        qs.Model("/dev/zero")
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 256 * 1024
+    monkeypatch.setenv("QS_MAX_INPUT", "1K")
+    with pytest.raises(qs.LimitError, match="larger than the limit of 1024 bytes"):
+        qs.Model(LGB)
+    with pytest.raises(qs.LimitError, match="larger than the limit of 1024 bytes"):
+        qs.Model("/dev/zero", format="lightgbm")   # (forced: no early stop)
+    monkeypatch.setenv("QS_MAX_INPUT", "-1")
+    with pytest.raises(ValueError, match="bad QS_MAX_INPUT '-1'"):
+        qs.Model(LGB)
+    monkeypatch.delenv("QS_MAX_INPUT")
+    img = qs.Model(LGB).to_qsm()
+    (tmp_path / "m.qsm").write_bytes(img)
+    assert qs.Model(str(tmp_path / "m.qsm")).num_trees == qs.Model(LGB).num_trees
+    (tmp_path / "padded.qsm").write_bytes(img + b"\0" * 1000000)
+    with pytest.raises(qs.FormatError, match="longer than the %d bytes its header records" % len(img)):
+        qs.Model(str(tmp_path / "padded.qsm"))
+
+
+def test_misaligned_and_fortran_arrays(m):
+    """float64 and float32 values at odd byte offsets, C and Fortran order:
+    read as they are (no misaligned load), the same scores as a copy."""
+    rng = np.random.default_rng(3)
+    nf = m.num_features
+    X = rng.normal(size=(37, nf))
+    for dt in (np.float64, np.float32):
+        Y = X.astype(dt)
+        for order in ("C", "F"):
+            raw = np.ascontiguousarray(Y) if order == "C" else np.asfortranarray(Y)
+            buf = bytearray(raw.nbytes + 1)
+            buf[1:] = raw.tobytes(order="A")
+            V = np.frombuffer(buf, dtype=dt, offset=1).reshape(Y.shape, order=order)
+            assert not V.flags.aligned
+            assert np.array_equal(m.predict(V), m.predict(np.array(Y)))
+            assert np.array_equal(m.predict(V, transform=True), m.predict(np.array(Y), transform=True))
+            assert np.array_equal(m.predict_leaves(V), m.predict_leaves(np.array(Y)))
+
+
+def test_close_while_checking_csr():
+    """close() from another thread while predict(csr) checks its arguments:
+    never a read of the freed scorer (AddressSanitizer in the sanitizer
+    pass); each call scores or raises 'closed'."""
+    import scipy.sparse
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        m = qs.Model(LGB)
+        C = scipy.sparse.random(64, m.num_features, density=0.3, format="csr", random_state=rng)
+        outcomes = []
+
+        def work():
+            for _ in range(40):
+                try:
+                    m.predict(C, threads=1)
+                    outcomes.append(1)
+                except ValueError as e:
+                    assert "closed" in str(e)
+                    outcomes.append(0)
+
+        ts = [threading.Thread(target=work) for _ in range(3)]
+        for t in ts:
+            t.start()
+        m.close()
+        for t in ts:
+            t.join()
+        assert len(outcomes) == 120
 
 
 def test_closed_model(m):

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # all.sh: the fault sweeps of every tool (tests/faults/sweep.sh over
-# tests/faults/qsfault.c): small runs of qs-convert (each format), qs-compile,
-# qs-score (each back end, --threads 2 and 3), qs-eval and qs-blocktune,
+# tests/faults/qsfault.c): small runs of qs-convert (each format), qs-compile
+# (and its --info, JSON and text), qs-score (each back end, --threads 2 and 3), qs-eval and qs-blocktune,
 # with a failed allocation at each point; thread starts failed at each
 # point; read errors at every byte offset of small inputs.
 #
 #   tests/faults/all.sh [-s STEP] [RUN...]      RUN: a name below, or a
-#                                               prefix (convert, score, read)
+#                                               prefix (convert, info, score, read)
 # -s STEP: every STEP-th point (and the first and last three); default 1,
 # every point (make check-faults).  Prints a line per run, then the total;
 # exit 1 when any run failed.  Needs the tools on PATH (bin/).
@@ -48,6 +48,17 @@ run[convert-catboost]="$T/cb.txt -- qs-convert -o @OUT@ $fix/catboost/multi.json
 run[convert-onnx]="$T/onnx.txt -- qs-convert -o @OUT@ $fix/onnx/h3-modes.onnx"
 run[convert-quickrank]="$T/qr.txt -- qs-convert -o @OUT@ $fix/quickrank/tiny.xml"
 run[compile]="$T/lgb.qsm -- qs-compile -o @OUT@ $T/lgb.txt"
+# --info: an XGBoost model with a category encoder (zstd, JSON), its .qsm
+# (tuned), as JSON and as text; to a file and to standard output (which a
+# failed run must leave empty: the report is written whole or not at all)
+qs-compile --info --json "$fix/xgboost-cats/cats.json.zst" > "$T/cats.json"
+qs-compile --info "$fix/xgboost-cats/cats.json.zst" > "$T/cats.txt"
+qs-blocktune --repeat 1 --budget 0.05 -o "$T/tuned.qsm" "$T/lgb.qsm" "$T/sample" > /dev/null
+qs-compile --info --json "$T/tuned.qsm" > "$T/tuned.json"
+run[info-json]="$T/cats.json -- qs-compile --info --json -o @OUT@ $fix/xgboost-cats/cats.json.zst"
+run[info-json-stdout]="$T/cats.json -- qs-compile --info --json $fix/xgboost-cats/cats.json.zst"
+run[info-text-stdout]="$T/cats.txt -- qs-compile --info $fix/xgboost-cats/cats.json.zst"
+run[info-qsm-stdout]="$T/tuned.json -- qs-compile --info --json $T/tuned.qsm"
 for b in walk qs vqs struct vpred walk-batch; do
     run[score-$b]="$T/scores -- qs-score --threads 1 --backend $b -o @OUT@ $T/lgb.qsm $T/docs"
 done
@@ -76,7 +87,7 @@ fi
 run[read-eval]="$T/ndcg -- qs-eval -k 10 $T/annotated"
 
 names=("$@")
-[ ${#names[@]} = 0 ] && names=(convert compile score eval blocktune thread read)
+[ ${#names[@]} = 0 ] && names=(convert compile info score eval blocktune thread read)
 total=0 fails=0 nruns=0
 for want in "${names[@]}"; do
     for r in $(printf '%s\n' "${!run[@]}" | sort); do

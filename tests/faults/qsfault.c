@@ -16,9 +16,20 @@
  *                       every fread of the program.
  *   QS_FAULT_REPORT=F   at exit, append "allocs A threads T bytes B" (the
  *                       points this run passed) to file F.
+ *   QS_FAULT_OBJECT=P   fault a shared object instead of a program: in any
+ *                       program (the Python interpreter), the calls made by
+ *                       the objects whose file name starts with P (the
+ *                       binding's _core.*.so, libqs linked into it) and by
+ *                       the libraries above; the program's own calls, and
+ *                       every other library's, are neither faulted nor
+ *                       counted (nor their freads).  Counting starts when
+ *                       the program calls qs_fault_arm() (a Python driver,
+ *                       through ctypes, once its imports are done: the
+ *                       static constructors of what the object links, the
+ *                       CUDA runtime's, are not qs's to handle).
  *
  * Only a program named qs-* is faulted (not the shell or env that starts
- * it).  The points are counted in one process; every count is deterministic for
+ * it), unless QS_FAULT_OBJECT names what to fault.  The points are counted in one process; every count is deterministic for
  * a given run with one thread.  Built as a shared object
  * ($(BUILD)/tests/libqsfault.so); not part of libqs or the tools. */
 #define _GNU_SOURCE
@@ -48,6 +59,16 @@ static long n_alloc, n_thread;
 static long long n_bytes;
 static int ready, in_init;
 static const char *report;
+static const char *object;   /* QS_FAULT_OBJECT */
+static size_t object_len;
+static int armed;            /* with object: qs_fault_arm() was called */
+
+/* With QS_FAULT_OBJECT: count (and fault) from now on. */
+void qs_fault_arm(void);
+void qs_fault_arm(void)
+{
+    armed = 1;
+}
 
 /* dlsym may allocate before the real calloc is known: a few blocks from
  * here (never freed: free() of them is ignored). */
@@ -131,14 +152,15 @@ static int from_qs(const void *ret)
     if (!main_hi)
         dl_iterate_phdr(main_range, NULL);
     if ((uintptr_t)ret >= main_lo && (uintptr_t)ret < main_hi)
-        return 1;
+        return !object;
     Dl_info di;
     if (!dladdr(ret, &di) || !di.dli_fname)
         return 0;
     const char *n = strrchr(di.dli_fname, '/');
     n = n ? n + 1 : di.dli_fname;
     return strncmp(n, "libzstd", 7) == 0 || strncmp(n, "libexpat", 8) == 0 ||
-           strncmp(n, "libprotobuf-c", 13) == 0 || strncmp(n, "libqs", 5) == 0;
+           strncmp(n, "libprotobuf-c", 13) == 0 || strncmp(n, "libqs", 5) == 0 ||
+           (object && strncmp(n, object, object_len) == 0);
 }
 
 /* Counting starts when main does: the static constructors before it (the
@@ -153,7 +175,12 @@ static int main_hook(int argc, char **argv, char **envp)
      * (or AddressSanitizer) has set things up. */
     const char *prog = argc > 0 && argv[0] ? strrchr(argv[0], '/') : NULL;
     prog = prog ? prog + 1 : argc > 0 && argv[0] ? argv[0] : "";
-    if (strncmp(prog, "qs-", 3) == 0) {
+    const int tool = strncmp(prog, "qs-", 3) == 0;
+    object = getenv("QS_FAULT_OBJECT");
+    if (object && !*object)
+        object = NULL;
+    object_len = object ? strlen(object) : 0;
+    if (tool || object) {
         fail_alloc = env_num("QS_FAULT_ALLOC");
         fail_thread = env_num("QS_FAULT_THREAD");
         fail_read = env_num("QS_FAULT_READ");
@@ -178,7 +205,7 @@ int __libc_start_main(main_fn m, int argc, char **argv, void (*ini)(void), void 
 
 static int alloc_fails(const void *ret)
 {
-    if (!ready || in_init || !in_main || (fail_alloc < 0 && !report))
+    if (!ready || in_init || !in_main || (fail_alloc < 0 && !report) || (object && !armed))
         return 0;
     if (!from_qs(ret))
         return 0;
@@ -278,7 +305,8 @@ int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), v
 {
     if (!ready)
         init();
-    if ((fail_thread >= 0 || report) && in_main && from_qs(__builtin_return_address(0)) &&
+    if ((fail_thread >= 0 || report) && in_main && (!object || armed) &&
+        from_qs(__builtin_return_address(0)) &&
         ++n_thread == fail_thread)
         return EAGAIN;
     return real_pthread_create(t, a, fn, arg);
@@ -288,6 +316,8 @@ size_t fread(void *buf, size_t size, size_t n, FILE *f)
 {
     if (!ready)
         init();
+    if (object && (!in_main || !armed || !from_qs(__builtin_return_address(0))))
+        return real_fread(buf, size, n, f);
     if (fail_read < 0 || size == 0 || !real_fread) {
         size_t got = real_fread(buf, size, n, f);
         n_bytes += (long long)(got * size);

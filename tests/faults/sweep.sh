@@ -14,10 +14,13 @@
 # the same output (a fault the program works around: a buffer it can do
 # without, fewer threads) or fail with exit 4 and a message saying what ran
 # out ("out of memory"; for read: the system's "Input/output error"; for
-# thread: "thread"), leave no output file and no temporary file, and end
-# without a signal or a sanitizer report.  Prints one summary line; exit 1
+# thread: "thread"), leave no output file and no temporary file (nothing on
+# standard output, when that is the output), and end without a signal or a
+# sanitizer report.  Prints one summary line; exit 1
 # with the failing points listed when any failed.
-#   env: QS_FAULT_SO (the injector; default bin/unit/libqsfault.so)
+#   env: QS_FAULT_SO (the injector; default bin/unit/libqsfault.so),
+#   QS_FAULT_PRELOAD (more objects to preload after it: AddressSanitizer's
+#   runtime, for an instrumented extension in an interpreter that is not)
 set -u
 kind=alloc
 step=1
@@ -49,11 +52,11 @@ run() {
     done
     rm -f "$work/o/"* "$work/stdout"
     if [ $uses_out = 1 ]; then
-        env LD_PRELOAD="$so" ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0" \
+        env LD_PRELOAD="$so${QS_FAULT_PRELOAD:+ $QS_FAULT_PRELOAD}" ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0" \
             "$@" "${args[@]}" > "$work/stdout" 2> "$work/err" < /dev/null
         rc=$?
     else
-        env LD_PRELOAD="$so" ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0" \
+        env LD_PRELOAD="$so${QS_FAULT_PRELOAD:+ $QS_FAULT_PRELOAD}" ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0" \
             "$@" "${args[@]}" > "$work/stdout" 2> "$work/err" < /dev/null
         rc=$?
         [ $rc = 0 ] && cp "$work/stdout" "$work/o/out"
@@ -102,6 +105,8 @@ for ((n = first; n <= last; n++)); do
             why="exit 4 without '$want'"
         elif [ -n "$(ls -A "$work/o")" ]; then
             why="exit 4, left $(ls "$work/o")"
+        elif [ -s "$work/stdout" ] && ! printf '%s\n' "${cmd[@]}" | grep -qx @OUT@; then
+            why="exit 4 after writing $(stat -c %s "$work/stdout") bytes to standard output"
         else
             ok4=$((ok4 + 1))
         fi

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""qsm_tune.py IN.qsm OUT.qsm dup | backend NAME: edit the TUNE section of a
-tuned .qsm (format/qsm.md), every offset, size and checksum recomputed, so
-that only the loader's and the tuning reader's own checks can refuse it.
-dup: a second TUNE entry (a copy of the record, the table one entry longer);
-backend NAME: the record's back end name replaced by NAME.  For tests."""
+"""qsm_tune.py IN.qsm OUT.qsm dup | backend NAME | raw OFFSET HEX: edit the
+TUNE section of a tuned .qsm (format/qsm.md), every offset, size and
+checksum recomputed, so that only the loader's and the tuning reader's own
+checks can refuse it.  dup: a second TUNE entry (a copy of the record, the
+table one entry longer); backend NAME: the record's back end name replaced
+by NAME; raw OFFSET HEX: the record's bytes at OFFSET replaced by HEX.  For
+tests."""
 import struct
 import sys
 
@@ -40,8 +42,13 @@ elif what == "backend":
     name = sys.argv[4].encode()
     rec[32:64] = name[:32] + b"\0" * (32 - len(name[:32]))
     data[t] = bytes(rec)
+elif what == "raw":
+    rec = bytearray(data[t])
+    at, new = int(sys.argv[4]), bytes.fromhex(sys.argv[5])
+    rec[at:at + len(new)] = new
+    data[t] = bytes(rec)
 else:
-    sys.exit("dup or backend NAME")
+    sys.exit("dup, backend NAME or raw OFFSET HEX")
 n = len(ents)
 out = bytearray(q[:64])
 off = 64 + 48 * n

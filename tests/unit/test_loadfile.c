@@ -1,13 +1,14 @@
 /* The library's load-from-file call and its version macros, through the
  * public header only.
  *
- *   test_loadfile MODEL.qsm NOT-A-QSM MISSING DIRECTORY
+ *   test_loadfile MODEL.qsm NOT-A-QSM MISSING DIRECTORY [FILE=TEXT...]
  *
  * MODEL.qsm loaded from its file scores a document as the same image loaded
  * from memory does; NOT-A-QSM is refused as malformed (QS_ERR_FORMAT) with
  * its name in the message, MISSING (QS_ERR_IO, "cannot open") and
- * DIRECTORY (QS_ERR_IO, "read error") with theirs.  QS_VERSION_NUMBER and
- * its parts spell QS_VERSION_STRING. */
+ * DIRECTORY (QS_ERR_IO, "read error") with theirs; each FILE=TEXT is
+ * refused as malformed with TEXT in the message (a padded .qsm, /dev/zero).
+ * QS_VERSION_NUMBER and its parts spell QS_VERSION_STRING. */
 #include <qs.h>
 
 #include <stdio.h>
@@ -47,8 +48,9 @@ static void refused(const char *path, qs_status want, const char *what)
 
 int main(int argc, char **argv)
 {
-    if (argc != 5) {
-        fprintf(stderr, "usage: test_loadfile MODEL.qsm NOT-A-QSM MISSING DIRECTORY\n");
+    if (argc < 5) {
+        fprintf(stderr, "usage: test_loadfile MODEL.qsm NOT-A-QSM MISSING DIRECTORY "
+                        "[FILE=TEXT...]\n");
         return 2;
     }
     char v[32];
@@ -89,6 +91,14 @@ int main(int argc, char **argv)
     refused(argv[2], QS_ERR_FORMAT, "not a .qsm file");
     refused(argv[3], QS_ERR_IO, "cannot open");
     refused(argv[4], QS_ERR_IO, "read error");
+    for (int i = 5; i < argc; i++) {
+        char *eq = strchr(argv[i], '=');
+        CHECK(eq != NULL, "%s: expected FILE=TEXT", argv[i]);
+        if (eq) {
+            *eq = '\0';
+            refused(argv[i], QS_ERR_FORMAT, eq + 1);
+        }
+    }
     qs_error_clear(&err);
     CHECK(qs_scorer_load_file(NULL, &err) == NULL && err.code == QS_ERR_ARG, "NULL path");
     printf("%s\n", fails ? "FAILED" : "ok");

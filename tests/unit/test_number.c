@@ -476,6 +476,40 @@ static void check_counts(void)
     check_count(NULL, 0, UINT64_MAX, -1, 0);
 }
 
+/* qs_parse_bytes: the same rule, one binary suffix allowed. */
+static void check_bytes(const char *s, uint64_t lo, uint64_t hi, int want_rc, uint64_t want)
+{
+    uint64_t v = 12345;
+    int rc = qs_parse_bytes(s, lo, hi, &v);
+    checks++;
+    if (rc != want_rc || (rc == 0 && v != want) || (rc != 0 && v != 12345)) {
+        failures++;
+        fprintf(stderr, "qs_parse_bytes('%s', %llu, %llu): rc %d value %llu, want rc %d value %llu\n",
+                s ? s : "(null)", (unsigned long long)lo, (unsigned long long)hi, rc,
+                (unsigned long long)v, want_rc, (unsigned long long)want);
+    }
+}
+
+static void check_byte_counts(void)
+{
+    check_bytes("1000000", 1, UINT64_MAX, 0, 1000000);
+    check_bytes("64K", 1, UINT64_MAX, 0, 65536);
+    check_bytes("64k", 1, UINT64_MAX, 0, 65536);
+    check_bytes("512M", 1, UINT64_MAX, 0, 512ull << 20);
+    check_bytes("2G", 1, UINT64_MAX, 0, 2ull << 30);
+    check_bytes("0K", 1, UINT64_MAX, -1, 0);
+    check_bytes("0", 0, 10, 0, 0);
+    check_bytes("2G", 1, (2ull << 30) - 1, -1, 0);
+    check_bytes("17179869183G", 1, UINT64_MAX, 0, 17179869183ull << 30);
+    check_bytes("17179869184G", 1, UINT64_MAX, -1, 0);   /* 2^64: wraps */
+    check_bytes("99999999999999999999999K", 1, UINT64_MAX, -1, 0);
+    static const char *bad[] = { "", "K", "G", "1KK", "1 K", " 1K", "+1K", "-1K", "1T", "1KB",
+                                 "1.5G", "0x10K", "1K ", "1e3", "1\n" };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        check_bytes(bad[i], 0, UINT64_MAX, -1, 0);
+    check_bytes(NULL, 0, UINT64_MAX, -1, 0);
+}
+
 int main(int argc, char **argv)
 {
     long count = 2000000;
@@ -500,6 +534,7 @@ int main(int argc, char **argv)
         check_str(fixed[i], 1);
     check_ids_and_blanks();
     check_counts();
+    check_byte_counts();
     /* integers around 2^24 and 2^53, and float halfway integers times powers of ten */
     char b[256];
     for (int i = -40; i <= 40; i++) {

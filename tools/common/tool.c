@@ -293,6 +293,14 @@ uint32_t tool_parse_u32(const char *s, const char *what, uint32_t lo, uint32_t h
     return (uint32_t)v;
 }
 
+void tool_check_env(void)
+{
+    qs_error err;
+    qs_error_clear(&err);
+    if (qs_env_check(&err) != 0)
+        tool_die(EXIT_USAGE, "%s", err.msg);
+}
+
 /* A zstd failure while reading: out of memory (exit 4) or a bad frame
  * (exit 1). */
 static _Noreturn void zstd_die(const char *name, size_t ret)
@@ -310,17 +318,11 @@ size_t tool_max_input(void)
     const char *v = getenv("QS_MAX_INPUT");
     size_t lim = TOOL_MAX_INPUT_DEFAULT;
     if (v && *v) {
-        char *e;
-        errno = 0;
-        unsigned long long x = strtoull(v, &e, 10);
-        unsigned shift = 0;
-        if (*e == 'K' || *e == 'k') shift = 10, e++;
-        else if (*e == 'M' || *e == 'm') shift = 20, e++;
-        else if (*e == 'G' || *e == 'g') shift = 30, e++;
-        if (v[0] < '0' || v[0] > '9' || errno || *e || x == 0 || x > (SIZE_MAX >> 1) >> shift)
+        uint64_t x;
+        if (qs_parse_bytes(v, 1, SIZE_MAX >> 1, &x) != 0)
             tool_die(EXIT_USAGE, "bad QS_MAX_INPUT '%s' (expected a byte count such as "
                                  "1000000, 64K, 512M or 2G)", v);
-        lim = (size_t)x << shift;
+        lim = (size_t)x;
     }
     return cached = lim;
 }
@@ -384,7 +386,8 @@ static char *decompress(const char *name, char *src, size_t n, size_t *len)
     return dst;
 }
 
-char *tool_read_all(const char *path, size_t *len)
+/* A whole file, or (model) what it takes to see that it is none. */
+static char *read_whole(const char *path, size_t *len, int model)
 {
     int use_stdin = !path || strcmp(path, "-") == 0;
     const char *name = use_stdin ? "(stdin)" : path;
@@ -394,6 +397,13 @@ char *tool_read_all(const char *path, size_t *len)
     if (!f)
         tool_die(EXIT_SYSTEM, "%s: cannot open: %s", path, strerror(errno));
     const size_t limit = tool_max_input();
+    /* With model set, the first bytes decide whether to read on
+     * (qs_sniff_model): a wrong start stops the read, and what was read
+     * is all the caller gets (its checks then refuse it as they would the
+     * whole file); a .qsm's header bounds the read by the size it records
+     * (one byte more tells a padded file). */
+    int sniff = model ? QS_SNIFF_MORE : QS_SNIFF_MODEL;
+    uint64_t most = limit;
     size_t cap = 1 << 16, n = 0;
     char *b = tool_hold(malloc(cap + 1), free);
     if (!b)
@@ -413,15 +423,29 @@ char *tool_read_all(const char *path, size_t *len)
             b = tool_hold(nb, free);
             cap = nc;
         }
-        size_t r = fread(b + n, 1, cap - n, f);
+        size_t want = cap - n;
+        if (most < (uint64_t)n + want)
+            want = (size_t)(most - n) + 1;
+        size_t r = fread(b + n, 1, want, f);
         n += r;
-        if (r == 0)
+        if (sniff == QS_SNIFF_MORE && !ferror(f)) {
+            uint64_t m;
+            sniff = qs_sniff_model((const unsigned char *)b, n, r == 0, &m);
+            if (sniff == QS_SNIFF_NOT)
+                break;
+            if (sniff == QS_SNIFF_MODEL && m < most)
+                most = m;
+        }
+        if (r == 0 || n > most)
             break;
     }
     if (ferror(f))
         tool_die(EXIT_SYSTEM, "%s: read error: %s", name, strerror(errno));
     if (n > limit)
         too_big(name, "input");
+    if (n > most)
+        tool_die(EXIT_DATA, "%s: byte 24: the file is longer than the %llu bytes its header "
+                            "records (padded)", name, (unsigned long long)most);
     if (!use_stdin)
         fclose(f);
     b[n] = '\0';
@@ -431,6 +455,16 @@ char *tool_read_all(const char *path, size_t *len)
     tool_unhold(b); /* the caller's now */
     *len = n;
     return b;
+}
+
+char *tool_read_all(const char *path, size_t *len)
+{
+    return read_whole(path, len, 0);
+}
+
+char *tool_read_model(const char *path, size_t *len)
+{
+    return read_whole(path, len, 1);
 }
 
 /* ------------------------------------------------------------ lines */

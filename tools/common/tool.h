@@ -73,6 +73,9 @@ _Noreturn void tool_die_err(const char *where, const qs_error *err);
  * one rule of every tool: an option's empty value is never a default (an
  * environment variable set to "" counts as unset: the caller skips it). */
 uint32_t tool_parse_u32(const char *s, const char *what, uint32_t lo, uint32_t hi);
+/* The library's environment variables (qs_env_check: QS_CPU_CLASS): a bad
+ * value dies as a usage error (exit 2), as QS_BACKEND's does. */
+void tool_check_env(void);
 /* The threads a team of `want` started from this thread can have
  * (qs_threads_startable): want, or, when the system refuses to start that
  * many (an address-space or process limit), half of those that could, with
@@ -92,6 +95,13 @@ void tool_check_stdin(void);
  * when the input, or its decompressed content, is larger than
  * tool_max_input() bytes. */
 char *tool_read_all(const char *path, size_t *len);
+/* The same for a model file (a .qsm, canonical text or a model some reader
+ * takes): the read stops where the first bytes show that no model starts
+ * so, or a .qsm header is wrong (qs_sniff_model), and what was read is
+ * returned (the caller's checks refuse it as they would the whole file:
+ * /dev/zero is refused after its first 64 KiB); a .qsm is read no further
+ * than one byte past the size its header records. */
+char *tool_read_model(const char *path, size_t *len);
 
 /* The limit on whole-file inputs (models, .qsm files, reversal samples):
  * the environment variable QS_MAX_INPUT (bytes; suffixes K, M, G), default

@@ -804,11 +804,12 @@ int main(int argc, char **argv)
         if (only == QS_BACKEND_UNKNOWN || only == QS_BACKEND_AUTO)
             tool_die(EXIT_USAGE, "unknown back end '%s' (see qs-score --list-backends)", bname);
     }
+    tool_check_env();
     const char *mpath = argv[optind];
     const char *dpath = optind + 1 < argc ? argv[optind + 1] : "-";
     size_t mlen;
     /* Every block is held (tool_hold) until freed, so that each exit frees it. */
-    char *mbuf = tool_hold(tool_read_all(mpath, &mlen), free);
+    char *mbuf = tool_hold(tool_read_model(mpath, &mlen), free);
     if (!tool_is_qsm(mbuf, mlen)) {
         const char *kind = tool_model_kind(mbuf, mlen);
         tool_die(EXIT_DATA, "%s: %s%s, not a .qsm: compile it first (qs-compile -o MODEL.qsm)",

@@ -2,77 +2,61 @@
  * Every fact comes from the library (qs_model_get_info, qs_model_get_stats,
  * qs_scorer_get_layout_info, qs_scorer_get_block, qs_qsm_get_file_info). */
 #include "info.h"
+#include "json.h"
 
 #include <string.h>
 #include <time.h>
+
+static void release_stats(void *p) { qs_model_stats_free(p); }
 
 static const char *accumulate_name(int a)
 {
     return a == 0 ? "double" : a == 1 ? "float" : "float-double";
 }
 
-/* A JSON string (UTF-8 passed through; control bytes escaped). */
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20 || *p == 0x7f)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
-/* The same for n bytes that may hold any byte. */
-static void json_str_n(FILE *f, const char *s, size_t n)
-{
-    fputc('"', f);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
-/* The categories of an XGBoost model's encoder (qs_source_categories), one
- * line per feature in text, an object of lists in JSON. */
+/* The categories of an XGBoost model's encoder (qs_source_list_categories),
+ * one line per feature in text, an object of lists in JSON. */
 typedef struct cat_print {
-    FILE *f;
-    int json;
+    tool_buf *t;         /* the text report, or */
+    tool_json *j;        /* the JSON one */
     long long feature;   /* the feature being printed, -1 before the first */
 } cat_print;
-
 
 static void print_category(void *ctx, uint32_t feature, uint32_t code, const char *text,
                            size_t len)
 {
     cat_print *p = ctx;
     if ((long long)feature != p->feature) {
-        if (p->json)
-            fprintf(p->f, "%s\"%u\": [", p->feature < 0 ? "" : "], ", feature);
-        else
-            fprintf(p->f, "%scategories of feature %u (code: value):", p->feature < 0 ? "" : "\n",
-                    feature);
+        if (p->j) {
+            char key[16];
+            snprintf(key, sizeof key, "%u", feature);
+            if (p->feature >= 0)
+                tool_json_end(p->j);
+            tool_json_key(p->j, key);
+            tool_json_array(p->j);
+        } else {
+            tool_buf_printf(p->t, "%scategories of feature %u (code: value):",
+                            p->feature < 0 ? "" : "\n", feature);
+        }
         p->feature = feature;
-    } else if (p->json) {
-        fprintf(p->f, ", ");
     }
-    if (p->json) {
-        json_str_n(p->f, text, len);
+    if (p->j) {
+        tool_json_str_n(p->j, text, len);
     } else {
-        fprintf(p->f, " %u: ", code);
-        json_str_n(p->f, text, len);
+        tool_buf_printf(p->t, " %u: ", code);
+        tool_buf_quote(p->t, text, len);
     }
 }
 
+/* The categories, all or none: a malformed encoder (or no memory to check
+ * it) is an error naming the file, before anything is written. */
+static void categories(const info_input *in, cat_print *cp)
+{
+    qs_error err;
+    qs_error_clear(&err);
+    if (qs_source_list_categories(in->src, in->src_len, print_category, cp, &err) < 0)
+        tool_die_err(in->name, &err);
+}
 
 static void flags_text(char *dst, size_t cap, uint32_t flags)
 {
@@ -96,7 +80,7 @@ static void block_text(char *dst, size_t cap, const qs_block_info *b)
  * (--json lists every block). */
 #define TEXT_BLOCKS 32u
 
-static void text_report(FILE *f, const info_input *in, const qs_scorer *s)
+static void text_report(tool_buf *f, const info_input *in, const qs_scorer *s)
 {
     const qs_model *m = qs_scorer_model(s);
     qs_model_info mi;
@@ -106,41 +90,43 @@ static void text_report(FILE *f, const info_input *in, const qs_scorer *s)
     qs_error_clear(&err);
     if (qs_model_get_stats(m, &st, &err) != 0)
         tool_die_err(NULL, &err);
+    tool_hold(&st, release_stats);   /* (freed on every way out: a bad encoder dies) */
     qs_layout_info li;
     qs_scorer_get_layout_info(s, &li);
 
-    fprintf(f, "file: %s: %s, %zu bytes\n", in->name, in->kind, in->bytes);
-    fprintf(f, "source: %s, version %s\n", qs_source_name(mi.source),
+    tool_buf_printf(f, "file: %s: %s, %zu bytes\n", in->name, in->kind, in->bytes);
+    tool_buf_printf(f, "source: %s, version %s\n", qs_source_name(mi.source),
             in->source_version ? in->source_version : "not recorded");
-    fprintf(f, "objective: %s\n", *st.objective ? st.objective : "(none)");
-    fprintf(f, "transform: %s\n", mi.transform);
-    fprintf(f, "arithmetic: %s values and thresholds, %s sums, goes left when x %s t\n",
+    tool_buf_printf(f, "objective: %s\n", *st.objective ? st.objective : "(none)");
+    tool_buf_printf(f, "transform: %s\n", mi.transform);
+    tool_buf_printf(f, "arithmetic: %s values and thresholds, %s sums, goes left when x %s t\n",
             mi.float_precision ? "float32" : "double", accumulate_name(mi.float_accumulate),
             strcmp(st.compare, "lt") == 0 ? "<" : "<=");
-    fprintf(f, "absent features: %s\n", mi.absent_is_missing ? "missing" : "zero");
-    fprintf(f, "features: %u (ids 0..%lld); used by splits: %u, largest id %lld\n",
+    tool_buf_printf(f, "absent features: %s\n", mi.absent_is_missing ? "missing" : "zero");
+    tool_buf_printf(f, "features: %u (ids 0..%lld); used by splits: %u, largest id %lld\n",
             mi.num_features, (long long)mi.num_features - 1, st.features_used,
             (long long)st.max_feature_used);
     if (in->src) {
-        cat_print cp = { f, 0, -1 };
-        if (qs_source_categories(in->src, in->src_len, print_category, &cp) > 0)
-            fprintf(f, "\n");
+        cat_print cp = { f, NULL, -1 };
+        categories(in, &cp);
+        if (cp.feature >= 0)
+            tool_buf_printf(f, "\n");
     }
-    fprintf(f, "classes: %u\n", mi.num_classes);
-    fprintf(f, "trees: %llu (%llu nodes, %llu leaves, %llu categorical splits)\n",
+    tool_buf_printf(f, "classes: %u\n", mi.num_classes);
+    tool_buf_printf(f, "trees: %llu (%llu nodes, %llu leaves, %llu categorical splits)\n",
             (unsigned long long)mi.num_trees, (unsigned long long)st.nodes,
             (unsigned long long)st.leaves, (unsigned long long)st.cat_nodes);
-    fprintf(f, "leaves per tree:");
+    tool_buf_printf(f, "leaves per tree:");
     for (size_t i = 0; i < st.n_leaves_hist; i++)
-        fprintf(f, "%s %llu x%llu", i ? "," : "", (unsigned long long)st.leaves_hist[i].value,
+        tool_buf_printf(f, "%s %llu x%llu", i ? "," : "", (unsigned long long)st.leaves_hist[i].value,
                 (unsigned long long)st.leaves_hist[i].count);
-    fprintf(f, "%s\n", st.n_leaves_hist ? " (leaves x trees)" : " (no trees)");
-    fprintf(f, "depth per tree:");
+    tool_buf_printf(f, "%s\n", st.n_leaves_hist ? " (leaves x trees)" : " (no trees)");
+    tool_buf_printf(f, "depth per tree:");
     for (size_t i = 0; i < st.n_depth_hist; i++)
-        fprintf(f, "%s %llu x%llu", i ? "," : "", (unsigned long long)st.depth_hist[i].value,
+        tool_buf_printf(f, "%s %llu x%llu", i ? "," : "", (unsigned long long)st.depth_hist[i].value,
                 (unsigned long long)st.depth_hist[i].count);
-    fprintf(f, "%s\n", st.n_depth_hist ? " (depth x trees)" : " (no trees)");
-    fprintf(f, "oblivious: %s (%llu of %llu trees)\n", mi.oblivious ? "yes" : "no",
+    tool_buf_printf(f, "%s\n", st.n_depth_hist ? " (depth x trees)" : " (no trees)");
+    tool_buf_printf(f, "oblivious: %s (%llu of %llu trees)\n", mi.oblivious ? "yes" : "no",
             (unsigned long long)st.oblivious_trees, (unsigned long long)mi.num_trees);
 
     char tau[96];
@@ -151,8 +137,8 @@ static void text_report(FILE *f, const info_input *in, const qs_scorer *s)
         snprintf(tau, sizeof tau, "0 (one block per run of trees of one kind)");
     else
         snprintf(tau, sizeof tau, "%u", li.tree_block);
-    fprintf(f, "layout: τ %s, δ %u, Δ %u\n", tau, li.doc_block, li.delta);
-    fprintf(f, "  blocks: %u; reversed trees: %llu; threshold entries: %llu; special-value "
+    tool_buf_printf(f, "layout: τ %s, δ %u, Δ %u\n", tau, li.doc_block, li.delta);
+    tool_buf_printf(f, "  blocks: %u; reversed trees: %llu; threshold entries: %llu; special-value "
                "entries: %llu; leaf values: %llu; categorical nodes: %u\n",
             li.nblocks, (unsigned long long)li.reversed_trees, (unsigned long long)li.entries,
             (unsigned long long)li.special_entries, (unsigned long long)li.leaf_values,
@@ -162,14 +148,14 @@ static void text_report(FILE *f, const info_input *in, const qs_scorer *s)
         char kind[64];
         qs_scorer_get_block(s, b, &bi);
         block_text(kind, sizeof kind, &bi);
-        fprintf(f, "  block %u: trees %llu..%llu (%llu), %s, %llu entries, %llu reversed\n", b,
+        tool_buf_printf(f, "  block %u: trees %llu..%llu (%llu), %s, %llu entries, %llu reversed\n", b,
                 (unsigned long long)bi.first_tree,
                 (unsigned long long)(bi.first_tree + bi.num_trees - (bi.num_trees > 0)),
                 (unsigned long long)bi.num_trees, kind, (unsigned long long)bi.entries,
                 (unsigned long long)bi.reversed_trees);
     }
     if (li.nblocks > TEXT_BLOCKS)
-        fprintf(f, "  ... %u more blocks (--json lists every one)\n", li.nblocks - TEXT_BLOCKS);
+        tool_buf_printf(f, "  ... %u more blocks (--json lists every one)\n", li.nblocks - TEXT_BLOCKS);
     if (in->tuning) {
         const qs_tuning *t = in->tuning;
         char date[32] = "?";
@@ -177,40 +163,40 @@ static void text_report(FILE *f, const info_input *in, const qs_scorer *s)
         struct tm tmv;
         if (gmtime_r(&tt, &tmv))
             strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tmv);
-        fprintf(f, "tuning: order %s, s %u, d %u, tree block %u, doc block %u, delta %u, "
+        tool_buf_printf(f, "tuning: order %s, s %u, d %u, tree block %u, doc block %u, delta %u, "
                    "back end %s, threads %u%s\n",
                 qs_order_name((qs_order)t->order) ? qs_order_name((qs_order)t->order) : "?",
                 t->inner_s, t->inner_d, t->tree_block, t->doc_block, t->delta,
                 t->backend[0] ? t->backend : "auto", t->threads,
                 t->threads ? "" : " (not measured)");
-        fprintf(f, "  measured: %.4f ns/doc/tree (defaults %.4f: %.3fx)\n", t->tuned_ns,
+        tool_buf_printf(f, "  measured: %.4f ns/doc/tree (defaults %.4f: %.3fx)\n", t->tuned_ns,
                 t->default_ns, t->tuned_ns > 0 ? t->default_ns / t->tuned_ns : 0.0);
-        fprintf(f, "  machine: %s, %u CPUs, L1d %llu, L2 %llu, L3 %llu bytes; qs %s, %s%s\n",
+        tool_buf_printf(f, "  machine: %s, %u CPUs, L1d %llu, L2 %llu, L3 %llu bytes; qs %s, %s%s\n",
                 t->cpu_model, t->cores, (unsigned long long)t->cache[0],
                 (unsigned long long)t->cache[1], (unsigned long long)t->cache[2], t->version, date,
                 qs_tuning_matches(t) ? " (this machine)" : " (another machine)");
     } else {
-        fprintf(f, "tuning: none (no tuning record)\n");
+        tool_buf_printf(f, "tuning: none (no tuning record)\n");
     }
     if (in->qsm) {
-        fprintf(f, "sections: %u (.qsm version %u.%u)\n", in->qsm->nsections, in->qsm->major,
+        tool_buf_printf(f, "sections: %u (.qsm version %u.%u)\n", in->qsm->nsections, in->qsm->major,
                 in->qsm->minor);
         for (uint32_t i = 0; i < in->qsm->nsections; i++) {
             const qs_qsm_section *q = &in->qsm->sections[i];
             char fl[32];
             flags_text(fl, sizeof fl, q->flags);
-            fprintf(f, "  %-4s %-13s offset %llu, stored %llu bytes, raw %llu bytes, crc32c %08x\n",
+            tool_buf_printf(f, "  %-4s %-13s offset %llu, stored %llu bytes, raw %llu bytes, crc32c %08x\n",
                     q->id, fl, (unsigned long long)q->offset, (unsigned long long)q->stored_size,
                     (unsigned long long)q->raw_size, q->crc);
         }
     } else {
-        fprintf(f, "sections: none (not a .qsm; the layout above is the one qs-compile "
+        tool_buf_printf(f, "sections: none (not a .qsm; the layout above is the one qs-compile "
                    "would write)\n");
     }
-    qs_model_stats_free(&st);
+    tool_release(&st);
 }
 
-static void json_report(FILE *f, const info_input *in, const qs_scorer *s)
+static void json_report(tool_json *j, const info_input *in, const qs_scorer *s)
 {
     const qs_model *m = qs_scorer_model(s);
     qs_model_info mi;
@@ -220,115 +206,262 @@ static void json_report(FILE *f, const info_input *in, const qs_scorer *s)
     qs_error_clear(&err);
     if (qs_model_get_stats(m, &st, &err) != 0)
         tool_die_err(NULL, &err);
+    tool_hold(&st, release_stats);   /* (freed on every way out: a bad encoder dies) */
     qs_layout_info li;
     qs_scorer_get_layout_info(s, &li);
 
-    fprintf(f, "{\n  \"file\": {\"name\": ");
-    json_str(f, in->name);
-    fprintf(f, ", \"kind\": ");
-    json_str(f, in->kind);
-    fprintf(f, ", \"bytes\": %zu},\n", in->bytes);
-    fprintf(f, "  \"source\": \"%s\",\n  \"source_version\": ", qs_source_name(mi.source));
-    if (in->source_version)
-        json_str(f, in->source_version);
-    else
-        fprintf(f, "null");
-    fprintf(f, ",\n  \"objective\": ");
-    json_str(f, st.objective);
-    fprintf(f, ",\n  \"transform\": ");
-    json_str(f, mi.transform);
-    fprintf(f, ",\n  \"precision\": \"%s\",\n  \"accumulate\": \"%s\",\n  \"compare\": \"%s\",\n"
-               "  \"absent\": \"%s\",\n",
-            mi.float_precision ? "float" : "double", accumulate_name(mi.float_accumulate),
-            st.compare, mi.absent_is_missing ? "missing" : "zero");
-    fprintf(f, "  \"features\": {\"count\": %u, \"used\": %u, \"max_used\": %lld},\n",
-            mi.num_features, st.features_used, (long long)st.max_feature_used);
+    /* one member of the top-level object per line */
+#define MEMBER(k) (tool_json_break(j, 2), tool_json_key(j, k))
+    tool_json_object(j);
+    MEMBER("file");
+    tool_json_object(j);
+    tool_json_key(j, "name");
+    tool_json_str(j, in->name);
+    tool_json_key(j, "kind");
+    tool_json_str(j, in->kind);
+    tool_json_key(j, "bytes");
+    tool_json_u64(j, in->bytes);
+    tool_json_end(j);
+    MEMBER("source");
+    tool_json_str(j, qs_source_name(mi.source));
+    MEMBER("source_version");
+    tool_json_str(j, in->source_version); /* NULL: null */
+    MEMBER("objective");
+    tool_json_str(j, st.objective);
+    MEMBER("transform");
+    tool_json_str(j, mi.transform);
+    MEMBER("precision");
+    tool_json_str(j, mi.float_precision ? "float" : "double");
+    MEMBER("accumulate");
+    tool_json_str(j, accumulate_name(mi.float_accumulate));
+    MEMBER("compare");
+    tool_json_str(j, st.compare);
+    MEMBER("absent");
+    tool_json_str(j, mi.absent_is_missing ? "missing" : "zero");
+    MEMBER("features");
+    tool_json_object(j);
+    tool_json_key(j, "count");
+    tool_json_u64(j, mi.num_features);
+    tool_json_key(j, "used");
+    tool_json_u64(j, st.features_used);
+    tool_json_key(j, "max_used");
+    tool_json_i64(j, (int64_t)st.max_feature_used);
+    tool_json_end(j);
     if (in->src) {
-        cat_print cp = { f, 1, -1 };
-        fprintf(f, "  \"categories\": {");
-        if (qs_source_categories(in->src, in->src_len, print_category, &cp) > 0)
-            fprintf(f, "]");
-        fprintf(f, "},\n");
+        MEMBER("categories");
+        tool_json_object(j);
+        cat_print cp = { NULL, j, -1 };
+        categories(in, &cp);
+        if (cp.feature >= 0)
+            tool_json_end(j);   /* the last feature's list */
+        tool_json_end(j);
     }
-    fprintf(f, "  \"classes\": %u,\n  \"trees\": %llu,\n  \"nodes\": %llu,\n  \"leaves\": %llu,\n"
-               "  \"categorical_splits\": %llu,\n  \"max_leaves\": %u,\n  \"max_depth\": %u,\n",
-            mi.num_classes, (unsigned long long)mi.num_trees, (unsigned long long)st.nodes,
-            (unsigned long long)st.leaves, (unsigned long long)st.cat_nodes, mi.max_leaves,
-            mi.max_depth);
-    fprintf(f, "  \"leaves_histogram\": [");
-    for (size_t i = 0; i < st.n_leaves_hist; i++)
-        fprintf(f, "%s{\"leaves\": %llu, \"trees\": %llu}", i ? ", " : "",
-                (unsigned long long)st.leaves_hist[i].value,
-                (unsigned long long)st.leaves_hist[i].count);
-    fprintf(f, "],\n  \"depth_histogram\": [");
-    for (size_t i = 0; i < st.n_depth_hist; i++)
-        fprintf(f, "%s{\"depth\": %llu, \"trees\": %llu}", i ? ", " : "",
-                (unsigned long long)st.depth_hist[i].value,
-                (unsigned long long)st.depth_hist[i].count);
-    fprintf(f, "],\n  \"oblivious\": %s,\n  \"oblivious_trees\": %llu,\n",
-            mi.oblivious ? "true" : "false", (unsigned long long)st.oblivious_trees);
-    fprintf(f, "  \"layout\": {\"tree_block\": %u, \"stored_tree_block\": %u, \"doc_block\": %u, "
-               "\"delta\": %u, \"reversed_trees\": %llu, \"entries\": %llu, "
-               "\"special_entries\": %llu, \"leaf_values\": %llu, \"categorical_nodes\": %u,\n"
-               "    \"blocks\": [",
-            li.tree_block, li.stored_tree_block, li.doc_block, li.delta,
-            (unsigned long long)li.reversed_trees, (unsigned long long)li.entries,
-            (unsigned long long)li.special_entries, (unsigned long long)li.leaf_values,
-            li.cat_nodes);
+    MEMBER("classes");
+    tool_json_u64(j, mi.num_classes);
+    MEMBER("trees");
+    tool_json_u64(j, mi.num_trees);
+    MEMBER("nodes");
+    tool_json_u64(j, st.nodes);
+    MEMBER("leaves");
+    tool_json_u64(j, st.leaves);
+    MEMBER("categorical_splits");
+    tool_json_u64(j, st.cat_nodes);
+    MEMBER("max_leaves");
+    tool_json_u64(j, mi.max_leaves);
+    MEMBER("max_depth");
+    tool_json_u64(j, mi.max_depth);
+    MEMBER("leaves_histogram");
+    tool_json_array(j);
+    for (size_t i = 0; i < st.n_leaves_hist; i++) {
+        tool_json_object(j);
+        tool_json_key(j, "leaves");
+        tool_json_u64(j, st.leaves_hist[i].value);
+        tool_json_key(j, "trees");
+        tool_json_u64(j, st.leaves_hist[i].count);
+        tool_json_end(j);
+    }
+    tool_json_end(j);
+    MEMBER("depth_histogram");
+    tool_json_array(j);
+    for (size_t i = 0; i < st.n_depth_hist; i++) {
+        tool_json_object(j);
+        tool_json_key(j, "depth");
+        tool_json_u64(j, st.depth_hist[i].value);
+        tool_json_key(j, "trees");
+        tool_json_u64(j, st.depth_hist[i].count);
+        tool_json_end(j);
+    }
+    tool_json_end(j);
+    MEMBER("oblivious");
+    tool_json_bool(j, mi.oblivious);
+    MEMBER("oblivious_trees");
+    tool_json_u64(j, st.oblivious_trees);
+    MEMBER("layout");
+    tool_json_object(j);
+    tool_json_key(j, "tree_block");
+    tool_json_u64(j, li.tree_block);
+    tool_json_key(j, "stored_tree_block");
+    tool_json_u64(j, li.stored_tree_block);
+    tool_json_key(j, "doc_block");
+    tool_json_u64(j, li.doc_block);
+    tool_json_key(j, "delta");
+    tool_json_u64(j, li.delta);
+    tool_json_key(j, "reversed_trees");
+    tool_json_u64(j, li.reversed_trees);
+    tool_json_key(j, "entries");
+    tool_json_u64(j, li.entries);
+    tool_json_key(j, "special_entries");
+    tool_json_u64(j, li.special_entries);
+    tool_json_key(j, "leaf_values");
+    tool_json_u64(j, li.leaf_values);
+    tool_json_key(j, "categorical_nodes");
+    tool_json_u64(j, li.cat_nodes);
+    tool_json_break(j, 4);
+    tool_json_key(j, "blocks");
+    tool_json_array(j);
     for (uint32_t b = 0; b < li.nblocks; b++) {
         qs_block_info bi;
         qs_scorer_get_block(s, b, &bi);
-        fprintf(f, "%s\n      {\"first_tree\": %llu, \"trees\": %llu, \"kind\": \"%s\", "
-                   "\"mask_bits\": %u, \"mask_words\": %u, \"entries\": %llu, \"reversed\": %llu}",
-                b ? "," : "", (unsigned long long)bi.first_tree, (unsigned long long)bi.num_trees,
-                bi.oblivious ? "qs-omega" : "qs", bi.width, bi.words,
-                (unsigned long long)bi.entries, (unsigned long long)bi.reversed_trees);
+        tool_json_break(j, 6);
+        tool_json_object(j);
+        tool_json_key(j, "first_tree");
+        tool_json_u64(j, bi.first_tree);
+        tool_json_key(j, "trees");
+        tool_json_u64(j, bi.num_trees);
+        tool_json_key(j, "kind");
+        tool_json_str(j, bi.oblivious ? "qs-omega" : "qs");
+        tool_json_key(j, "mask_bits");
+        tool_json_u64(j, bi.width);
+        tool_json_key(j, "mask_words");
+        tool_json_u64(j, bi.words);
+        tool_json_key(j, "entries");
+        tool_json_u64(j, bi.entries);
+        tool_json_key(j, "reversed");
+        tool_json_u64(j, bi.reversed_trees);
+        tool_json_end(j);
     }
-    fprintf(f, "%s]},\n", li.nblocks ? "\n    " : "");
+    if (li.nblocks)
+        tool_json_break(j, 4);
+    tool_json_end(j);
+    tool_json_end(j);
+    MEMBER("tuning");
     if (in->tuning) {
         const qs_tuning *t = in->tuning;
-        fprintf(f, "  \"tuning\": {\"order\": ");
-        json_str(f, qs_order_name((qs_order)t->order) ? qs_order_name((qs_order)t->order) : "?");
-        fprintf(f, ", \"s\": %u, \"d\": %u, \"tree_block\": %u, \"doc_block\": %u, "
-                   "\"delta\": %u, \"threads\": %u, \"backend\": ",
-                t->inner_s, t->inner_d, t->tree_block, t->doc_block, t->delta, t->threads);
-        json_str(f, t->backend[0] ? t->backend : "auto");
-        fprintf(f, ", \"default_ns\": %.6g, \"tuned_ns\": %.6g, \"cpu_model\": ",
-                t->default_ns, t->tuned_ns);
-        json_str(f, t->cpu_model);
-        fprintf(f, ", \"cores\": %u, \"cache\": [%llu, %llu, %llu], \"version\": ", t->cores,
-                (unsigned long long)t->cache[0], (unsigned long long)t->cache[1],
-                (unsigned long long)t->cache[2]);
-        json_str(f, t->version);
-        fprintf(f, ", \"date\": %lld, \"this_machine\": %s},\n  \"qsm\": ", (long long)t->date,
-                qs_tuning_matches(t) ? "true" : "false");
+        const char *on = qs_order_name((qs_order)t->order);
+        tool_json_object(j);
+        tool_json_key(j, "order");
+        tool_json_str(j, on ? on : "?");
+        tool_json_key(j, "s");
+        tool_json_u64(j, t->inner_s);
+        tool_json_key(j, "d");
+        tool_json_u64(j, t->inner_d);
+        tool_json_key(j, "tree_block");
+        tool_json_u64(j, t->tree_block);
+        tool_json_key(j, "doc_block");
+        tool_json_u64(j, t->doc_block);
+        tool_json_key(j, "delta");
+        tool_json_u64(j, t->delta);
+        tool_json_key(j, "threads");
+        tool_json_u64(j, t->threads);
+        tool_json_key(j, "backend");
+        tool_json_str(j, t->backend[0] ? t->backend : "auto");
+        tool_json_key(j, "default_ns");
+        tool_json_num(j, t->default_ns);
+        tool_json_key(j, "tuned_ns");
+        tool_json_num(j, t->tuned_ns);
+        tool_json_key(j, "cpu_model");
+        tool_json_str(j, t->cpu_model);
+        tool_json_key(j, "cores");
+        tool_json_u64(j, t->cores);
+        tool_json_key(j, "cache");
+        tool_json_array(j);
+        for (int i = 0; i < 3; i++)
+            tool_json_u64(j, t->cache[i]);
+        tool_json_end(j);
+        tool_json_key(j, "version");
+        tool_json_str(j, t->version);
+        tool_json_key(j, "date");
+        tool_json_i64(j, t->date);
+        tool_json_key(j, "this_machine");
+        tool_json_bool(j, qs_tuning_matches(t));
+        tool_json_end(j);
     } else {
-        fprintf(f, "  \"tuning\": null,\n  \"qsm\": ");
+        tool_json_null(j);
     }
+    MEMBER("qsm");
     if (in->qsm) {
-        fprintf(f, "{\"version\": \"%u.%u\", \"sections\": [", in->qsm->major, in->qsm->minor);
+        char ver[24];
+        snprintf(ver, sizeof ver, "%u.%u", in->qsm->major, in->qsm->minor);
+        tool_json_object(j);
+        tool_json_key(j, "version");
+        tool_json_str(j, ver);
+        tool_json_key(j, "sections");
+        tool_json_array(j);
         for (uint32_t i = 0; i < in->qsm->nsections; i++) {
             const qs_qsm_section *q = &in->qsm->sections[i];
-            fprintf(f, "%s\n    {\"id\": ", i ? "," : "");
-            json_str(f, q->id);
-            fprintf(f, ", \"required\": %s, \"zstd\": %s, \"offset\": %llu, \"stored_bytes\": %llu, "
-                       "\"raw_bytes\": %llu, \"crc32c\": \"%08x\"}",
-                    q->flags & 1 ? "true" : "false", q->flags & 2 ? "true" : "false",
-                    (unsigned long long)q->offset, (unsigned long long)q->stored_size,
-                    (unsigned long long)q->raw_size, q->crc);
+            char crc[9];
+            snprintf(crc, sizeof crc, "%08x", q->crc);
+            tool_json_break(j, 4);
+            tool_json_object(j);
+            tool_json_key(j, "id");
+            tool_json_str(j, q->id);
+            tool_json_key(j, "required");
+            tool_json_bool(j, q->flags & 1);
+            tool_json_key(j, "zstd");
+            tool_json_bool(j, (q->flags & 2) != 0);
+            tool_json_key(j, "offset");
+            tool_json_u64(j, q->offset);
+            tool_json_key(j, "stored_bytes");
+            tool_json_u64(j, q->stored_size);
+            tool_json_key(j, "raw_bytes");
+            tool_json_u64(j, q->raw_size);
+            tool_json_key(j, "crc32c");
+            tool_json_str(j, crc);
+            tool_json_end(j);
         }
-        fprintf(f, "]}\n");
+        tool_json_end(j);
+        tool_json_end(j);
     } else {
-        fprintf(f, "null\n");
+        tool_json_null(j);
     }
-    fprintf(f, "}\n");
-    qs_model_stats_free(&st);
+#undef MEMBER
+    tool_json_break(j, 0);
+    tool_json_end(j);
+    tool_release(&st);
 }
+
+/* The report is built in memory and written whole, so an error (a malformed
+ * category encoder, no memory) leaves nothing written. */
+static void release_buf(void *p) { tool_buf_free(p); }
+static void release_json(void *p) { tool_json_free(p); }
 
 void info_report(FILE *f, int json, const info_input *in, const qs_scorer *s)
 {
+    const char *text = NULL, *why = NULL;
+    size_t len = 0;
+    tool_buf b = { 0 };
+    tool_json j;
+    tool_json_init(&j);
+    if (json) {
+        tool_hold(&j, release_json);
+        json_report(&j, in, s);
+        if (tool_json_finish(&j, &text, &len, &why) != 0) {
+            if (j.b.oom)
+                tool_die(EXIT_SYSTEM, "%s: out of memory (writing the report)", in->name);
+            tool_die(EXIT_DATA, "%s: the report is not valid JSON (%s)", in->name, why);
+        }
+    } else {
+        tool_hold(&b, release_buf);
+        text_report(&b, in, s);
+        if (b.oom)
+            tool_die(EXIT_SYSTEM, "%s: out of memory (writing the report)", in->name);
+        text = b.p;
+        len = b.len;
+    }
+    /* (a write error is found when the output is committed) */
+    fwrite(text, 1, len, f);
     if (json)
-        json_report(f, in, s);
+        tool_release(&j);
     else
-        text_report(f, in, s);
+        tool_release(&b);
 }

@@ -178,7 +178,7 @@ int main(int argc, char **argv)
     /* Refuse a terminal before reading anything (the report is text). */
     tool_out_open(&out, outpath, !show_info);
     size_t len;
-    char *buf = tool_hold(tool_read_all(in, &len), free); /* (tool_hold: freed on any exit) */
+    char *buf = tool_hold(tool_read_model(in, &len), free); /* (tool_hold: freed on any exit) */
     qs_error err;
     qs_error_clear(&err);
     info_input ii = { name, tool_model_kind(buf, len), len, NULL, NULL, NULL, NULL, 0 };

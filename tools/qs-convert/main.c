@@ -76,8 +76,10 @@ int main(int argc, char **argv)
     tool_no_terminal_input(in, "model");
     const char *name = strcmp(in, "-") == 0 ? "(stdin)" : in;
     size_t len;
-    /* Every block is held (tool_hold) until freed, so that each exit frees it. */
-    char *buf = tool_hold(tool_read_all(in, &len), free);
+    /* Every block is held (tool_hold) until freed, so that each exit frees it.
+     * With --from, the reader takes what it is given: no early stop. */
+    char *buf = tool_hold(fmt == QS_FMT_UNKNOWN ? tool_read_model(in, &len)
+                                                : tool_read_all(in, &len), free);
     qs_error err;
     qs_error_clear(&err);
     if (tool_is_qsm(buf, len))

@@ -154,15 +154,19 @@ static unsigned *parse_ks(const char *s, size_t *nk)
         tool_die(EXIT_SYSTEM, "out of memory");
     const char *p = s;
     for (size_t i = 0; i < n; i++) {
-        if (*p < '0' || *p > '9')
-            usage_die("bad -k '%s' (expected cutoffs such as 1,3,5,10; 0 = whole list)", s);
-        char *e;
-        errno = 0;
-        unsigned long v = strtoul(p, &e, 10);
-        if (errno || v > UINT_MAX || (*e != ',' && *e != '\0'))
+        /* each cutoff by the one rule of numbers (qs_parse_count) */
+        char one[32];
+        size_t len = strcspn(p, ",");
+        uint64_t v;
+        if (len >= sizeof one)
+            len = sizeof one - 1; /* too long for any cutoff: refused below */
+        memcpy(one, p, len);
+        one[len] = '\0';
+        if (strcspn(p, ",") >= sizeof one || qs_parse_count(one, 0, UINT_MAX, &v) != 0)
             usage_die("bad -k '%s' (expected cutoffs such as 1,3,5,10; 0 = whole list)", s);
         ks[i] = (unsigned)v;
-        p = *e ? e + 1 : e;
+        p += strcspn(p, ",");
+        p += *p == ',';
     }
     *nk = n;
     return ks;
@@ -242,13 +246,21 @@ static int next_group(groups *g)
             len--;
         if (len == 0)
             continue;
-        unsigned long long v = 0;
-        size_t i = 0;
-        while (i < len && line[i] >= '0' && line[i] <= '9' && v < (1ull << 60))
-            v = v * 10 + (unsigned)(line[i++] - '0');
-        if (i != len || v == 0)
+        /* the one rule of whole numbers (qs_parse_count): digits only */
+        char num[32];
+        uint64_t v = 0;
+        if (len < sizeof num) {
+            memcpy(num, line, len);
+            num[len] = '\0';
+        }
+        if (len >= sizeof num || qs_parse_count(num, 1, UINT64_MAX, &v) != 0)
             tool_die(EXIT_DATA, "%s:%ld: bad group size '%.*s' (expected a whole number >= 1)",
                      g->r.name, g->r.line, (int)(len > 40 ? 40 : len), line);
+        /* a checked sum: sizes that wrap past 2^64 would otherwise come
+         * back to the document count */
+        if (v > UINT64_MAX - g->total)
+            tool_die(EXIT_DATA, "%s:%ld: the group sizes add up to more than %llu documents",
+                     g->r.name, g->r.line, (unsigned long long)UINT64_MAX);
         g->left = v;
         g->total += v;
         g->n++;
@@ -344,10 +356,8 @@ int main(int argc, char **argv)
         case O_NOPROGRESS: progress = TOOL_PROGRESS_OFF; break;
         case O_GROUPFILE: group_file = optarg; break;
         case O_COLUMN: {
-            char *e;
-            errno = 0;
-            unsigned long v = strtoul(optarg, &e, 10);
-            if (*optarg < '1' || *optarg > '9' || *e || errno || v > UINT_MAX - 2)
+            uint64_t v;
+            if (qs_parse_count(optarg, 1, UINT_MAX - 2, &v) != 0)
                 usage_die("bad --column '%s' (expected a column number from 1)", optarg);
             column = (unsigned)v;
             break;
@@ -358,9 +368,14 @@ int main(int argc, char **argv)
             break;
         case O_LIKEMODEL: {
             /* --like the library that trained the model (its .qsm's source) */
-            qs_scorer *s = qs_scorer_load_file(optarg, &err);
+            /* read as every tool reads a model (QS_MAX_INPUT, zstd, a
+             * wrong start stops the read) */
+            size_t mlen;
+            char *mbuf = tool_hold(tool_read_model(optarg, &mlen), free);
+            qs_scorer *s = qs_scorer_load((const unsigned char *)mbuf, mlen, &err);
+            tool_release(mbuf);
             if (!s)
-                tool_die_err(NULL, &err);
+                tool_die_err(optarg, &err);
             qs_model_info mi;
             qs_model_get_info(qs_scorer_model(s), &mi);
             qs_scorer_free(s);

@@ -463,16 +463,12 @@ int main(int argc, char **argv)
         case 'l': label_col = optarg; break;
         case 'q': qid_col = optarg; break;
         case 'F': f32_features = tool_parse_u32(optarg, "--features", 1, 1u << 26); break;
-        case 'W': {
-            char *e;
-            errno = 0;
-            unsigned long long v = strtoull(optarg, &e, 10);
-            if (!*optarg || *e || errno || optarg[0] == '-' || v == 0)
+        case 'W':
+            /* any count: one beyond the model's iterations scores them all */
+            if (qs_parse_count(optarg, 1, UINT64_MAX, &iterations) != 0)
                 tool_die(EXIT_USAGE, "bad --trees '%s' (expected a number of iterations >= 1)",
                          optarg);
-            iterations = v;
             break;
-        }
         case 'Y': leaves = 1; break;
         case 'Z': lightgbm_dense = 1; break;
         case 'O':
@@ -486,15 +482,10 @@ int main(int argc, char **argv)
         case 'G': ignore_tuning = 1; break;
         case 'B': gpu_batch = tool_parse_u32(optarg, "--gpu-batch", 1, PIPE_GPU_BATCH_MAX); break;
         case 'U': {
-            char *e;
-            errno = 0;
-            long v = strtol(optarg, &e, 10);
-            if (!*optarg || *e || errno || v > INT_MAX)
+            uint64_t v;
+            if (qs_parse_count(optarg, 0, INT_MAX, &v) != 0)
                 tool_die(EXIT_USAGE, "bad --device '%s' (expected a device ordinal, 0 or more)",
                          optarg);
-            if (v < 0)
-                tool_die(EXIT_USAGE, "bad --device %ld: an accelerator is named by its ordinal, "
-                                     "0 or more", v);
             device = (int)v;
             break;
         }
@@ -523,6 +514,7 @@ int main(int argc, char **argv)
         if (backend == QS_BACKEND_UNKNOWN)
             tool_die(EXIT_USAGE, "unknown back end '%s' (see qs-score --list-backends)", bname);
     }
+    tool_check_env();
     if (argc - optind < 1)
         tool_die(EXIT_USAGE, "missing MODEL.qsm (qs-score MODEL.qsm [DOCS|-])");
     if (argc - optind > 2)
@@ -547,9 +539,8 @@ int main(int argc, char **argv)
         if (!*v || strcmp(v, "name:") == 0)
             tool_die(EXIT_USAGE, "empty --%s", i ? "qid-col" : "label-col");
         if (strspn(v, "0123456789") == strlen(v)) {
-            char *e;
-            unsigned long long n = strtoull(v, &e, 10);
-            if (n < 1 || n > UINT32_MAX)
+            uint64_t n;
+            if (qs_parse_count(v, 1, UINT32_MAX, &n) != 0)
                 tool_die(EXIT_USAGE, "bad --%s '%s' (columns are numbered from 1)",
                          i ? "qid-col" : "label-col", v);
         } else if (!header) {
@@ -602,7 +593,7 @@ int main(int argc, char **argv)
             qs_backend_warm_up(backend, device);
     }
     size_t mlen;
-    char *mbuf = tool_hold(tool_read_all(mpath, &mlen), free);
+    char *mbuf = tool_hold(tool_read_model(mpath, &mlen), free);
     const int is_qsm = tool_is_qsm(mbuf, mlen);
     if (!is_qsm && strcmp(dpath, "-") != 0 && tool_file_is_qsm(dpath))
         tool_die(EXIT_USAGE, "%s is not a model but %s is: the model comes first (qs-score %s %s)",
@@ -692,6 +683,8 @@ int main(int argc, char **argv)
      * INFO section. */
     qs_row_format rowf;
     const char *pa = getenv("QS_PARSE_AHEAD");
+    if (pa && *pa && strcmp(pa, "0") != 0 && strcmp(pa, "wait") != 0)
+        tool_die(EXIT_USAGE, "bad QS_PARSE_AHEAD '%s' (expected 0 or wait)", pa);
     int ahead = threads > 1 && threads <= PIPE_AHEAD_MAX_THREADS && input == PIPE_LETOR &&
                 !leaves && nrep == 1 &&
                 !(pa && strcmp(pa, "0") == 0) &&

@@ -1136,9 +1136,8 @@ static long col_number(const char *spec)
         return -1;
     if (!*spec || strspn(spec, "0123456789") != strlen(spec))
         return -2;
-    char *e;
-    unsigned long long v = strtoull(spec, &e, 10);
-    return v >= 1 && v <= UINT32_MAX ? (long)(v - 1) : -3;
+    uint64_t v;
+    return qs_parse_count(spec, 1, UINT32_MAX, &v) == 0 ? (long)(v - 1) : -3;
 }
 
 static const char *col_name(const char *spec)

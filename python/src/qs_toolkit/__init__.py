@@ -69,6 +69,13 @@ class Model(_core.Model):
     Raises ``FormatError`` for a malformed model, ``UnsupportedError`` for a
     model that cannot be scored exactly (qs refuses rather than
     approximates), ``OSError`` when the file cannot be read.
+
+    A path is read as ``qs-score`` reads a model: at most ``QS_MAX_INPUT``
+    bytes (1 GiB by default; ``LimitError`` beyond), and no further than the
+    first bytes when they show that no model starts so (``/dev/zero``: a
+    ``FormatError`` after 64 KiB) or, for a ``.qsm``, than the size its
+    header records.  A zstd-compressed model is decompressed to at most
+    ``QS_MAX_INPUT`` bytes too.
     """
 
     def __init__(self, source: Union[str, bytes, bytearray, memoryview, "os.PathLike[str]"],
@@ -76,8 +83,9 @@ class Model(_core.Model):
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = source
         elif isinstance(source, (str, os.PathLike)):
-            with open(source, "rb") as f:
-                data = f.read()
+            # read as the tools read a model: QS_MAX_INPUT bounds it, and
+            # the read stops where the first bytes show it is no model
+            data = _core._read_model(source, format is None)
         else:
             raise TypeError("source must be a path or bytes, not %s" % type(source).__name__)
         super().__init__(data, format)

@@ -14,6 +14,7 @@
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -22,6 +23,8 @@
 #include <zstd.h>
 
 #include "qs.h"
+
+#include "args.h"
 
 /* ------------------------------------------------------------ errors */
 
@@ -106,21 +109,44 @@ typedef struct {
     uint32_t num_features, num_classes;
     uint64_t num_trees, iterations;
     int precision_float, zero_band;
+    double fill[3];        /* an absent CSR entry's value, by qs_absent (read at load: no
+                              check made before the lock touches a scorer) */
     size_t nd;
     derived d[MAX_DERIVED]; /* d[0]: the base scorer (trees 0, tname "") */
 } ModelObject;
 
-/* Decompress a zstd frame, at most `cap` bytes out.  NULL with err. */
-static unsigned char *unzstd(const unsigned char *buf, size_t len, size_t *out_len, qs_error *err)
+/* The bound on a model's bytes, as the tools have it: QS_MAX_INPUT (a byte
+ * count, suffixes K, M, G; unset or empty: 1 GiB).  0 with *out, or -1
+ * with ValueError for a value that is none. */
+#define MAX_INPUT_DEFAULT ((size_t)1 << 30)
+static int max_input(size_t *out)
 {
-    const size_t cap = (size_t)1 << 34;
+    const char *v = getenv("QS_MAX_INPUT");
+    uint64_t x;
+    if (!v || !*v) {
+        *out = MAX_INPUT_DEFAULT;
+        return 0;
+    }
+    if (qs_parse_bytes(v, 1, SIZE_MAX >> 1, &x) != 0) {
+        PyErr_Format(PyExc_ValueError, "bad QS_MAX_INPUT '%s' (expected a byte count such as "
+                     "1000000, 64K, 512M or 2G)", v);
+        return -1;
+    }
+    *out = (size_t)x;
+    return 0;
+}
+
+/* Decompress a zstd frame, at most `cap` bytes out.  NULL with err. */
+static unsigned char *unzstd(const unsigned char *buf, size_t len, size_t cap, size_t *out_len,
+                             qs_error *err)
+{
     ZSTD_DStream *z = ZSTD_createDStream();
     if (!z) {
         err->code = QS_ERR_NOMEM;
         snprintf(err->msg, sizeof err->msg, "out of memory");
         return NULL;
     }
-    size_t have = 0, room = len * 4 + 4096;
+    size_t have = 0, room = len < cap / 4 ? len * 4 + 4096 : cap;
     unsigned char *out = malloc(room);
     ZSTD_inBuffer in = { buf, len, 0 };
     size_t rc = ZSTD_initDStream(z);
@@ -128,11 +154,11 @@ static unsigned char *unzstd(const unsigned char *buf, size_t len, size_t *out_l
         if (have == room) {
             if (room >= cap) {
                 err->code = QS_ERR_LIMIT;
-                snprintf(err->msg, sizeof err->msg,
-                         "the decompressed model is larger than %zu bytes", cap);
+                snprintf(err->msg, sizeof err->msg, "the decompressed model is larger than the "
+                         "limit of %zu bytes (set QS_MAX_INPUT to raise it)", cap);
                 goto fail;
             }
-            room = room * 2 > cap ? cap : room * 2;
+            room = room > cap / 2 ? cap : room * 2;
             unsigned char *n = realloc(out, room);
             if (!n)
                 break;
@@ -218,12 +244,17 @@ static int Model_init(ModelObject *self, PyObject *args, PyObject *kw)
     qs_error_clear(&err);
     int failed = 0;
     const char *what = NULL;
+    size_t limit;
+    if (max_input(&limit) != 0) {
+        PyBuffer_Release(&view);
+        return -1;
+    }
     Py_BEGIN_ALLOW_THREADS
     const unsigned char *buf = view.buf;
     size_t len = (size_t)view.len;
     unsigned char *plain = NULL;
     if (len >= 4 && buf[0] == 0x28 && buf[1] == 0xb5 && buf[2] == 0x2f && buf[3] == 0xfd) {
-        plain = unzstd(buf, len, &len, &err);
+        plain = unzstd(buf, len, limit, &len, &err);
         buf = plain;
         if (!plain) {
             failed = 1;
@@ -305,6 +336,12 @@ static int Model_init(ModelObject *self, PyObject *args, PyObject *kw)
     self->iterations = qs_scorer_iterations(s);
     self->precision_float = self->info.float_precision;
     self->zero_band = qs_scorer_zero_band(s);
+    static const qs_absent modes[3] = { QS_ABSENT_DEFAULT, QS_ABSENT_ZERO, QS_ABSENT_MISSING };
+    for (int i = 0; i < 3; i++) {
+        qs_row_format rf;
+        qs_scorer_get_row_format(s, modes[i], &rf);
+        self->fill[i] = rf.fill;
+    }
     if (pthread_rwlock_init(&self->lock, NULL) != 0) {
         PyErr_SetString(PyExc_RuntimeError, "cannot create the model's lock");
         return -1;
@@ -501,16 +538,21 @@ static int parse_want(ModelObject *self, PyObject *backend, PyObject *transform,
         PyObject *ti = PyNumber_Index(trees);
         if (!ti)
             return -1;
-        long long t = PyLong_AsLongLong(ti);
-        Py_DECREF(ti);
-        if (t == -1 && PyErr_Occurred())
-            return -1;
-        if (t < 1) {
-            PyErr_Format(PyExc_ValueError, "trees must be at least 1, not %lld", t);
+        int over = 0;
+        long long t = PyLong_AsLongLongAndOverflow(ti, &over);
+        if (t == -1 && !over && PyErr_Occurred()) {
+            Py_DECREF(ti);
             return -1;
         }
-        /* as qs-score: more iterations than the model has score the whole model */
-        if ((uint64_t)t < self->iterations)
+        if (over < 0 || (!over && t < 1)) {
+            PyErr_Format(PyExc_ValueError, "trees must be at least 1, not %S", ti);
+            Py_DECREF(ti);
+            return -1;
+        }
+        Py_DECREF(ti);
+        /* as qs-score: more iterations than the model has (any count, 2**64
+         * too) score the whole model */
+        if (!over && (uint64_t)t < self->iterations)
             w->trees = (uint64_t)t;
     }
     return 0;
@@ -529,14 +571,18 @@ static int parse_threads(PyObject *threads, unsigned *out)
     PyObject *ti = PyNumber_Index(threads);
     if (!ti)
         return -1;
-    long t = PyLong_AsLong(ti);
-    Py_DECREF(ti);
-    if (t == -1 && PyErr_Occurred())
-        return -1;
-    if (t < 1 || t > 4096) {
-        PyErr_Format(PyExc_ValueError, "threads must be 1 ... 4096, not %ld", t);
+    int over = 0;
+    long long t = PyLong_AsLongLongAndOverflow(ti, &over);
+    if (t == -1 && !over && PyErr_Occurred()) {
+        Py_DECREF(ti);
         return -1;
     }
+    if (over || t < 1 || t > 4096) {
+        PyErr_Format(PyExc_ValueError, "threads must be 1 ... 4096, not %S", ti);
+        Py_DECREF(ti);
+        return -1;
+    }
+    Py_DECREF(ti);
     *out = (unsigned)t;
     return 0;
 }
@@ -548,55 +594,6 @@ static size_t chunk_rows(uint32_t nf, unsigned threads)
     size_t r = ((size_t)8 << 20) / ((size_t)(nf ? nf : 1) * sizeof(double));
     size_t min = (size_t)256 * threads;
     return r < min ? min : r;
-}
-
-typedef struct dense_src {
-    const char *base;
-    npy_intp s0, s1;       /* byte strides */
-    int f32;               /* float32 elements (else float64) */
-    uint32_t nf;           /* columns used */
-    int round_float;       /* float64 into a float32 model: round */
-} dense_src;
-
-/* Rows [r0, r1) of src into buf (rows of nf doubles). */
-static void gather(const dense_src *src, size_t r0, size_t r1, double *buf)
-{
-    const uint32_t nf = src->nf;
-    const npy_intp s0 = src->s0, s1 = src->s1;
-    const int by_column = (s1 < 0 ? -s1 : s1) > (s0 < 0 ? -s0 : s0);
-    if (src->f32) {
-        if (by_column) {
-            for (uint32_t j = 0; j < nf; j++)
-                for (size_t i = r0; i < r1; i++)
-                    buf[(i - r0) * nf + j] =
-                        (double)*(const float *)(src->base + (npy_intp)i * s0 + (npy_intp)j * s1);
-        } else {
-            for (size_t i = r0; i < r1; i++)
-                for (uint32_t j = 0; j < nf; j++)
-                    buf[(i - r0) * nf + j] =
-                        (double)*(const float *)(src->base + (npy_intp)i * s0 + (npy_intp)j * s1);
-        }
-    } else {
-        if (by_column) {
-            for (uint32_t j = 0; j < nf; j++)
-                for (size_t i = r0; i < r1; i++)
-                    buf[(i - r0) * nf + j] =
-                        *(const double *)(src->base + (npy_intp)i * s0 + (npy_intp)j * s1);
-        } else {
-            for (size_t i = r0; i < r1; i++) {
-                const char *row = src->base + (npy_intp)i * s0;
-                double *dst = buf + (i - r0) * nf;
-                if (s1 == (npy_intp)sizeof(double))
-                    memcpy(dst, row, (size_t)nf * sizeof(double));
-                else
-                    for (uint32_t j = 0; j < nf; j++)
-                        dst[j] = *(const double *)(row + (npy_intp)j * s1);
-            }
-        }
-        if (src->round_float)
-            for (size_t k = 0; k < (r1 - r0) * nf; k++)
-                buf[k] = (double)(float)buf[k];
-    }
 }
 
 static void dense_fill(const void *src, size_t r0, size_t r1, double *buf)
@@ -763,10 +760,7 @@ static PyObject *Model_predict_dense(ModelObject *self, PyObject *args, PyObject
     int rc = 0, oom = 0;
     Py_BEGIN_ALLOW_THREADS
     /* straight from the caller's memory where the layout allows it */
-    const int direct = !src.f32 && !src.round_float && src.s1 == (npy_intp)sizeof(double) &&
-                       src.s0 > 0 && src.s0 % (npy_intp)sizeof(double) == 0 &&
-                       (size_t)src.s0 / sizeof(double) >= src.nf &&
-                       ((uintptr_t)src.base % sizeof(double)) == 0;
+    const int direct = dense_in_place(&src);
     if (n == 0) {
         rc = 0;
     } else if (direct && tc == K && !w.transform) {
@@ -802,56 +796,6 @@ static PyObject *Model_predict_dense(ModelObject *self, PyObject *args, PyObject
 }
 
 /* ----------------------------------------------------------- CSR input */
-
-typedef struct csr_src {
-    size_t n;
-    const void *indptr, *indices, *data;
-    int ip64, ix64, f32;
-    uint64_t ncols;
-    double fill;
-    int round_float;
-    uint32_t nf;
-    int64_t nnz;
-} csr_src;
-
-static inline int64_t ip_at(const csr_src *c, size_t i)
-{
-    return c->ip64 ? ((const int64_t *)c->indptr)[i] : ((const int32_t *)c->indptr)[i];
-}
-static inline int64_t ix_at(const csr_src *c, size_t k)
-{
-    return c->ix64 ? ((const int64_t *)c->indices)[k] : ((const int32_t *)c->indices)[k];
-}
-static inline double val_at(const csr_src *c, size_t k)
-{
-    if (c->f32)
-        return (double)((const float *)c->data)[k];
-    double v = ((const double *)c->data)[k];
-    return c->round_float ? (double)(float)v : v;
-}
-
-/* Rows [r0, r1) of the CSR matrix into buf, absent entries `fill`. */
-static void csr_gather(const csr_src *c, size_t r0, size_t r1, double *buf)
-{
-    const uint32_t nf = c->nf;
-    for (size_t i = r0; i < r1; i++) {
-        double *row = buf + (i - r0) * nf;
-        for (uint32_t j = 0; j < nf; j++)
-            row[j] = c->fill;
-        /* checked in csr_check; clamped again, as another Python thread
-         * may change the arrays while the GIL is released */
-        int64_t k = ip_at(c, i), e = ip_at(c, i + 1);
-        if (k < 0)
-            k = 0;
-        if (e > c->nnz)
-            e = c->nnz;
-        for (; k < e; k++) {
-            int64_t j = ix_at(c, (size_t)k);
-            if ((uint64_t)j < nf)
-                row[j] = val_at(c, (size_t)k);
-        }
-    }
-}
 
 static void csr_fill(const void *src, size_t r0, size_t r1, double *buf)
 {
@@ -892,9 +836,8 @@ static int csr_check(ModelObject *self, PyObject *shape, PyObject *indptr, PyObj
                      "(convert it: X.astype(numpy.float64))", dtype_name(dv));
         return -1;
     }
-    if (nrows < 0 || ncols < 0 || PyArray_DIM(ip, 0) != nrows + 1) {
-        PyErr_SetString(PyExc_ValueError, "malformed CSR matrix: indptr must have rows + 1 "
-                                          "entries");
+    if (nrows < 0 || ncols < 0) {
+        PyErr_SetString(PyExc_ValueError, "malformed CSR matrix: a negative shape");
         return -1;
     }
     c->n = (size_t)nrows;
@@ -907,41 +850,25 @@ static int csr_check(ModelObject *self, PyObject *shape, PyObject *indptr, PyObj
     c->f32 = td == NPY_FLOAT32;
     c->nf = self->num_features;
     c->round_float = !c->f32 && self->precision_float;
-    const int64_t nnz = PyArray_DIM(ix, 0);
-    c->nnz = nnz;
-    if (PyArray_DIM(dv, 0) != nnz || ip_at(c, 0) != 0 || ip_at(c, c->n) != nnz) {
-        PyErr_SetString(PyExc_ValueError, "malformed CSR matrix: indptr, indices and data "
-                                          "disagree");
+    c->nnz = PyArray_DIM(ix, 0);
+    char msg[160];
+    if (csr_structure(c, PyArray_DIM(ip, 0), PyArray_DIM(dv, 0), msg, sizeof msg)) {
+        PyErr_SetString(PyExc_ValueError, msg);
         return -1;
     }
-    for (size_t i = 0; i < c->n; i++)
-        if (ip_at(c, i + 1) < ip_at(c, i)) {
-            PyErr_Format(PyExc_ValueError, "malformed CSR matrix: indptr decreases at row %zu", i);
-            return -1;
-        }
-    for (int64_t k = 0; k < nnz; k++) {
-        int64_t j = ix_at(c, (size_t)k);
-        if (j < 0 || (uint64_t)j >= c->ncols) {
-            PyErr_Format(PyExc_ValueError, "malformed CSR matrix: column index %lld out of "
-                         "range [0, %zd)", (long long)j, ncols);
-            return -1;
-        }
-    }
-    qs_absent ab = QS_ABSENT_DEFAULT;
+    /* the fill read at load: the scorers are the lock's, and another thread
+     * may close the model while this one (holding the GIL) checks */
     if (!absent || strcmp(absent, "default") == 0)
-        ab = QS_ABSENT_DEFAULT;
+        c->fill = self->fill[0];
     else if (strcmp(absent, "zero") == 0)
-        ab = QS_ABSENT_ZERO;
+        c->fill = self->fill[1];
     else if (strcmp(absent, "missing") == 0)
-        ab = QS_ABSENT_MISSING;
+        c->fill = self->fill[2];
     else {
         PyErr_Format(PyExc_ValueError, "absent must be 'default', 'zero' or 'missing', not '%s'",
                      absent);
         return -1;
     }
-    qs_row_format rf;
-    qs_scorer_get_row_format(self->d[0].s, ab, &rf);
-    c->fill = rf.fill;
     return 0;
 }
 
@@ -1510,11 +1437,13 @@ static PyObject *mod_eval(PyObject *mod, PyObject *args, PyObject *kw)
     }
     unsigned kv[1024];
     for (Py_ssize_t i = 0; i < nk; i++) {
-        long k = PyLong_AsLong(PyList_GET_ITEM(ks, i));
-        if (k == -1 && PyErr_Occurred())
+        PyObject *ko = PyList_GET_ITEM(ks, i);
+        int over = 0;
+        long long k = PyLong_Check(ko) ? PyLong_AsLongLongAndOverflow(ko, &over) : -1;
+        if (k == -1 && !over && PyErr_Occurred())
             return NULL;
-        if (k < 0 || k > 1000000000L) {
-            PyErr_Format(PyExc_ValueError, "bad cutoff %ld (0 means the whole list)", k);
+        if (!PyLong_Check(ko) || over || k < 0 || k > 1000000000L) {
+            PyErr_Format(PyExc_ValueError, "bad cutoff %R (0 means the whole list)", ko);
             return NULL;
         }
         kv[i] = (unsigned)k;
@@ -1604,18 +1533,120 @@ static PyObject *mod_eval(PyObject *mod, PyObject *args, PyObject *kw)
     return Py_BuildValue("(NNs)", ml, ql, desc);
 }
 
+/* _read_model(path, sniff): a model file's bytes as the tools read them:
+ * QS_MAX_INPUT bounds the read (LimitError beyond it); with sniff, the
+ * read stops where the first bytes show that no model starts so, or a
+ * .qsm header is wrong (qs_sniff_model: /dev/zero after 64 KiB), and what
+ * was read is returned (Model() then refuses it as it would the whole
+ * file), and a .qsm is read no further than one byte past the size its
+ * header records (a longer one: FormatError).  OSError when the file cannot
+ * be opened or read. */
+static PyObject *mod_read_model(PyObject *mod, PyObject *args)
+{
+    PyObject *path;
+    int sniff;
+    if (!PyArg_ParseTuple(args, "O&p:_read_model", PyUnicode_FSConverter, &path, &sniff))
+        return NULL;
+    size_t limit;
+    if (max_input(&limit) != 0) {
+        Py_DECREF(path);
+        return NULL;
+    }
+    const char *name = PyBytes_AS_STRING(path);
+    unsigned char *b = NULL;
+    size_t n = 0, cap = (size_t)1 << 16;
+    int e = 0, oom = 0, over = 0, padded = 0;
+    uint64_t most = limit;
+    Py_BEGIN_ALLOW_THREADS
+    FILE *f = fopen(name, "rb");
+    if (!f) {
+        e = errno;
+    } else {
+        int state = sniff ? QS_SNIFF_MORE : QS_SNIFF_MODEL;
+        b = malloc(cap + 1);
+        oom = !b;
+        while (b) {
+            if (n == cap) {
+                if (cap > limit) {
+                    over = 1;
+                    break;
+                }
+                size_t nc = cap > limit / 2 ? limit + 1 : cap * 2;
+                unsigned char *nb = realloc(b, nc + 1);
+                if (!nb) {
+                    oom = 1;
+                    break;
+                }
+                b = nb;
+                cap = nc;
+            }
+            size_t ask = cap - n;
+            if (most < (uint64_t)n + ask)
+                ask = (size_t)(most - n) + 1;
+            size_t r = fread(b + n, 1, ask, f);
+            n += r;
+            if (state == QS_SNIFF_MORE && !ferror(f)) {
+                uint64_t m;
+                state = qs_sniff_model(b, n, r == 0, &m);
+                if (state == QS_SNIFF_NOT)
+                    break;
+                if (state == QS_SNIFF_MODEL && m < most)
+                    most = m;
+            }
+            if (r == 0 || n > most)
+                break;
+        }
+        if (ferror(f))
+            e = errno ? errno : EIO;
+        fclose(f);
+        over |= n > limit;
+        padded = !over && n > most;
+    }
+    Py_END_ALLOW_THREADS
+    PyObject *r = NULL;
+    if (e) {
+        errno = e;
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, PyTuple_GET_ITEM(args, 0));
+    } else if (oom) {
+        PyErr_NoMemory();
+    } else if (over) {
+        PyErr_Format(LimitError, "%s: larger than the limit of %zu bytes (set QS_MAX_INPUT to "
+                     "raise it)", name, limit);
+    } else if (padded) {
+        PyErr_Format(FormatError, "%s: the file is longer than the %llu bytes its header "
+                     "records (padded)", name, (unsigned long long)most);
+    } else {
+        r = PyBytes_FromStringAndSize((const char *)b, (Py_ssize_t)n);
+    }
+    free(b);
+    Py_DECREF(path);
+    return r;
+}
+
 static PyObject *mod_format_score(PyObject *mod, PyObject *args)
 {
     double v;
-    int digits;
-    if (!PyArg_ParseTuple(args, "di:format_score", &v, &digits))
+    PyObject *dobj;
+    if (!PyArg_ParseTuple(args, "dO:format_score", &v, &dobj))
         return NULL;
-    if (digits < 1 || digits > 17) {
+    if (!PyIndex_Check(dobj) || PyBool_Check(dobj)) {
+        PyErr_SetString(PyExc_TypeError, "digits must be an int (17 or 9)");
+        return NULL;
+    }
+    PyObject *di = PyNumber_Index(dobj);
+    if (!di)
+        return NULL;
+    int over = 0;
+    long long digits = PyLong_AsLongLongAndOverflow(di, &over);
+    Py_DECREF(di);
+    if (digits == -1 && !over && PyErr_Occurred())
+        return NULL;
+    if (over || digits < 1 || digits > 17) {
         PyErr_SetString(PyExc_ValueError, "digits must be 1 ... 17");
         return NULL;
     }
     char buf[QS_FORMAT_SCORE_MAX];
-    size_t n = qs_format_score(buf, v, digits);
+    size_t n = qs_format_score(buf, v, (int)digits);
     return PyUnicode_FromStringAndSize(buf, (Py_ssize_t)n);
 }
 
@@ -1624,6 +1655,7 @@ static PyMethodDef module_methods[] = {
     { "build_info", mod_build_info, METH_NOARGS, NULL },
     { "_eval", (PyCFunction)(void (*)(void))mod_eval, METH_VARARGS | METH_KEYWORDS, NULL },
     { "format_score", mod_format_score, METH_VARARGS, NULL },
+    { "_read_model", mod_read_model, METH_VARARGS, NULL },
     { NULL }
 };
 
