@@ -382,8 +382,8 @@ typedef struct qs_build_info {
 QS_API void qs_build_get_info(qs_build_info *info);
 
 /* The library's own environment variables checked (QS_CPU_CLASS: generic,
- * zen4, zen5, intel, amd-zen4 or amd-zen5, in lower case; empty counts as
- * unset).  The library ignores a value it cannot use (CPUID then decides);
+ * zen4, zen5, intel, amd-zen4 or amd-zen5, in lower case; the GPU back
+ * ends' QS_CUDA_*, by their rule (libqs(3)); empty counts as unset).  The library ignores a value it cannot use (CPUID then decides);
  * a program that wants it refused asks here first, as the tools do (a usage
  * error).  Returns 0, or -1 with err: QS_ERR_ARG naming the variable, its
  * value and the values it takes. */

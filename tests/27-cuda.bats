@@ -308,6 +308,12 @@ conformance_pairs() {
     # an empty value counts as unset
     QS_CUDA_DB= QS_CUDA_EMU_FAIL= run qs-score --backend cuda-emu "$m" "$d"
     [ "$status" -eq 0 ]
+    # refused whatever the back end (qs_env_check), as QS_CPU_CLASS and QS_BACKEND are
+    QS_CUDA_STREAMS=' 2' run qs-score --backend walk "$m" "$d"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"QS_CUDA_STREAMS=' 2': expected a whole number in 1..4"* ]]
+    QS_CUDA_KERNEL=fast run qs-blocktune --help
+    [ "$status" -eq 0 ]
 }
 
 @test "cuda without a GPU: listed with the reason, --backend cuda exits 5 and says why" {

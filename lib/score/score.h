@@ -108,6 +108,9 @@ struct qs_backend_def {
     /* Optional: start the device's initialisation on a thread of its own
      * (qs_backend_warm_up), so that it overlaps loading and parsing. */
     void (*warm_up)(const qs_backend_def *d, int device);
+    /* Optional: check this back end's environment variables
+     * (qs_env_check): 0, or -1 with err (QS_ERR_ARG: the rule). */
+    int (*check_env)(const qs_backend_def *d, qs_error *err);
 };
 
 #define QS_HOW_NAMED 1u

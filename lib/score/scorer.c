@@ -90,6 +90,13 @@ int qs_env_check(qs_error *err)
     if (v && *v && qs_cpu_class_find(v) < 0)
         return qs_fail(err, QS_ERR_ARG, 0, "unknown CPU class '%.64s' in QS_CPU_CLASS (expected "
                        "generic, zen4, zen5 or intel)", v);
+    /* the back ends' own variables (the GPU's QS_CUDA_*), each family once */
+    for (unsigned i = 0; i < qs_backend_table_len; i++) {
+        const qs_backend_def *d = qs_backend_table[i];
+        if (d->check_env && (i == 0 || qs_backend_table[i - 1]->check_env != d->check_env) &&
+            d->check_env(d, err) != 0)
+            return -1;
+    }
     return 0;
 }
 

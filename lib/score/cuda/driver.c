@@ -380,6 +380,12 @@ static int cu_check_option(const qs_backend_def *d, const char *name, const char
     return qs_cu_check_option(name, value, err);
 }
 
+static int cu_check_env(const qs_backend_def *d, qs_error *err)
+{
+    qs_cu_params p = { { 0 }, 0 };
+    return qs_cu_params_env(&p, err);
+}
+
 /* ------------------------------------------------------------ back ends */
 
 static int emu_prepare(const qs_backend_def *d, const qs_scorer *s, void **state, qs_error *err)
@@ -397,6 +403,7 @@ const qs_backend_def qs_backend_cuda_emu = {
     .release = cu_release,
     .score_rows = cu_score_rows,
     .check_option = cu_check_option,
+    .check_env = cu_check_env,
     .plan = cu_plan,
 };
 
@@ -448,6 +455,7 @@ const qs_backend_def qs_backend_cuda = {
     .release = cu_release,
     .score_rows = cu_score_rows,
     .check_option = cu_check_option,
+    .check_env = cu_check_env,
     .plan = cu_plan,
     .warm_up = cuda_warm_up,
 };
