@@ -243,6 +243,12 @@ conformance_pairs() {
     run qs-score -v --backend cuda-emu "$BATS_TEST_TMPDIR/categorical.qsm" "$FIX/xgboost/categorical.docs.txt"
     [ "$status" -eq 0 ]
     [[ "$output" == *"runs kernel walk: categorical nodes"* ]]
+    # qs-compile --info says it too, without a device (text and JSON)
+    run qs-compile --info "$m"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"gpu: the cuda back end would run kernel lanes: trees of <= 16 leaves (auto's rule, estimated: not yet measured on a device)"* ]] ||
+        { echo "$output" | grep gpu; return 1; }
+    qs-compile --info --json "$m" | jq -e '.gpu | startswith("the cuda back end would run kernel lanes")' > /dev/null
 }
 
 @test "cuda-emu: --device names the emulator's one device; another is a device error" {

@@ -80,6 +80,28 @@ static void block_text(char *dst, size_t cap, const qs_block_info *b)
  * (--json lists every block). */
 #define TEXT_BLOCKS 32u
 
+/* What the GPU back end would run for the model (qs_scorer_backend_plan:
+ * no device opened), or why not. */
+static void gpu_plan(const qs_scorer *s, char *out, size_t cap)
+{
+    qs_error err;
+    qs_error_clear(&err);
+    const qs_backend b = qs_backend_find("cuda");
+    if (b == QS_BACKEND_UNKNOWN) {
+        snprintf(out, cap, "no GPU back end in this build");
+        return;
+    }
+    char plan[400];
+    if (qs_scorer_backend_plan(s, b, plan, sizeof plan, &err) != 0) {
+        /* out of memory fails the report (exit 4, nothing written); the
+         * back end's refusal is a fact of the model */
+        if (err.code == QS_ERR_NOMEM)
+            tool_die_err(NULL, &err);
+        snprintf(out, cap, "the cuda back end cannot plan for this model: %s", err.msg);
+    } else
+        snprintf(out, cap, "the cuda back end would run %s", plan);
+}
+
 static void text_report(tool_buf *f, const info_input *in, const qs_scorer *s)
 {
     const qs_model *m = qs_scorer_model(s);
@@ -156,6 +178,9 @@ static void text_report(tool_buf *f, const info_input *in, const qs_scorer *s)
     }
     if (li.nblocks > TEXT_BLOCKS)
         tool_buf_printf(f, "  ... %u more blocks (--json lists every one)\n", li.nblocks - TEXT_BLOCKS);
+    char gpu[640];
+    gpu_plan(s, gpu, sizeof gpu);
+    tool_buf_printf(f, "gpu: %s\n", gpu);
     if (in->tuning) {
         const qs_tuning *t = in->tuning;
         char date[32] = "?";
@@ -344,6 +369,10 @@ static void json_report(tool_json *j, const info_input *in, const qs_scorer *s)
         tool_json_break(j, 4);
     tool_json_end(j);
     tool_json_end(j);
+    MEMBER("gpu");
+    char gpu[640];
+    gpu_plan(s, gpu, sizeof gpu);
+    tool_json_str(j, gpu);
     MEMBER("tuning");
     if (in->tuning) {
         const qs_tuning *t = in->tuning;
