@@ -1164,6 +1164,25 @@ static PyObject *build_info(ModelObject *self, const qs_scorer *s)
                           (unsigned long long)li.leaf_values, "categorical_nodes", li.cat_nodes,
                           "blocks", l)))
         goto fail_nol;
+    l = NULL; /* the layout's dict holds it now */
+    {
+        /* what the GPU back end would run (qs-compile --info's "gpu") */
+        char plan[400], gpu[640];
+        const qs_backend gb = qs_backend_find("cuda");
+        if (gb == QS_BACKEND_UNKNOWN) {
+            snprintf(gpu, sizeof gpu, "no GPU back end in this build");
+        } else if (qs_scorer_backend_plan(s, gb, plan, sizeof plan, &err) != 0) {
+            if (err.code == QS_ERR_NOMEM) {
+                raise_qs(&err, NULL);
+                goto fail;
+            }
+            snprintf(gpu, sizeof gpu, "the cuda back end cannot plan for this model: %s", err.msg);
+        } else {
+            snprintf(gpu, sizeof gpu, "the cuda back end would run %s", plan);
+        }
+        if (put(d, "gpu", PyUnicode_FromString(gpu)))
+            goto fail;
+    }
     if (self->has_tuning) {
         const qs_tuning *t = &self->tuning;
         const char *on = qs_order_name((qs_order)t->order);
