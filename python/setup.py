@@ -6,7 +6,8 @@ Where the library comes from, in this order:
                      (QS_SOURCE_DIR=DIR names the checkout when this folder
                      was copied elsewhere)
   the checkout this folder sits in (../include/qs.h): its build/libqs.a,
-                     made first with `make lib` when it is missing
+                     brought up to date first with `make lib` (a stale one
+                     is rebuilt, never linked)
   pkg-config qs      the installed library (make install)
 A sanitizer build (DIR named build-san, or QS_SANITIZE=address,undefined)
 compiles and links the extension with the same -fsanitize flags.
@@ -33,10 +34,12 @@ def pkg_config(*args):
 
 def from_build(root, build):
     lib = os.path.join(build, "libqs.a")
-    if not os.path.exists(lib) and os.path.exists(os.path.join(root, "Makefile")) and \
+    if os.path.exists(os.path.join(root, "Makefile")) and \
             os.path.basename(build.rstrip("/")) == "build":
-        print("qs_toolkit: building libqs (make lib) in %s" % root, file=sys.stderr)
-        subprocess.run(["make", "-C", root, "lib"], check=True)
+        # always through make: a library older than its sources is rebuilt
+        # (make does nothing when it is up to date), never linked stale
+        print("qs_toolkit: make lib in %s" % root, file=sys.stderr)
+        subprocess.run(["make", "-s", "-C", root, "lib"], check=True)
     if not os.path.exists(lib):
         sys.exit("qs_toolkit: %s not found: build the library first (make lib)" % lib)
     with open(lib, "rb") as f:
@@ -94,8 +97,9 @@ link.append("-Wl,--exclude-libs,ALL")
 setup(
     ext_modules=[Extension(
         "qs_toolkit._core",
-        sources=["src/qs_toolkit/_core.c"],
-        depends=["src/qs_toolkit/args.h"],
+        sources=["src/qs_toolkit/c-ext/" + f for f in
+                 ("errors.c", "buffers.c", "model.c", "predict.c", "module.c")],
+        depends=["src/qs_toolkit/c-ext/core.h", "src/qs_toolkit/args.h"],
         include_dirs=inc + [numpy.get_include()],
         extra_objects=objects,
         libraries=libs,

@@ -83,12 +83,20 @@ class Model(_core.Model):
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = source
         elif isinstance(source, (str, os.PathLike)):
-            # read as the tools read a model: QS_MAX_INPUT bounds it, and
-            # the read stops where the first bytes show it is no model
-            data = _core._read_model(source, format is None)
+            # opened by the library as the tools open a model (qs_open):
+            # QS_MAX_INPUT bounds the read, which stops where the first
+            # bytes show it is no model
+            data = os.fsdecode(os.fspath(source))
         else:
             raise TypeError("source must be a path or bytes, not %s" % type(source).__name__)
-        super().__init__(data, format)
+        try:
+            super().__init__(data, format)
+        except OSError as e:
+            if e.errno is None and isinstance(data, str):
+                # Python's own exception for the file (FileNotFoundError, ...)
+                with open(data, "rb"):
+                    pass
+            raise
 
     def predict(self, X: Any, *, threads: Optional[int] = None, backend: str = "auto",
                 transform: Union[bool, str] = False, trees: Optional[int] = None,
