@@ -8,6 +8,8 @@ Where the library comes from, in this order:
   the checkout this folder sits in (../include/qs.h): its build/libqs.a,
                      brought up to date first with `make lib` (a stale one
                      is rebuilt, never linked)
+  libqs/ beside this file (an sdist made by make wheel): its sources,
+                     built with `make lib` (QS_HAVE_CUDA=0: without CUDA)
   pkg-config qs      the installed library (make install)
 A sanitizer build (DIR named build-san, or QS_SANITIZE=address,undefined)
 compiles and links the extension with the same -fsanitize flags.
@@ -39,7 +41,9 @@ def from_build(root, build):
         # always through make: a library older than its sources is rebuilt
         # (make does nothing when it is up to date), never linked stale
         print("qs_toolkit: make lib in %s" % root, file=sys.stderr)
-        subprocess.run(["make", "-s", "-C", root, "lib"], check=True)
+        cuda = os.environ.get("QS_HAVE_CUDA")
+        subprocess.run(["make", "-s", "-C", root, "lib"] +
+                       (["HAVE_CUDA=" + cuda] if cuda else []), check=True)
     if not os.path.exists(lib):
         sys.exit("qs_toolkit: %s not found: build the library first (make lib)" % lib)
     with open(lib, "rb") as f:
@@ -71,6 +75,10 @@ def library():
         return from_build(root, os.path.abspath(build))
     if have_checkout:
         return from_build(root, os.path.join(root, "build"))
+    bundled = os.path.join(HERE, "libqs")
+    if os.path.exists(os.path.join(bundled, "include", "qs.h")):
+        # an sdist (make wheel): the library's sources are inside it
+        return from_build(bundled, os.path.join(bundled, "build"))
     cflags = pkg_config("--cflags", "qs")
     libs = pkg_config("--libs", "qs")
     if libs is None:
