@@ -41,7 +41,8 @@ def from_build(root, build):
         # always through make: a library older than its sources is rebuilt
         # (make does nothing when it is up to date), never linked stale
         print("qs_toolkit: make lib in %s" % root, file=sys.stderr)
-        cuda = os.environ.get("QS_HAVE_CUDA")
+        cuda = os.environ.get("QS_HAVE_CUDA") or ("0" if root == os.path.join(HERE, "libqs")
+                                                  else None)
         subprocess.run(["make", "-s", "-C", root, "lib"] +
                        (["HAVE_CUDA=" + cuda] if cuda else []), check=True)
     if not os.path.exists(lib):
@@ -89,7 +90,11 @@ def library():
     return [f[2:] for f in cflags if f.startswith("-I")], [], ["zstd"], libs + rpath
 
 
-inc, objects, libs, link = library()
+# Making an sdist (or its metadata) needs no library: only a build does
+_meta_only = any(a in sys.argv for a in ("sdist", "egg_info", "dist_info")) and \
+    not any(a in sys.argv for a in ("build_ext", "bdist_wheel", "install", "develop",
+                                    "editable_wheel"))
+inc, objects, libs, link = ([], [], [], []) if _meta_only else library()
 san = os.environ.get("QS_SANITIZE") or (
     "address,undefined" if os.path.basename(os.environ.get("QS_BUILD_DIR", "").rstrip("/"))
     == "build-san" else "")
