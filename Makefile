@@ -330,6 +330,12 @@ check-faults: all
 demo: all
 	./scripts/demo.sh
 
+# the Python binding's sdist and manylinux wheel (scripts/wheel.sh: PyPI's
+# build and auditwheel in a throw-away venv) into build/dist
+.PHONY: wheel
+wheel:
+	scripts/wheel.sh $(BUILD)/dist
+
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PKGDIR) \
 	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(DOCDIR)/format

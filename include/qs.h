@@ -229,6 +229,24 @@ QS_API long long qs_source_categories(const char *buf, size_t len, qs_category_f
 QS_API long long qs_source_list_categories(const char *buf, size_t len, qs_category_fn fn,
                                            void *ctx, qs_error *err);
 
+/* The names and types a foreign model recorded for its features, for
+ * matching a data frame's columns to them (never read for scoring): for
+ * each, fn(ctx, feature, name, name_len, type, type_len) in feature order,
+ * the name's UTF-8 bytes (at most 256, cut at a character's end; "" where
+ * the model names none) and its type as the library wrote it.  LightGBM
+ * text: feature_names, and "c" for a categorical feature (its
+ * feature_infos lists categories), else "q".  XGBoost JSON and UBJSON:
+ * learner.feature_names and feature_types ("float", "int", "q", "c", ...).
+ * CatBoost JSON: features_info.float_features' feature_id by flat index,
+ * type "float" (feature f here is the caller's column f, qs's feature
+ * f + 1).  Returns the count: 0 where none is recorded (and for other
+ * formats), -1 with err for a malformed list (QS_ERR_FORMAT, QS_ERR_NOMEM).
+ * fn may be NULL. */
+typedef void (*qs_feature_fn)(void *ctx, uint32_t feature, const char *name, size_t name_len,
+                              const char *type, size_t type_len);
+QS_API long long qs_source_list_features(const char *buf, size_t len, qs_feature_fn fn,
+                                         void *ctx, qs_error *err);
+
 /* --------------------------------------------------------- .qsm models */
 
 typedef struct qs_compile_options {
@@ -559,6 +577,73 @@ QS_API int qs_qsm_set_tuning(const unsigned char *buf, size_t len, const qs_tuni
 /* Apply τ, δ, Δ and the order of t to s (not the back end and threads,
  * which are the caller's).  0, or -1 with err. */
 QS_API int qs_scorer_apply_tuning(qs_scorer *s, const qs_tuning *t, qs_error *err);
+
+/* ------------------------------------------------------- opening a model */
+
+/* One open path from a model's file or bytes to a scorer, the tools' and
+ * the Python binding's: the file read as a model is read (at most the
+ * bound, and no further than its first bytes when they show that no model
+ * starts so, or, for a .qsm, than the size its header records:
+ * qs_sniff_model), a zstd frame decompressed to the same bound, a .qsm
+ * taken as it is (its tuning record read, and applied where it was
+ * measured on a machine like this one: qs_tuning_matches), any other model
+ * converted by its reader (detected, or the one `format` names) and
+ * compiled in memory (the .qsm image qs-compile writes for it), then
+ * loaded. */
+#define QS_OPEN_IGNORE_TUNING 0x1u  /* a .qsm's tuning record is read, not applied */
+#define QS_OPEN_NO_SCORER     0x2u  /* the image only (qs_opened_load loads it) */
+#define QS_OPEN_KEEP_SOURCE   0x4u  /* keep a foreign model's bytes (decompressed) */
+typedef struct qs_open_options {
+    qs_format format;      /* QS_FMT_UNKNOWN: detected (a .qsm, or a reader's format) */
+    unsigned flags;        /* QS_OPEN_* */
+    unsigned threads;      /* threads building the layout (0: 1) */
+    uint32_t tree_block;   /* τ (0 or QS_KEEP: the file's, or the applied tuning record's) */
+    uint32_t delta;        /* Δ (0 or QS_KEEP: likewise) */
+    size_t max_input;      /* bound on the bytes read and decompressed (0: QS_MAX_INPUT, a
+                              byte count with K, M or G, or 1 GiB when it is unset) */
+} qs_open_options;
+
+typedef struct qs_opened {
+    qs_scorer *scorer;      /* NULL with QS_OPEN_NO_SCORER */
+    unsigned char *qsm;     /* the .qsm image: the file's, or compiled here */
+    size_t qsm_len;
+    unsigned char *source;  /* QS_OPEN_KEEP_SOURCE and a foreign model: its plain bytes */
+    size_t source_len;
+    int is_qsm;             /* the input was a .qsm */
+    qs_format format;       /* the reader that read it (QS_FMT_UNKNOWN for a .qsm) */
+    char kind[64];          /* "a compiled .qsm model", "a LightGBM text model", ... */
+    char source_version[64]; /* the writer's version (qs_source_version), or "" */
+    int has_tuning;         /* a .qsm with a readable tuning record: tuning */
+    int tuned;              /* ... measured here and applied (not with IGNORE_TUNING) */
+    qs_tuning tuning;
+} qs_opened;
+
+/* Open the model file at path (when path is not NULL) or the len bytes at
+ * buf (the caller's: they may be freed after) into *out (opt may be NULL:
+ * the defaults).  0, or -1 with err and *out empty: QS_ERR_IO (the file,
+ * with the system's reason), QS_ERR_LIMIT (beyond the bound), QS_ERR_FORMAT
+ * (a malformed model, .qsm or zstd frame; neither a .qsm nor a format a
+ * reader takes), QS_ERR_UNSUPPORTED (refused: no exact score), QS_ERR_ARG
+ * (a bad QS_MAX_INPUT), QS_ERR_NOMEM.  A message about a file starts with
+ * its path. */
+QS_API int qs_open(const char *path, const unsigned char *buf, size_t len,
+                   const qs_open_options *opt, qs_opened *out, qs_error *err);
+/* A scorer of an opened model's image (another copy, for another thread or
+ * NUMA node, or after QS_OPEN_NO_SCORER), with its applied tuning record:
+ * τ and Δ as qs_open_options has them (0: the file's or the record's), the
+ * record's order and δ. */
+QS_API qs_scorer *qs_opened_load(const qs_opened *o, unsigned threads, uint32_t tree_block,
+                                 uint32_t delta, qs_error *err);
+/* Free what qs_open gave (the scorer too, unless the caller took it and
+ * set o->scorer to NULL); *o empty after. */
+QS_API void qs_opened_free(qs_opened *o);
+/* qs_open's scorer alone. */
+QS_API qs_scorer *qs_scorer_open(const char *path, const unsigned char *buf, size_t len,
+                                 const qs_open_options *opt, qs_error *err);
+/* The bound on a model's bytes that qs_open applies by default: QS_MAX_INPUT
+ * (a byte count: 1000000, 64K, 512M, 2G), or 1 GiB when it is unset or
+ * empty.  0, or -1 with err (QS_ERR_ARG) for a value that is none. */
+QS_API int qs_max_input(size_t *out, qs_error *err);
 
 /* The selected slot's dense feature vector (num_features values). */
 QS_API const double *qs_doc_values(const qs_workspace *w);

@@ -13,7 +13,8 @@ LIB_SRC += lib/model/model.c lib/model/text.c lib/model/stats.c
 # and the canonical text only; no libexpat, no protobuf-c)
 LIB_SRC += lib/convert/convert.c lib/convert/json.c
 READER_SRC := lib/convert/lightgbm.c lib/convert/xgboost.c lib/convert/quickrank.c \
-              lib/convert/catboost.c lib/convert/version.c lib/convert/onnx.c
+              lib/convert/catboost.c lib/convert/version.c lib/convert/onnx.c \
+              lib/convert/features.c
 ifneq ($(READERS),0)
 LIB_SRC += $(READER_SRC)
 # generated from lib/convert/onnx.proto by protoc-c (into $(BUILD)/gen), and
@@ -35,6 +36,10 @@ LIB_SRC += lib/score/scorer.c lib/score/workspace.c lib/score/transform.c \
            lib/score/registry.c lib/score/walk.c lib/score/qs.c lib/score/baselines.c \
            lib/score/matrix.c lib/score/dense.c lib/score/info.c lib/score/blocking.c \
            lib/score/vqs_plan.c
+
+# open: the one open path, a model's file or bytes to a scorer (sniffing,
+# zstd, any reader, compile, the tuning record): qs-score and the binding
+LIB_SRC += lib/open/open.c
 
 # score/x86: vQS, picked at run time: the back ends, and the kernels of
 # each ISA, compiled from one template (vqs_kernel.h)

@@ -6,7 +6,10 @@ Where the library comes from, in this order:
                      (QS_SOURCE_DIR=DIR names the checkout when this folder
                      was copied elsewhere)
   the checkout this folder sits in (../include/qs.h): its build/libqs.a,
-                     made first with `make lib` when it is missing
+                     brought up to date first with `make lib` (a stale one
+                     is rebuilt, never linked)
+  libqs/ beside this file (an sdist made by make wheel): its sources,
+                     built with `make lib` (QS_HAVE_CUDA=0: without CUDA)
   pkg-config qs      the installed library (make install)
 A sanitizer build (DIR named build-san, or QS_SANITIZE=address,undefined)
 compiles and links the extension with the same -fsanitize flags.
@@ -33,10 +36,15 @@ def pkg_config(*args):
 
 def from_build(root, build):
     lib = os.path.join(build, "libqs.a")
-    if not os.path.exists(lib) and os.path.exists(os.path.join(root, "Makefile")) and \
+    if os.path.exists(os.path.join(root, "Makefile")) and \
             os.path.basename(build.rstrip("/")) == "build":
-        print("qs_toolkit: building libqs (make lib) in %s" % root, file=sys.stderr)
-        subprocess.run(["make", "-C", root, "lib"], check=True)
+        # always through make: a library older than its sources is rebuilt
+        # (make does nothing when it is up to date), never linked stale
+        print("qs_toolkit: make lib in %s" % root, file=sys.stderr)
+        cuda = os.environ.get("QS_HAVE_CUDA") or ("0" if root == os.path.join(HERE, "libqs")
+                                                  else None)
+        subprocess.run(["make", "-s", "-C", root, "lib"] +
+                       (["HAVE_CUDA=" + cuda] if cuda else []), check=True)
     if not os.path.exists(lib):
         sys.exit("qs_toolkit: %s not found: build the library first (make lib)" % lib)
     with open(lib, "rb") as f:
@@ -68,6 +76,10 @@ def library():
         return from_build(root, os.path.abspath(build))
     if have_checkout:
         return from_build(root, os.path.join(root, "build"))
+    bundled = os.path.join(HERE, "libqs")
+    if os.path.exists(os.path.join(bundled, "include", "qs.h")):
+        # an sdist (make wheel): the library's sources are inside it
+        return from_build(bundled, os.path.join(bundled, "build"))
     cflags = pkg_config("--cflags", "qs")
     libs = pkg_config("--libs", "qs")
     if libs is None:
@@ -78,7 +90,11 @@ def library():
     return [f[2:] for f in cflags if f.startswith("-I")], [], ["zstd"], libs + rpath
 
 
-inc, objects, libs, link = library()
+# Making an sdist (or its metadata) needs no library: only a build does
+_meta_only = any(a in sys.argv for a in ("sdist", "egg_info", "dist_info")) and \
+    not any(a in sys.argv for a in ("build_ext", "bdist_wheel", "install", "develop",
+                                    "editable_wheel"))
+inc, objects, libs, link = ([], [], [], []) if _meta_only else library()
 san = os.environ.get("QS_SANITIZE") or (
     "address,undefined" if os.path.basename(os.environ.get("QS_BUILD_DIR", "").rstrip("/"))
     == "build-san" else "")
@@ -94,8 +110,9 @@ link.append("-Wl,--exclude-libs,ALL")
 setup(
     ext_modules=[Extension(
         "qs_toolkit._core",
-        sources=["src/qs_toolkit/_core.c"],
-        depends=["src/qs_toolkit/args.h"],
+        sources=["src/qs_toolkit/c-ext/" + f for f in
+                 ("errors.c", "buffers.c", "model.c", "predict.c", "module.c")],
+        depends=["src/qs_toolkit/c-ext/core.h", "src/qs_toolkit/args.h"],
         include_dirs=inc + [numpy.get_include()],
         extra_objects=objects,
         libraries=libs,

@@ -15,6 +15,7 @@ allowed() {
         score/x86) echo "score/x86 score layout model common" ;;
         score/cuda) echo "score/cuda score layout model common" ;;
         eval) echo "eval common" ;;
+        open) echo "open common" ;;
         *) return 1 ;;
     esac
 }

@@ -202,6 +202,49 @@ py_sweep() {
     py_sweep py-read-qsm read "$T/xqsm.want" "$T/x.qsm" "$T/docs" predict
 }
 
+# pypi_venv: a venv with PyPI's lightgbm, xgboost (xgboost-cpu) and catboost
+# beside Debian's packages (--system-site-packages), made once per checkout
+# in build/py-venv (QS_PY_VENV: another folder), and the binding built into
+# it; skips, saying so, where PyPI cannot be reached (no network)
+pypi_venv() {
+    local v="${QS_PY_VENV:-$QS_ROOT/build/py-venv}" src="$BATS_FILE_TMPDIR/vsrc" b
+    if [ ! -f "$v/.ok" ]; then
+        rm -rf "$v"
+        /usr/bin/python3 -m venv --system-site-packages "$v" > /dev/null 2>&1 ||
+            skip "python3 -m venv failed (Debian: python3-venv)"
+        timeout 900 "$v/bin/pip" install --quiet --disable-pip-version-check --timeout 30 \
+            lightgbm xgboost-cpu catboost > "$BATS_FILE_TMPDIR/venv.log" 2>&1 || {
+            rm -rf "$v"
+            skip "cannot install lightgbm, xgboost-cpu and catboost from PyPI (no network?): $(tail -n 1 "$BATS_FILE_TMPDIR/venv.log")"
+        }
+        touch "$v/.ok"
+    fi
+    VPY="$v/bin/python"
+    VSITE="$BATS_FILE_TMPDIR/vsite"
+    [ -f "$VSITE/.ok" ] && return 0
+    b=$(build_dir) || { echo "cannot tell which build bin/ runs"; return 1; }
+    rm -rf "$src" "$VSITE"
+    cp -r "$QS_ROOT/python" "$src"
+    rm -rf "$src/build" "$src"/src/*.egg-info
+    QS_SOURCE_DIR="$QS_ROOT" QS_BUILD_DIR="$b" PIP_NO_INDEX=1 "$VPY" -m pip install -v \
+        --no-build-isolation --no-deps --no-cache-dir --target "$VSITE" "$src" \
+        > "$BATS_FILE_TMPDIR/vpip.log" 2>&1 ||
+        { echo "pip install into the venv failed:"; tail -n 30 "$BATS_FILE_TMPDIR/vpip.log"; return 1; }
+    touch "$VSITE/.ok"
+}
+
+@test "python: data frames (categories, names, nullable, strings), CatBoost's (n, F), predict's arguments against PyPI's lightgbm, xgboost, catboost (test_frames.py)" {
+    need_python
+    [ -z "${SANITIZE:-}" ] || skip "plain pass only"
+    pypi_venv
+    cd "$QS_ROOT/python/tests"
+    run env PYTHONPATH="$VSITE:$QS_ROOT/python/tests" PYTHONDONTWRITEBYTECODE=1 \
+        "$VPY" -m pytest -q -p no:cacheprovider -p no:logging -rs test_frames.py
+    echo "$output" | tail -n 30
+    assert_success
+    assert_output --partial "5 passed"
+}
+
 @test "python: live against XGBoost's own predict (test_xgboost_live.py; needs python3-xgboost)" {
     need_python
     [ -z "${SANITIZE:-}" ] || skip "plain pass only"

@@ -60,3 +60,9 @@ long long qs_source_list_categories(const char *buf, size_t len, qs_category_fn 
 {
     return 0;
 }
+
+long long qs_source_list_features(const char *buf, size_t len, qs_feature_fn fn, void *ctx,
+                                  qs_error *err)
+{
+    return 0;
+}

@@ -117,10 +117,12 @@ def test_oracle(model_path, docs, oracle, opts, tmp_path):
 
     info = model.info
     L = letor(docs, info["precision"])
-    nf = model.num_features
-    csr = L.csr(nf)
+    # CatBoost models take CatBoost's numbering: LETOR feature j + 1 is column j
+    lead = model._lead
+    nf = model.num_features + lead
+    csr = L.csr(nf)[:, lead:]
     missing = (absent == "missing") or (absent == "default" and info["absent"] == "missing")
-    dense = L.dense(nf, np.nan if missing else 0.0)
+    dense = L.dense(nf, np.nan if missing else 0.0)[:, lead:]
     want = run_tool("qs-score", *opts, str(qsm), docs)
     want_dense = want
     if info["source"] == "lightgbm":

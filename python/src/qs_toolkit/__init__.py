@@ -24,6 +24,7 @@ from ._core import (DeviceError, Error, FormatError, LimitError, UnsupportedErro
                     LIBQS_VERSION)
 from . import eval  # noqa: F401  (qs_toolkit.eval.ndcg)
 from .scale import dask_predict, spark_predict
+from ._frames import frame_matrix
 
 __all__ = ["Model", "dask_predict", "spark_predict", "backends", "build_info", "eval", "format_score", "Error", "FormatError",
            "UnsupportedError", "LimitError", "DeviceError", "__version__"]
@@ -34,6 +35,33 @@ __version__ = LIBQS_VERSION
 def _is_sparse(X: Any) -> bool:
     # scipy is imported only when the caller gives a scipy object
     return type(X).__module__.startswith("scipy.sparse")
+
+
+def _is_frame(X: Any) -> bool:
+    return type(X).__module__.startswith("pandas") and hasattr(X, "columns")
+
+
+def _output(transform: Union[bool, str], raw: Optional[bool], name: str) -> Union[bool, str]:
+    """raw_score / output_margin beside transform."""
+    if raw is None:
+        return transform
+    if not isinstance(raw, (bool, np.bool_)):
+        raise TypeError("%s must be True or False" % name)
+    if transform is not False and bool(raw):
+        raise ValueError("%s=True asks for raw scores and transform=%r for transformed ones: "
+                         "give one of them" % (name, transform))
+    return transform if transform is not False else (not bool(raw))
+
+
+def _threads(threads: Optional[int], num_threads: Optional[int]) -> Optional[int]:
+    """num_threads, LightGBM's and XGBoost's: <= 0 all CPUs."""
+    if num_threads is None:
+        return threads
+    if threads is not None:
+        raise ValueError("give threads= or num_threads=, not both")
+    if not isinstance(num_threads, int) or isinstance(num_threads, bool):
+        raise TypeError("num_threads must be an int")
+    return None if num_threads <= 0 else num_threads
 
 
 def _csr_parts(X: Any):
@@ -83,17 +111,36 @@ class Model(_core.Model):
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = source
         elif isinstance(source, (str, os.PathLike)):
-            # read as the tools read a model: QS_MAX_INPUT bounds it, and
-            # the read stops where the first bytes show it is no model
-            data = _core._read_model(source, format is None)
+            # opened by the library as the tools open a model (qs_open):
+            # QS_MAX_INPUT bounds the read, which stops where the first
+            # bytes show it is no model
+            data = os.fsdecode(os.fspath(source))
         else:
             raise TypeError("source must be a path or bytes, not %s" % type(source).__name__)
-        super().__init__(data, format)
+        try:
+            super().__init__(data, format)
+        except OSError as e:
+            if e.errno is None and isinstance(data, str):
+                # Python's own exception for the file (FileNotFoundError, ...)
+                with open(data, "rb"):
+                    pass
+            raise
 
     def predict(self, X: Any, *, threads: Optional[int] = None, backend: str = "auto",
                 transform: Union[bool, str] = False, trees: Optional[int] = None,
-                absent: str = "default") -> np.ndarray:
-        """Score the rows of X.
+                absent: str = "default", raw_score: Optional[bool] = None,
+                output_margin: Optional[bool] = None, start_iteration: int = 0,
+                num_threads: Optional[int] = None, validate_features: bool = True) -> np.ndarray:
+        """Score the rows of X: raw scores by default (``transform=False``).
+
+        The default differs from LightGBM's and XGBoost's ``predict``, which
+        apply the output function unless asked not to: here ``transform=True``,
+        ``raw_score=False`` (LightGBM's word) or ``output_margin=False``
+        (XGBoost's) applies it, and ``raw_score=True`` / ``output_margin=True``
+        is the default, raw.  ``num_threads``: LightGBM's and XGBoost's
+        convention, 0 or -1 (or less) all CPUs, else a count as ``threads``.
+        ``start_iteration``: 0 only (qs scores iterations from the first;
+        ``trees=N`` keeps the first N, LightGBM's ``num_iteration``).
 
         X: a 2-D NumPy array of float64 or float32 values, any order and
         strides (read in place where the layout allows: float64, unit column
@@ -106,7 +153,19 @@ class Model(_core.Model):
         (XGBoost, QuickRank, CatBoost borders) is rounded to float32 first, as
         those libraries do.
 
-        A pandas DataFrame is taken as ``X.to_numpy()``: its columns in order.
+        A pandas DataFrame is read as its model's library reads it: column
+        names checked against the model's feature names (refused, naming the
+        first that differs, for LightGBM and XGBoost models; taken by name in
+        any order for CatBoost; ``validate_features=False`` scores by position),
+        category columns as the model's category codes (LightGBM's stored
+        ``pandas_categorical``, XGBoost's encoder), bool, integer and nullable
+        columns as numbers (``pd.NA``: missing); string columns are refused
+        with the conversion that works.
+
+        CatBoost models take CatBoost's own numbering: column j of X is
+        CatBoost's feature j (``num_features`` columns), as
+        ``catboost.predict`` takes it (``qs-score``'s LETOR files number it
+        j + 1, as CatBoost's libsvm reader does).
 
         Or a SciPy CSR matrix: an absent entry means what the model's library
         means (LightGBM, QuickRank, RankLib, CatBoost, ONNX: 0.0; XGBoost:
@@ -129,6 +188,16 @@ class Model(_core.Model):
         closed model), UnsupportedError (a back end this machine cannot run,
         a transform that would not be exact).
         """
+        transform = _output(transform, raw_score, "raw_score")
+        transform = _output(transform, output_margin, "output_margin")
+        threads = _threads(threads, num_threads)
+        if not isinstance(start_iteration, int) or isinstance(start_iteration, bool):
+            raise TypeError("start_iteration must be an int")
+        if start_iteration != 0:
+            raise UnsupportedError(
+                "start_iteration=%d: qs scores iterations from the first only (trees=N keeps "
+                "the first N; iterations %d.. alone are not a model qs can lay out)"
+                % (start_iteration, start_iteration))
         if _is_sparse(X):
             shape, indptr, indices, data = _csr_parts(X)
             return self._predict_csr(shape, indptr, indices, data, threads=threads,
@@ -137,10 +206,21 @@ class Model(_core.Model):
         if absent != "default":
             raise ValueError("absent= is for sparse input; a dense X holds every value "
                              "(NaN: missing)")
-        if type(X).__module__.startswith("pandas"):
-            X = X.to_numpy()      # a data frame's columns in order (no copy where it can)
+        X = self._dense(X, validate_features)
         return self._predict_dense(X, threads=threads, backend=backend, transform=transform,
                                    trees=trees)
+
+    def _dense(self, X: Any, validate_features: bool = True) -> Any:
+        if _is_frame(X):
+            return frame_matrix(self, X, validate_features)
+        return X
+
+    @property
+    def feature_names(self) -> List[str]:
+        """The feature names the model recorded ([] when it recorded none, or
+        only the names its library makes up: LightGBM's Column_0, ...)."""
+        names = [n for n, _ in (self._features or [])]
+        return names if any(names) else []
 
     def predict_leaves(self, X: Any, *, backend: str = "auto", trees: Optional[int] = None,
                        absent: str = "default") -> np.ndarray:
@@ -155,7 +235,7 @@ class Model(_core.Model):
                                     absent=absent)
         if absent != "default":
             raise ValueError("absent= is for sparse input")
-        return self._leaves_dense(X, backend=backend, trees=trees)
+        return self._leaves_dense(self._dense(X), backend=backend, trees=trees)
 
     @property
     def info(self) -> Dict[str, Any]:
@@ -176,12 +256,35 @@ class Model(_core.Model):
             self.source, self.num_trees, self.num_features, self.num_classes)
 
     def __reduce__(self):
-        # pickled as its .qsm image (Dask and Spark ship models so)
-        return (_from_qsm, (self.to_qsm(),))
+        # pickled as its .qsm image (Dask and Spark ship models so), with the
+        # feature names and categories its source recorded (a .qsm keeps none)
+        return (_from_qsm, (self.to_qsm(), (self._features, self._categories,
+                                             self._pandas_categorical)))
 
 
-def _from_qsm(data: bytes) -> Model:
-    return Model(data)
+class _Loaded(Model):
+    """A Model rebuilt from its pickle: the .qsm image and the names and
+    categories of the model it was compiled from."""
+
+    def __init__(self, data: bytes, meta: Any) -> None:
+        super().__init__(data)
+        self._meta = meta
+
+    @property
+    def _features(self):
+        return self._meta[0]
+
+    @property
+    def _categories(self):
+        return self._meta[1]
+
+    @property
+    def _pandas_categorical(self):
+        return self._meta[2]
+
+
+def _from_qsm(data: bytes, meta: Any = None) -> Model:
+    return _Loaded(data, meta) if meta is not None else Model(data)
 
 
 def backends() -> List[Dict[str, Any]]:

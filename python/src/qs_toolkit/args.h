@@ -18,8 +18,10 @@ typedef struct dense_src {
     const char *base;
     ptrdiff_t s0, s1;       /* byte strides */
     int f32;               /* float32 elements (else float64) */
-    uint32_t nf;           /* columns used */
+    uint32_t nf;           /* the model's features: values per gathered row */
     int round_float;       /* float64 into a float32 model: round */
+    uint32_t lead;         /* features before the caller's column 0, 0.0 (CatBoost's
+                              numbering: column j is feature j + 1); columns used nf - lead */
 } dense_src;
 
 /* Loads at any address: NumPy arrays may sit at any byte offset
@@ -40,31 +42,38 @@ static inline double load_f32(const char *p)
 /* Rows [r0, r1) of src into buf (rows of nf doubles). */
 static inline void gather(const dense_src *src, size_t r0, size_t r1, double *buf)
 {
-    const uint32_t nf = src->nf;
+    const uint32_t stride = src->nf, lead = src->lead < src->nf ? src->lead : src->nf;
+    const uint32_t nf = stride - lead;
+    if (lead) {
+        for (size_t i = r0; i < r1; i++)
+            for (uint32_t j = 0; j < lead; j++)
+                buf[(i - r0) * stride + j] = 0.0;
+        buf += lead;
+    }
     const ptrdiff_t s0 = src->s0, s1 = src->s1;
     const int by_column = (s1 < 0 ? -s1 : s1) > (s0 < 0 ? -s0 : s0);
     if (src->f32) {
         if (by_column) {
             for (uint32_t j = 0; j < nf; j++)
                 for (size_t i = r0; i < r1; i++)
-                    buf[(i - r0) * nf + j] =
+                    buf[(i - r0) * stride + j] =
                         load_f32(src->base + (ptrdiff_t)i * s0 + (ptrdiff_t)j * s1);
         } else {
             for (size_t i = r0; i < r1; i++)
                 for (uint32_t j = 0; j < nf; j++)
-                    buf[(i - r0) * nf + j] =
+                    buf[(i - r0) * stride + j] =
                         load_f32(src->base + (ptrdiff_t)i * s0 + (ptrdiff_t)j * s1);
         }
     } else {
         if (by_column) {
             for (uint32_t j = 0; j < nf; j++)
                 for (size_t i = r0; i < r1; i++)
-                    buf[(i - r0) * nf + j] =
+                    buf[(i - r0) * stride + j] =
                         load_f64(src->base + (ptrdiff_t)i * s0 + (ptrdiff_t)j * s1);
         } else {
             for (size_t i = r0; i < r1; i++) {
                 const char *row = src->base + (ptrdiff_t)i * s0;
-                double *dst = buf + (i - r0) * nf;
+                double *dst = buf + (i - r0) * stride;
                 if (s1 == (ptrdiff_t)sizeof(double))
                     memcpy(dst, row, (size_t)nf * sizeof(double));
                 else
@@ -73,8 +82,9 @@ static inline void gather(const dense_src *src, size_t r0, size_t r1, double *bu
             }
         }
         if (src->round_float)
-            for (size_t k = 0; k < (r1 - r0) * nf; k++)
-                buf[k] = (double)(float)buf[k];
+            for (size_t i = 0; i < r1 - r0; i++)
+                for (uint32_t j = 0; j < nf; j++)
+                    buf[i * stride + j] = (double)(float)buf[i * stride + j];
     }
 }
 
@@ -83,7 +93,7 @@ static inline void gather(const dense_src *src, size_t r0, size_t r1, double *bu
  * rows a whole number of aligned doubles apart. */
 static inline int dense_in_place(const dense_src *src)
 {
-    return !src->f32 && !src->round_float && src->s1 == (ptrdiff_t)sizeof(double) &&
+    return !src->f32 && !src->round_float && !src->lead && src->s1 == (ptrdiff_t)sizeof(double) &&
            src->s0 > 0 && src->s0 % (ptrdiff_t)sizeof(double) == 0 &&
            (size_t)src->s0 / sizeof(double) >= src->nf &&
            ((uintptr_t)src->base % sizeof(double)) == 0;
@@ -100,6 +110,7 @@ typedef struct csr_src {
     int round_float;
     uint32_t nf;
     int64_t nnz;
+    uint32_t lead;         /* column j is feature j + lead (CatBoost's numbering) */
 } csr_src;
 
 static inline int64_t ip_at(const csr_src *c, size_t i)
@@ -135,8 +146,8 @@ static inline void csr_gather(const csr_src *c, size_t r0, size_t r1, double *bu
             e = c->nnz;
         for (; k < e; k++) {
             int64_t j = ix_at(c, (size_t)k);
-            if ((uint64_t)j < nf)
-                row[j] = val_at(c, (size_t)k);
+            if (j >= 0 && (uint64_t)j + c->lead < nf)
+                row[j + c->lead] = val_at(c, (size_t)k);
         }
     }
 }
