@@ -74,7 +74,7 @@ static void check_dense(bytes_in *in)
         mem[k] = (char)take(in, 1);
     /* the buffer ends where the span does: a read past it is reported */
     char *buf = mem + misalign;
-    dense_src src = { buf - lo, s0, s1, f32, nf, round_float };
+    dense_src src = { buf - lo, s0, s1, f32, nf, round_float, 0 };
     /* independently: each element by itself */
     for (size_t i = 0; i < rows; i++)
         for (uint32_t j = 0; j < nf; j++) {
@@ -200,7 +200,7 @@ static void check_csr(bytes_in *in)
             memcpy((char *)db + (size_t)k * 8, &bits, 8);
     }
     csr_src c = { (size_t)n, ipb, ixb, db, ip64 != 0, ix64 != 0, f32 != 0, ncols,
-                  0.0, round_float, nf, nnz };
+                  0.0, round_float, nf, nnz, 0 };
     memcpy(&c.fill, (const uint64_t[]){ take(in, 8) }, sizeof c.fill);
     char msg[160];
     const int ok = csr_structure(&c, n_ip, n_data, msg, sizeof msg) == NULL;
