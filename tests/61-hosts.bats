@@ -153,7 +153,7 @@ CONF
     local pid ns
     ns=$(cat "$BATS_FILE_TMPDIR/prefix")
     while read -r pid; do
-        if [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$(command -v sleep)")" ]; then
+        if [ "$(basename "$(readlink "/proc/$pid/exe" 2>/dev/null)")" = sleep ]; then
             echo "process $pid, which held a namespace, is still running"
             return 1
         fi
