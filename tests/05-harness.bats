@@ -147,6 +147,23 @@ fake_bats() {
     assert_output --regexp "ok 1 exitcode=86:detect_leaks=1:.* use_stacks=0:use_registers=0.* exitcode=87:"
 }
 
+@test "scripts/check.sh: the tests' temporary files in a folder of its own; what a test leaves there fails the run, named, and is removed" {
+    local t="$BATS_TEST_TMPDIR"
+    printf '@test "tidy" { f=$(mktemp); rm "$f"; }\n' > "$t/tidy.bats"
+    printf '@test "untidy" { mktemp -d "$TMPDIR/left-behind.XXXXXX"; }\n' > "$t/untidy.bats"
+    mkdir "$t/tmp"
+    TMPDIR="$t/tmp" run "$QS_ROOT/scripts/check.sh" -- "$t/tidy.bats"
+    assert_success
+    assert_line "1 passed, 0 failed, 0 skipped"
+    TMPDIR="$t/tmp" run "$QS_ROOT/scripts/check.sh" -- "$t/untidy.bats"
+    assert_failure
+    assert_line "1 passed, 0 failed, 0 skipped"
+    assert_line --regexp "^check.sh: the tests left these in TMPDIR \(removed now\): left-behind\.[A-Za-z0-9]{6}$"
+    # nothing of either run left in TMPDIR
+    run ls -A "$t/tmp"
+    assert_output ""
+}
+
 @test "check-all.sh: a part that ran no test is 'skipped' with the reason, never 'passed'" {
     local t="$BATS_TEST_TMPDIR"
     printf '@test "a" { skip "no data here"; }\n@test "b" { skip "no data here"; }\n' > "$t/skips.bats"
