@@ -60,8 +60,12 @@ build_binding() {
 }
 
 # py ARGS...: the interpreter with the built package first (and, in the
-# sanitizer pass, AddressSanitizer's runtime preloaded: it must come first)
+# sanitizer pass, AddressSanitizer's runtime preloaded: it must come first);
+# its temporary files in the test's own folder, which bats removes (pytest's
+# tmp_path would otherwise stay in /tmp/pytest-of-USER, Dask's worker space
+# in /tmp/dask-worker-space, Spark's in /tmp/spark-*)
 py() {
+    mkdir -p "$BATS_TEST_TMPDIR/tmp"
     local pre=()
     if [ -n "${SANITIZE:-}" ]; then
         case ",$SANITIZE," in
@@ -69,7 +73,7 @@ py() {
                           ASAN_OPTIONS="exitcode=86:detect_leaks=0") ;;
         esac
     fi
-    PYTHONPATH="$QS_PY_SITE:$QS_ROOT/python/tests" PYTHONDONTWRITEBYTECODE=1 \
+    TMPDIR="$BATS_TEST_TMPDIR/tmp" PYTHONPATH="$QS_PY_SITE:$QS_ROOT/python/tests" PYTHONDONTWRITEBYTECODE=1 \
         "${pre[@]}" "$PY" "$@"
 }
 
