@@ -101,6 +101,10 @@ fi
 log=$(mktemp)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/qs-check.XXXXXX")
 trap 'rm -f "$log"; rm -rf "$tmp"' EXIT
+# a signal (^C, or TERM to the process group) ends the run once bats has
+# stopped, so that nothing of bats's is written after the folder is gone
+trap 'exit 130' INT
+trap 'exit 143' TERM
 TMPDIR="$tmp" bats --tap "${opts[@]}" "${targets[@]}" | tee "$log"
 rc=${PIPESTATUS[0]}
 left=$(cd "$tmp" && find . -mindepth 1 -maxdepth 1 -printf '%P\n' | sort | tr '\n' ' ')

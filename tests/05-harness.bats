@@ -164,6 +164,25 @@ fake_bats() {
     assert_output ""
 }
 
+@test "check-all.sh and check.sh stopped by a signal mid-run: nothing of theirs left in TMPDIR" {
+    local t="$BATS_TEST_TMPDIR" pid n=0
+    mkdir "$t/tmp"
+    printf '@test "slow" { sleep 60; }\n' > "$t/slow.bats"
+    TMPDIR="$t/tmp" QS_CHECK_FILES="$t/slow.bats" QS_TEST_JOBS=1 \
+        setsid "$QS_ROOT/scripts/check-all.sh" > "$t/out" 2>&1 3>&- &
+    pid=$!
+    # until the test runs: check.sh's folder holds bats's
+    until compgen -G "$t/tmp/qs-check.*/bats-run-*/test/1" > /dev/null; do
+        n=$((n + 1))
+        [ "$n" -lt 300 ] || { kill -KILL -- "-$pid"; cat "$t/out"; return 1; }
+        sleep 0.1
+    done
+    kill -TERM -- "-$pid"
+    wait "$pid" || true
+    run ls -A "$t/tmp"
+    assert_output ""
+}
+
 @test "check-all.sh: a part that ran no test is 'skipped' with the reason, never 'passed'" {
     local t="$BATS_TEST_TMPDIR"
     printf '@test "a" { skip "no data here"; }\n@test "b" { skip "no data here"; }\n' > "$t/skips.bats"
