@@ -47,6 +47,12 @@ tests/45-eval-groups.bats tests/52-output.bats tests/53-library.bats tests/56-do
 tests/57-progress.bats tests/58-bounds.bats tests/59-transforms.bats tests/60-threads.bats
 tests/62-inputs.bats tests/63-info.bats tests/66-faults.bats tests/70-python.bats tests/eval.bats"
 
+# each part's log, removed however this script ends
+logs=$(mktemp -d "${TMPDIR:-/tmp}/qs-check-all.XXXXXX") || exit 1
+trap 'rm -rf "$logs"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
 names=()
 states=()
 notes=()
@@ -64,7 +70,7 @@ part() {
 run_part() {
     local name="$1" t0 t1 rc=0 log
     shift
-    log=$(mktemp)
+    log="$logs/part.log"
     t0=$(date +%s)
     echo "# ---- $name"
     "$@" 2>&1 | tee "$log" || rc=$?
