@@ -621,7 +621,7 @@ typedef struct qs_opened {
 /* Open the model file at path (when path is not NULL) or the len bytes at
  * buf (the caller's: they may be freed after) into *out (opt may be NULL:
  * the defaults).  0, or -1 with err and *out empty: QS_ERR_IO (the file,
- * with the system's reason), QS_ERR_LIMIT (beyond the bound), QS_ERR_FORMAT
+ * with the system's reason; errno holds it on return), QS_ERR_LIMIT (beyond the bound), QS_ERR_FORMAT
  * (a malformed model, .qsm or zstd frame; neither a .qsm nor a format a
  * reader takes), QS_ERR_UNSUPPORTED (refused: no exact score), QS_ERR_ARG
  * (a bad QS_MAX_INPUT), QS_ERR_NOMEM.  A message about a file starts with

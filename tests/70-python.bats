@@ -95,9 +95,12 @@ pytest_run() {
             { echo "the extension is not built with AddressSanitizer"; return 1; }
     fi
     # the extension was compiled here, without a compiler warning
-    grep -q "src/qs_toolkit/_core.c" "$BATS_FILE_TMPDIR/pip.log" ||
-        { echo "pip.log shows no compilation of _core.c"; return 1; }
-    run grep -E "_core\.c:[0-9]+:[0-9]+: warning" "$BATS_FILE_TMPDIR/pip.log"
+    local f
+    for f in "$QS_ROOT"/python/src/qs_toolkit/c-ext/*.c; do
+        grep -q "src/qs_toolkit/c-ext/${f##*/}" "$BATS_FILE_TMPDIR/pip.log" ||
+            { echo "pip.log shows no compilation of c-ext/${f##*/}"; return 1; }
+    done
+    run grep -E "c-ext/[a-z_]+\.[ch]:[0-9]+:[0-9]+: warning" "$BATS_FILE_TMPDIR/pip.log"
     assert_failure
 }
 
@@ -257,7 +260,8 @@ pypi_venv() {
     [ -z "${SANITIZE:-}" ] || skip "plain pass only"
     pypi_venv
     cd "$QS_ROOT/python/tests"
-    run env PYTHONPATH="$VSITE:$QS_ROOT/python/tests" PYTHONDONTWRITEBYTECODE=1 \
+    mkdir -p "$BATS_TEST_TMPDIR/tmp"
+    run env TMPDIR="$BATS_TEST_TMPDIR/tmp" PYTHONPATH="$VSITE:$QS_ROOT/python/tests" PYTHONDONTWRITEBYTECODE=1 \
         "$VPY" -m pytest -q -p no:cacheprovider -p no:logging -rs test_frames.py
     echo "$output" | tail -n 30
     assert_success

@@ -44,8 +44,12 @@ static int read_model_file(const char *path, size_t limit, unsigned char **out, 
                            qs_error *err)
 {
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return qs_fail(err, QS_ERR_IO, 0, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) {
+        int e = errno;
+        qs_fail(err, QS_ERR_IO, 0, "%s: cannot open: %s", path, strerror(e));
+        errno = e;
+        return -1;
+    }
     size_t cap = (size_t)1 << 16, n = 0;
     unsigned char *b = malloc(cap + 1);
     int state = QS_SNIFF_MORE, over = 0;
@@ -92,7 +96,9 @@ static int read_model_file(const char *path, size_t limit, unsigned char **out, 
     fclose(f);
     if (e) {
         free(b);
-        return qs_fail(err, QS_ERR_IO, 0, "%s: read error: %s", path, strerror(e));
+        qs_fail(err, QS_ERR_IO, 0, "%s: read error: %s", path, strerror(e));
+        errno = e;
+        return -1;
     }
     if (over || n > limit) {
         free(b);

@@ -4,6 +4,7 @@
  * names and categories its source recorded, info, the .qsm image, close. */
 #include "core.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,10 +156,11 @@ static int Model_init(ModelObject *self, PyObject *args, PyObject *kw)
     }
     qs_error err;
     qs_error_clear(&err);
-    int rc;
+    int rc, sys_errno;
     Py_BEGIN_ALLOW_THREADS
     rc = path ? qs_open(PyBytes_AS_STRING(path), NULL, 0, &opt, &self->o, &err)
               : qs_open(NULL, view.buf, (size_t)view.len, &opt, &self->o, &err);
+    sys_errno = errno;
     Py_END_ALLOW_THREADS
     if (have_view)
         PyBuffer_Release(&view);
@@ -166,8 +168,15 @@ static int Model_init(ModelObject *self, PyObject *args, PyObject *kw)
     if (rc != 0) {
         if (err.code == QS_ERR_NOMEM)
             PyErr_NoMemory();
-        else if (err.code == QS_ERR_IO)
-            PyErr_SetString(PyExc_OSError, err.msg);
+        else if (err.code == QS_ERR_IO) {
+            /* OSError(errno, message): Python picks the subclass
+             * (FileNotFoundError, ...) and sets .errno as open() would */
+            PyObject *a = Py_BuildValue("(is)", sys_errno, err.msg);
+            if (a) {
+                PyErr_SetObject(PyExc_OSError, a);
+                Py_DECREF(a);
+            }
+        }
         else
             raise_qs(&err, NULL);
         return -1;
