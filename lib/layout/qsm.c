@@ -19,6 +19,8 @@ static const unsigned char QSM_MAGIC[8] = { 0x89, 'Q', 'S', 'M', '\r', '\n', 0x1
 #define QSM_VERSION_MINOR_AVERAGE 2 /* written only for models with a transform average */
 #define QSM_VERSION_MINOR_LINEAR 3 /* written only for models with linear leaves (LINR) */
 #define QSM_VERSION_MINOR_TUNE 4 /* written only for files with a tuning record (TUNE) */
+#define QSM_VERSION_MINOR_ITER 5 /* written only for models whose INFO has its extension
+                                    (trees per iteration, output rounded to float32) */
 #define QSM_HEADER_SIZE 64u
 #define QSM_ENTRY_SIZE 48u
 #define QSM_MAX_SECTIONS 64u
@@ -109,6 +111,14 @@ static void put_u64_at(unsigned char *p, uint64_t v)
     put_u32_at(p + 4, (uint32_t)(v >> 32));
 }
 
+/* Whether INFO carries the extension of version 1.5: the trees of one
+ * iteration (XGBoost's boosted random forests) or the output's rounding to
+ * float32 (ONNX opset-1/3 ensembles with a double input). */
+static int info_extended(const qs_model *m)
+{
+    return m->iter_trees != 0 || m->out_float;
+}
+
 static void write_info(wbuf *b, const qs_model *m)
 {
     w_u32(b, (uint32_t)m->source);
@@ -124,6 +134,10 @@ static void write_info(wbuf *b, const qs_model *m)
     w_str(b, m->objective, 64);
     for (uint32_t c = 0; c < m->num_classes; c++)
         w_f64(b, m->base[c]);
+    if (info_extended(m)) {   /* version 1.5 */
+        w_u32(b, m->iter_trees);
+        w_u32(b, m->out_float ? 1u : 0u);
+    }
 }
 
 /* AFFN (version 1.1): the output affine, for models that have one. */
@@ -294,7 +308,8 @@ int qsm_write(const qs_model *m, const qs_layout *L, unsigned char **out, size_t
         goto nomem;
     memcpy(hdr, QSM_MAGIC, 8);
     hdr[8] = QSM_VERSION_MAJOR;
-    hdr[10] = m->num_linear          ? QSM_VERSION_MINOR_LINEAR
+    hdr[10] = info_extended(m)       ? QSM_VERSION_MINOR_ITER
+              : m->num_linear        ? QSM_VERSION_MINOR_LINEAR
               : m->transform_average ? QSM_VERSION_MINOR_AVERAGE
               : m->out_affine      ? QSM_VERSION_MINOR_AFFINE
                                    : QSM_VERSION_MINOR;
@@ -433,6 +448,15 @@ static int read_info(rbuf *r, qs_model *m, qs_error *err)
         return -1;
     for (uint32_t c = 0; c < k; c++)
         m->base[c] = r_f64(r);
+    if (!r->bad && r->n - r->pos == 8) {
+        /* version 1.5: trees per iteration, output flags (bit 0: rounded
+         * to float32; checked with the model, after AFFN) */
+        m->iter_trees = r_u32(r);
+        uint32_t flags = r_u32(r);
+        if (m->iter_trees > QS_MAX_TREES || flags > 1u)
+            return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section holds invalid values");
+        m->out_float = (int)flags;
+    }
     if (r->bad || r->pos != r->n)
         return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section has the wrong size");
     return 0;
