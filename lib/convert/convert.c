@@ -87,10 +87,12 @@ static int detect_catboost(const char *raw, size_t len, const char *p, size_t n)
     return *p == '{' && looks_like_catboost(p, n);
 }
 
-/* Any other object, JSON or UBJSON. */
+/* Any other object, JSON or UBJSON; XGBoost's binary format (1.0 to 1.7)
+ * opens with "binf". */
 static int detect_xgboost(const char *raw, size_t len, const char *p, size_t n)
 {
-    (void)raw, (void)len;
+    if (len >= 4 && memcmp(raw, "binf", 4) == 0)
+        return 1;
     return *p == '{' && !looks_like_catboost(p, n);
 }
 
@@ -111,8 +113,8 @@ static int detect_lightgbm(const char *raw, size_t len, const char *p, size_t n)
 static const qs_reader readers[] = {
     { { QS_FMT_LIGHTGBM, QS_SRC_LIGHTGBM, "lightgbm", NULL, "LightGBM text", "a LightGBM text model" },
       detect_lightgbm, qs_convert_lightgbm, qs_version_lightgbm },
-    { { QS_FMT_XGBOOST, QS_SRC_XGBOOST, "xgboost", NULL, "XGBoost JSON or UBJSON",
-        "an XGBoost JSON model" },
+    { { QS_FMT_XGBOOST, QS_SRC_XGBOOST, "xgboost", NULL, "XGBoost JSON, UBJSON or binary",
+        "an XGBoost model" },
       detect_xgboost, qs_convert_xgboost, qs_version_xgboost },
     { { QS_FMT_CATBOOST, QS_SRC_CATBOOST, "catboost", NULL, "CatBoost JSON", "a CatBoost JSON model" },
       detect_catboost, qs_convert_catboost, NULL },
@@ -180,7 +182,7 @@ qs_model *qs_convert(qs_format fmt, const char *buf, size_t len, qs_error *err)
     const qs_reader *r = qs_reader_row(fmt);
     if (r)
         return r->read(buf, len, err);
-    /* "expected LightGBM text, XGBoost JSON or UBJSON, ... or ONNX": the
+    /* "expected LightGBM text, XGBoost JSON, UBJSON or binary, ... or ONNX": the
      * foreign formats, from the table */
     char list[256];
     size_t k = 0, total = 0, seen = 0;
