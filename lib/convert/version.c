@@ -34,15 +34,18 @@ int qs_version_lightgbm(const char *buf, size_t len, char *out, size_t cap)
 }
 
 /* XGBoost JSON: the top-level "version": [major, minor, patch], written
- * last; the last occurrence of the key is taken.  XGBoost's binary format
- * ("binf"): major_version and minor_version of the learner's parameters
- * (u32 at 20 and 24 past "binf", little-endian). */
+ * last; the last occurrence of the key is taken.  XGBoost's binary format:
+ * major_version and minor_version of the learner's parameters (u32 at 20
+ * and 24 of them, little-endian). */
 int qs_version_xgboost(const char *buf, size_t len, char *out, size_t cap)
 {
     static const char key[] = "\"version\"";
     const size_t kl = sizeof key - 1;
-    if (len >= 4 + 28 && memcmp(buf, "binf", 4) == 0) {
-        const unsigned char *p = (const unsigned char *)buf + 4;
+    long at = qs_xgboost_binary_at(buf, len);
+    if (at >= 0) {
+        if (len < (size_t)at + 28)
+            return -1;
+        const unsigned char *p = (const unsigned char *)buf + at;
         uint32_t v[2];
         for (int i = 0; i < 2; i++)
             v[i] = (uint32_t)p[20 + 4 * i] | (uint32_t)p[21 + 4 * i] << 8 |

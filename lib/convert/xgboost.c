@@ -1363,10 +1363,10 @@ static int xb_tree(conv *c, xbin *b, uint64_t ti)
     return build_tree(c, ti);
 }
 
-static int convert_binary(conv *c, const char *buf, size_t len)
+static int convert_binary(conv *c, const char *buf, size_t len, size_t at)
 {
     qs_error *err = c->err;
-    xbin b = { (const unsigned char *)buf, len, 4 };   /* past "binf" */
+    xbin b = { (const unsigned char *)buf, len, at };   /* past "binf", if any */
     const unsigned char *lp = xb_take(&b, XB_LEARNER_PARAM, "the learner's parameters", err);
     if (!lp)
         return -1;
@@ -1513,8 +1513,9 @@ qs_model *qs_convert_xgboost(const char *buf, size_t len, qs_error *err)
 
     int rc = -1;
     qs_json_token k, t;
-    if (len >= 4 && memcmp(buf, "binf", 4) == 0) {
-        rc = convert_binary(&c, buf, len);
+    long bin_at = qs_xgboost_binary_at(buf, len);
+    if (bin_at >= 0) {
+        rc = convert_binary(&c, buf, len, (size_t)bin_at);
         goto done;
     }
     if (expect(&c, &t, QS_JSON_OBJECT, "an xgboost json model") != 0)
@@ -1725,7 +1726,7 @@ long long qs_source_list_categories(const char *buf, size_t len, qs_category_fn 
 {
     if (!buf || qs_detect_format(buf, len) != QS_FMT_XGBOOST)
         return 0;
-    if (len >= 4 && memcmp(buf, "binf", 4) == 0)
+    if (qs_xgboost_binary_at(buf, len) >= 0)
         return 0;   /* the binary format holds no categories */
     qs_json_reader r;
     qs_json_token t;

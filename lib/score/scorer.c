@@ -330,6 +330,10 @@ qs_sniff qs_sniff_model(const unsigned char *buf, size_t len, int eof, uint64_t 
         i++;
     if (!eof && (len - i < 16 || len < 3))
         return QS_SNIFF_MORE;
+    /* XGBoost's binary format without "binf" shows itself by its first
+     * names, past 136 bytes: a short read waits for more */
+    if (!eof && len < 512 && qs_detect_format((const char *)buf, len) == QS_FMT_UNKNOWN)
+        return QS_SNIFF_MORE;
     return qs_detect_format((const char *)buf, len) != QS_FMT_UNKNOWN ? QS_SNIFF_MODEL
                                                                       : QS_SNIFF_NOT;
 }
