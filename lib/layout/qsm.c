@@ -425,7 +425,9 @@ static void *r_alloc(rbuf *r, uint64_t count, size_t disk_size, size_t mem_size)
     return p;
 }
 
-static int read_info(rbuf *r, qs_model *m, qs_error *err)
+/* out_float: where the extension's output flag goes (set on the model once
+ * AFFN is read: the model validates without it until then). */
+static int read_info(rbuf *r, qs_model *m, int *out_float, qs_error *err)
 {
     uint32_t src = r_u32(r), cmp = r_u32(r), fp = r_u32(r), fa = r_u32(r), am = r_u32(r);
     m->num_features = r_u32(r);
@@ -455,7 +457,8 @@ static int read_info(rbuf *r, qs_model *m, qs_error *err)
         uint32_t flags = r_u32(r);
         if (m->iter_trees > QS_MAX_TREES || flags > 1u)
             return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section holds invalid values");
-        m->out_float = (int)flags;
+        if (out_float)
+            *out_float = (int)flags;
     }
     if (r->bad || r->pos != r->n)
         return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section has the wrong size");
@@ -1073,7 +1076,7 @@ static int check_header(const unsigned char *buf, size_t len, uint32_t *hsize_ou
 }
 
 /* INFO's largest raw size (its fields, and a base score per class). */
-#define QSM_INFO_MOST (120 + 8 * (uint64_t)QS_MAX_CLASSES)
+#define QSM_INFO_MOST (120 + 8 * (uint64_t)QS_MAX_CLASSES + 8)   /* with 1.5's extension */
 
 /* Section table entry s: known flags (unknown ones, or an unknown section
  * marked required, are unsupported), inside the file, its checksum. */
@@ -1126,6 +1129,7 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
     qs_model *m = qs_model_new(QS_SRC_UNKNOWN, err);
     qs_layout *L = calloc(1, sizeof *L);
     int have[5] = { 0, 0, 0, 0, 0 };
+    int out_float = 0;   /* INFO's output flag, set once AFFN is read */
     unsigned tune_seen = 0;
     unsigned char *raw = NULL;
     qsly_ahead qa = { UINT32_MAX, NULL, { 0 } };
@@ -1260,7 +1264,7 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
                     goto fail;
             }
             rbuf r = { raw, rn, 0, 0 };
-            int rc = want == 0 ? read_info(&r, m, err)
+            int rc = want == 0 ? read_info(&r, m, &out_float, err)
                      : want == 1 ? read_trees(&r, &raw, m, threads, err)
                      : want == 2 ? read_layout(&r, L, m, err)
                      : want == 3 ? read_affine(&r, m, err)
@@ -1275,6 +1279,16 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
                        want == 0 ? "INFO" : want == 1 ? "TREE" : "QSLY");
             goto fail;
         }
+    }
+    if (out_float) {
+        if (!m->out_affine) {
+            qs_fail_at(err, QS_ERR_FORMAT, hsize,
+                       "INFO says the output is rounded to float32, but there is no AFFN section");
+            goto fail;
+        }
+        m->out_float = 1;
+        if (qs_model_validate(m, err) != 0)
+            goto fail;
     }
     free(qa.raw); /* consumed unless QSLY was never reached */
     *mp = m;
@@ -1316,7 +1330,7 @@ int qsm_peek_info(const unsigned char *buf, size_t len, uint32_t *num_features,
         int rc = -1;
         if (m) {
             rbuf r = { raw, (size_t)rawsz, 0, 0 };
-            rc = read_info(&r, m, err);
+            rc = read_info(&r, m, NULL, err);
             if (rc == 0) {
                 *num_features = m->num_features;
                 *float_precision = m->float_precision;
