@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # qs-score --trees N (the first N iterations: LightGBM's num_iteration,
-# XGBoost's iteration_range) and --leaves (each tree's exit leaf, as
+# XGBoost's iteration_range, CatBoost's ntree_end) and --leaves (each tree's exit leaf, as
 # pred_leaf numbers them), against the libraries' own outputs
 # (tests/fixtures/iterations/make.py), on every back end, layout and
 # thread count; and what they refuse.
@@ -58,6 +58,23 @@ leaves() {
     trees lgb-multiclass 1 quick
     trees lgb-multiclass 3
     trees lgb-multiclass 8 quick
+}
+
+@test "--trees: catboost (CatBoost 1.2.10's ntree_end): oblivious with a bias, 3 classes, non-symmetric" {
+    local N="$BATS_TEST_DIRNAME/fixtures/catboost-ntree" n it
+    for n in rmse:1 rmse:10 rmse:30 multi3:1 multi3:6 depthwise:7; do
+        it=${n#*:}
+        n=${n%:*}
+        conform "$N/$n.json.zst" "$N/docs.letor" "$N/$n.ntree$it.txt" --trees "$it"
+    done
+    conform "$N/multi3.json.zst" "$N/docs.letor" "$N/multi3.raw.txt"
+}
+
+@test "--trees: an XGBoost boosted random forest counts num_parallel_tree x classes trees an iteration" {
+    # (every forest of tests/fixtures/xgboost-binary in tests/14-xgboost-binary.bats)
+    local B="$BATS_TEST_DIRNAME/fixtures/xgboost-binary"
+    conform "$B/forest.json.zst" "$B/docs.letor" "$B/forest.iter7.txt" --trees 7
+    conform "$B/forest-softprob.json.zst" "$B/docs.letor" "$B/forest-softprob.iter2.txt" --trees 2
 }
 
 @test "--trees: more iterations than the model has score all of them, as LightGBM does" {
