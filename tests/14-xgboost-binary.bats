@@ -84,7 +84,13 @@ bin_conform() { # bin_conform NAME [qs-score options]
     # the canonical text and the .qsm record the trees of an iteration
     run grep '^trees' "$BATS_TEST_TMPDIR/forest-softprob.txt"
     assert_output "trees 72 per-iteration 12"
-    # the Python binding's trees= and --leaves count the same way
+    # qs-compile --info says what --trees counts
+    run qs-compile --info "$(model forest-softprob)"
+    assert_line "iterations: 6 of 12 trees each (--trees N keeps N of them)"
+    run qs-compile --info "$(model softprob)"
+    refute_line --partial "iterations:"
+    [ "$(qs-compile --info --json "$(model forest)" | jq .iterations)" = 10 ]
+    # --leaves counts the same way
     q="$BATS_TEST_TMPDIR/forest.qsm"
     run qs-score --leaves --trees 7 "$q" "$B/docs.letor"
     assert_success
