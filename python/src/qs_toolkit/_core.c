@@ -1102,6 +1102,7 @@ static PyObject *build_info(ModelObject *self, const qs_scorer *s)
                                          (long long)st.max_feature_used)) ||
         put(d, "classes", PyLong_FromUnsignedLong(mi.num_classes)) ||
         put(d, "trees", PyLong_FromUnsignedLongLong(mi.num_trees)) ||
+        put(d, "iterations", PyLong_FromUnsignedLongLong(qs_scorer_iterations(s))) ||
         put(d, "nodes", PyLong_FromUnsignedLongLong(st.nodes)) ||
         put(d, "leaves", PyLong_FromUnsignedLongLong(st.leaves)) ||
         put(d, "categorical_splits", PyLong_FromUnsignedLongLong(st.cat_nodes)) ||
