@@ -101,6 +101,11 @@ done
 for f in "$FIX"/catboost/*.json; do
     keep "$f" "$C/catboost/gen-$(basename "$f")"
 done
+# CatBoost's own JSON with a categorical feature (one-hot, saved with its
+# pool, CTRs): refused naming it
+for n in onehot onehot-pool ctr; do
+    plain "$FIX/catboost-ntree/$n.json.zst" > "$tmp/m"; keep "$tmp/m" "$C/catboost/gen-cat-$n.json"
+done
 if [ -f "$SHARED/catboost/models/single_tree/model.json" ]; then
     keep "$SHARED/catboost/models/single_tree/model.json" "$C/catboost/gen-single_tree.json"
 fi
