@@ -80,8 +80,8 @@ long qs_xgboost_binary_at(const char *buf, size_t len)
     const unsigned char *p = (const unsigned char *)buf;
     if (!buf)
         return -1;
-    if (len >= 4 && memcmp(buf, "binf", 4) == 0)
-        return 4;
+    if (len >= 4 && (memcmp(buf, "binf", 4) == 0 || memcmp(buf, "bs64", 4) == 0))
+        return 4;   /* "bs64": the base64 form of XGBoost before 1.0, refused by the reader */
     size_t at = 136;
     return xgb_name_at(p, len, &at, 63) && xgb_name_at(p, len, &at, 15) ? 0 : -1;
 }

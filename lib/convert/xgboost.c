@@ -1366,6 +1366,11 @@ static int xb_tree(conv *c, xbin *b, uint64_t ti)
 static int convert_binary(conv *c, const char *buf, size_t len, size_t at)
 {
     qs_error *err = c->err;
+    if (at == 4 && memcmp(buf, "bs64", 4) == 0)
+        return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                       "xgboost model in the base64 form (\"bs64\", written by XGBoost before "
+                       "1.0; XGBoost 1.x refuses it too): not supported; save it as JSON "
+                       "(save_model(\"m.json\")) with the XGBoost that wrote it");
     xbin b = { (const unsigned char *)buf, len, at };   /* past "binf", if any */
     const unsigned char *lp = xb_take(&b, XB_LEARNER_PARAM, "the learner's parameters", err);
     if (!lp)
