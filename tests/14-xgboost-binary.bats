@@ -97,7 +97,7 @@ bin_conform() { # bin_conform NAME [qs-score options]
     [ "$(head -n 1 <<< "$output" | awk -F'\t' '{print NF}')" = 35 ]
 }
 
-@test "xgboost binary: refused with exit 3 naming what: version 0, version 2, gblinear" {
+@test "xgboost binary: refused with exit 3 naming what: version 0, version 2, gblinear, base64" {
     run qs-convert "$B/refuse-v0.model"
     assert_failure 3
     assert_output --partial "xgboost binary model of version 0 (written by XGBoost before 1.0"
@@ -107,6 +107,11 @@ bin_conform() { # bin_conform NAME [qs-score options]
     run qs-convert "$B/seed-linear.model"
     assert_failure 3
     assert_output --partial "gblinear models are linear models, not tree ensembles"
+    # the base64 form of XGBoost before 1.0, detected and named
+    printf 'bs64%s' "$(head -c 300 "$B/seed-reg.model" | base64 -w0)" > "$BATS_TEST_TMPDIR/b.model"
+    run qs-convert "$BATS_TEST_TMPDIR/b.model"
+    assert_failure 3
+    assert_output --partial 'xgboost model in the base64 form ("bs64", written by XGBoost before 1.0'
 }
 
 @test "xgboost binary: truncated, padded or damaged files are format errors (exit 1), never a crash" {

@@ -43,7 +43,7 @@ int qs_version_xgboost(const char *buf, size_t len, char *out, size_t cap)
     const size_t kl = sizeof key - 1;
     long at = qs_xgboost_binary_at(buf, len);
     if (at >= 0) {
-        if (len < (size_t)at + 28)
+        if (len < (size_t)at + 28 || memcmp(buf, "bs64", 4) == 0)
             return -1;
         const unsigned char *p = (const unsigned char *)buf + at;
         uint32_t v[2];
