@@ -85,7 +85,7 @@ QS_API void qs_model_free(qs_model *m);
 typedef enum qs_format {
     QS_FMT_UNKNOWN = 0,
     QS_FMT_LIGHTGBM = 1,   /* LightGBM text model (v2, v3, v4) */
-    QS_FMT_XGBOOST = 2,    /* XGBoost JSON model */
+    QS_FMT_XGBOOST = 2,    /* XGBoost JSON, UBJSON or binary (1.0 to 1.7) model */
     QS_FMT_QUICKRANK = 3,  /* QuickRank / RankLib XML */
     QS_FMT_CANONICAL = 4,  /* qs canonical ensemble text */
     QS_FMT_CATBOOST = 5,   /* CatBoost JSON model (save_model(format="json")) */
