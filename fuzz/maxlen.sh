@@ -17,6 +17,6 @@ fuzz_maxlen() {
     case $1 in
     qsm) echo "-max_len=16384" ;;
     lightgbm | onnx) echo "-max_len=8192" ;;
-    xgboost | catboost | quickrank | text | eval | cats) echo "-max_len=4096" ;;
+    xgboost | xgboost_bin | catboost | quickrank | text | eval | cats) echo "-max_len=4096" ;;
     esac
 }

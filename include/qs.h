@@ -85,7 +85,7 @@ QS_API void qs_model_free(qs_model *m);
 typedef enum qs_format {
     QS_FMT_UNKNOWN = 0,
     QS_FMT_LIGHTGBM = 1,   /* LightGBM text model (v2, v3, v4) */
-    QS_FMT_XGBOOST = 2,    /* XGBoost JSON model */
+    QS_FMT_XGBOOST = 2,    /* XGBoost JSON, UBJSON or binary (1.0 to 1.7) model */
     QS_FMT_QUICKRANK = 3,  /* QuickRank / RankLib XML */
     QS_FMT_CANONICAL = 4,  /* qs canonical ensemble text */
     QS_FMT_CATBOOST = 5,   /* CatBoost JSON model (save_model(format="json")) */
@@ -648,22 +648,23 @@ QS_API int qs_max_input(size_t *out, qs_error *err);
 /* The selected slot's dense feature vector (num_features values). */
 QS_API const double *qs_doc_values(const qs_workspace *w);
 
-/* Iterations of the scorer's model: its trees / its classes (one tree per
- * class per iteration, as LightGBM and XGBoost grow them). */
+/* Iterations of the scorer's model: its trees / the trees of one iteration
+ * (one tree per class, as LightGBM, CatBoost and XGBoost grow them;
+ * XGBoost's boosted random forests num_parallel_tree per class). */
 QS_API uint64_t qs_scorer_iterations(const qs_scorer *s);
 
 /* Keep only the first `iterations` iterations of the scorer's model: its
- * first iterations × K trees (K classes), what LightGBM's
- * predict(num_iteration=N) and XGBoost's iteration_range=(0, N) score.  More
- * iterations than the model has keep the whole model, as LightGBM does.  A
- * transform average (LightGBM random forests) becomes the iterations kept.
- * The layout is rebuilt with the same τ, δ, Δ and tree reversal, and the
- * back ends prepared for the scorer are prepared again.  Not thread-safe:
- * call before creating workspaces.  Returns 0, or -1 with err: QS_ERR_ARG
- * for 0 iterations, QS_ERR_UNSUPPORTED when the model's trees do not come
- * one per class per iteration (tree i of class i mod K); an XGBoost random
- * forest (num_parallel_tree > 1) of one class cannot be told apart and
- * counts one tree per iteration. */
+ * first iterations × K trees (K classes; XGBoost's boosted random forests
+ * iterations × num_parallel_tree × K, as the model records), what
+ * LightGBM's predict(num_iteration=N), XGBoost's iteration_range=(0, N) and
+ * CatBoost's ntree_end=N score.  More iterations than the model has keep
+ * the whole model, as LightGBM does.  A transform average (LightGBM random
+ * forests) becomes the iterations kept.  The layout is rebuilt with the
+ * same τ, δ, Δ and tree reversal, and the back ends prepared for the
+ * scorer are prepared again.  Not thread-safe: call before creating
+ * workspaces.  Returns 0, or -1 with err: QS_ERR_ARG for 0 iterations,
+ * QS_ERR_UNSUPPORTED when the model records no count of its own and its
+ * trees do not come one per class per iteration (tree i of class i mod K). */
 QS_API int qs_scorer_truncate(qs_scorer *s, uint64_t iterations, qs_error *err);
 
 /* A workspace holds δ document slots (qs_workspace_slots); the qs_doc_*

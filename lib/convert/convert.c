@@ -6,6 +6,7 @@
 #include "convert/convert.h"
 #include "convert/json.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -53,6 +54,38 @@ static int looks_like_onnx(const char *raw, size_t n)
     }
 }
 
+/* XGBoost's binary format: "binf" (1.3 and later), or without it (1.0 to
+ * 1.2, and before 1.0), the learner's 136-byte parameters followed by two
+ * names of printable ASCII (the objective's, 1 to 63 bytes, e.g.
+ * "reg:squarederror"; the booster's, 1 to 15, "gbtree"), each after its
+ * 64-bit little-endian length. */
+static int xgb_name_at(const unsigned char *p, size_t len, size_t *at, uint64_t most)
+{
+    if (len < 8 || *at > len - 8)
+        return 0;
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--)
+        n = n << 8 | p[*at + (size_t)i];
+    if (n == 0 || n > most || n > len - *at - 8)
+        return 0;
+    for (uint64_t i = 0; i < n; i++)
+        if (p[*at + 8 + i] <= 0x20 || p[*at + 8 + i] >= 0x7f)
+            return 0;
+    *at += 8 + (size_t)n;
+    return 1;
+}
+
+long qs_xgboost_binary_at(const char *buf, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)buf;
+    if (!buf)
+        return -1;
+    if (len >= 4 && (memcmp(buf, "binf", 4) == 0 || memcmp(buf, "bs64", 4) == 0))
+        return 4;   /* "bs64": the base64 form of XGBoost before 1.0, refused by the reader */
+    size_t at = 136;
+    return xgb_name_at(p, len, &at, 63) && xgb_name_at(p, len, &at, 15) ? 0 : -1;
+}
+
 /* Detection, one function per row, no two true for the same bytes (so the
  * rows' order is free): `raw` is the whole input, `p` the same past a UTF-8
  * byte-order mark and leading white space (n > 0; ONNX reads raw, whose
@@ -62,14 +95,15 @@ static int looks_like_onnx(const char *raw, size_t n)
 static int detect_onnx(const char *raw, size_t len, const char *p, size_t n)
 {
     (void)p, (void)n;
-    return looks_like_onnx(raw, len);
+    return looks_like_onnx(raw, len) && qs_xgboost_binary_at(raw, len) < 0;
 }
 
 /* Canonical text may open with comments (`#` lines), then "qs-ensemble". */
 static int detect_canonical(const char *raw, size_t len, const char *p, size_t n)
 {
     size_t k = 0;
-    (void)raw, (void)len;
+    if (qs_xgboost_binary_at(raw, len) >= 0)
+        return 0;
     while (k < n && p[k] == '#') {
         const char *nl = memchr(p + k, '\n', n - k);
         if (!nl)
@@ -83,27 +117,29 @@ static int detect_canonical(const char *raw, size_t len, const char *p, size_t n
 
 static int detect_catboost(const char *raw, size_t len, const char *p, size_t n)
 {
-    (void)raw, (void)len;
-    return *p == '{' && looks_like_catboost(p, n);
+    return *p == '{' && looks_like_catboost(p, n) && qs_xgboost_binary_at(raw, len) < 0;
 }
 
-/* Any other object, JSON or UBJSON. */
+/* Any other object, JSON or UBJSON; XGBoost's binary format (1.0 to 1.7,
+ * and before). */
 static int detect_xgboost(const char *raw, size_t len, const char *p, size_t n)
 {
-    (void)raw, (void)len;
+    if (qs_xgboost_binary_at(raw, len) >= 0)
+        return 1;
     return *p == '{' && !looks_like_catboost(p, n);
 }
 
 /* RankLib opens with `##` lines, QuickRank with `<`. */
 static int detect_quickrank(const char *raw, size_t len, const char *p, size_t n)
 {
-    return *p == '<' || (*p == '#' && !detect_canonical(raw, len, p, n));
+    return (*p == '<' || (*p == '#' && !detect_canonical(raw, len, p, n))) &&
+           qs_xgboost_binary_at(raw, len) < 0;
 }
 
 static int detect_lightgbm(const char *raw, size_t len, const char *p, size_t n)
 {
-    (void)raw, (void)len;
-    return STARTS("tree\n") || STARTS("tree\r\n") || STARTS("version=") || STARTS("num_class=");
+    return (STARTS("tree\n") || STARTS("tree\r\n") || STARTS("version=") || STARTS("num_class=")) &&
+           qs_xgboost_binary_at(raw, len) < 0;
 }
 #undef STARTS
 
@@ -111,8 +147,8 @@ static int detect_lightgbm(const char *raw, size_t len, const char *p, size_t n)
 static const qs_reader readers[] = {
     { { QS_FMT_LIGHTGBM, QS_SRC_LIGHTGBM, "lightgbm", NULL, "LightGBM text", "a LightGBM text model" },
       detect_lightgbm, qs_convert_lightgbm, qs_version_lightgbm },
-    { { QS_FMT_XGBOOST, QS_SRC_XGBOOST, "xgboost", NULL, "XGBoost JSON or UBJSON",
-        "an XGBoost JSON model" },
+    { { QS_FMT_XGBOOST, QS_SRC_XGBOOST, "xgboost", NULL, "XGBoost JSON, UBJSON or binary",
+        "an XGBoost model" },
       detect_xgboost, qs_convert_xgboost, qs_version_xgboost },
     { { QS_FMT_CATBOOST, QS_SRC_CATBOOST, "catboost", NULL, "CatBoost JSON", "a CatBoost JSON model" },
       detect_catboost, qs_convert_catboost, NULL },
@@ -180,7 +216,7 @@ qs_model *qs_convert(qs_format fmt, const char *buf, size_t len, qs_error *err)
     const qs_reader *r = qs_reader_row(fmt);
     if (r)
         return r->read(buf, len, err);
-    /* "expected LightGBM text, XGBoost JSON or UBJSON, ... or ONNX": the
+    /* "expected LightGBM text, XGBoost JSON, UBJSON or binary, ... or ONNX": the
      * foreign formats, from the table */
     char list[256];
     size_t k = 0, total = 0, seen = 0;

@@ -18,6 +18,13 @@ typedef struct qs_reader {
     int (*version)(const char *buf, size_t len, char *out, size_t cap);
 } qs_reader;
 
+/* Where an XGBoost binary model's learner parameters start: 4 past the
+ * "binf" that XGBoost 1.3 and later write (or the "bs64" of its old base64
+ * form, which the reader refuses), 0 for one without it (XGBoost 1.0 to
+ * 1.2, and before 1.0) whose objective's and booster's names stand where
+ * the format puts them; -1: not one. */
+long qs_xgboost_binary_at(const char *buf, size_t len);
+
 /* The row of a format, NULL when none. */
 const qs_reader *qs_reader_row(qs_format fmt);
 

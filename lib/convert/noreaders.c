@@ -21,7 +21,7 @@ qs_model *qs_convert_lightgbm(const char *buf, size_t len, qs_error *err)
 
 qs_model *qs_convert_xgboost(const char *buf, size_t len, qs_error *err)
 {
-    return refuse("XGBoost JSON or UBJSON", err);
+    return refuse("XGBoost JSON, UBJSON or binary", err);
 }
 
 qs_model *qs_convert_quickrank(const char *buf, size_t len, qs_error *err)

@@ -486,6 +486,14 @@ static int model_scan(const qs_model *m, uint32_t *max_leaves, uint32_t *max_dep
     }
     if (!m->out_affine && m->out_divide > 1)
         return qs_fail(err, QS_ERR_FORMAT, 0, "an output divisor needs the output affine");
+    if (m->out_float != 0 && (m->out_float != 1 || !m->out_affine ||
+                              m->float_accumulate != QS_ACC_DOUBLE))
+        return qs_fail(err, QS_ERR_FORMAT, 0,
+                       "an output rounded to float32 needs the output affine and accumulate "
+                       "double");
+    if (m->iter_trees > QS_MAX_TREES)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "%u trees per iteration (limit %u)",
+                       m->iter_trees, QS_MAX_TREES);
     if (m->out_affine != 0 && m->out_affine != 1)
         return qs_fail(err, QS_ERR_FORMAT, 0, "bad output affine flag");
     if (m->out_affine) {
@@ -641,7 +649,8 @@ int qs_transform_known(const char *name)
 {
     static const char *const names[] = { "none", "sigmoid", "softmax", "exp",
                                          "ova-sigmoid", "hinge", "argmax", "signed-square",
-                                         "fmath-exp", "fmath-softmax", "unsupported" };
+                                         "fmath-exp", "fmath-softmax", "log1p-exp",
+                                         "unsupported" };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strncmp(name, names[i], 16) == 0)
             return 1;
@@ -737,7 +746,8 @@ void qs_model_finish_scores(const qs_model *m, double *out, size_t n)
             if (m->out_divide > 1)
                 s = s / (double)m->out_divide;
             double p = m->out_scale * s;
-            out[d * K + c] = p + m->out_bias[c];
+            double r = p + m->out_bias[c];
+            out[d * K + c] = m->out_float ? (double)(float)r : r;
         }
 }
 

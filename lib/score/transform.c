@@ -1,5 +1,5 @@
 /* transform.c: the objectives' output functions (sigmoid, softmax, exp,
- * hinge) with each source library's arithmetic. */
+ * hinge, log1p-exp, ...) with each source library's arithmetic. */
 #include "score/score.h"
 
 #include <math.h>
@@ -89,7 +89,8 @@ int qs_scorer_set_transform(qs_scorer *s, const char *name, qs_error *err)
         strcmp(name, "unsupported") == 0)
         return qs_fail(err, QS_ERR_ARG, 0,
                        "unknown transform '%s' (expected none, sigmoid, softmax, exp, "
-                       "ova-sigmoid, hinge, argmax, signed-square, fmath-exp or fmath-softmax)",
+                       "ova-sigmoid, hinge, argmax, signed-square, log1p-exp, fmath-exp or "
+                       "fmath-softmax)",
                        name ? name : "");
     if (strcmp(name, m->transform) == 0)
         return 0;
@@ -170,6 +171,11 @@ void qs_transform(const qs_scorer *s, double *y)
     } else if (strcmp(m->transform, "hinge") == 0) {
         for (uint32_t c = 0; c < k; c++)
             y[c] = y[c] > 0.0 ? 1.0 : 0.0;
+    } else if (strcmp(m->transform, "log1p-exp") == 0) {
+        /* LightGBM cross_entropy_lambda (CrossEntropyLambda::ConvertOutput):
+         * std::log1p(std::exp(x)) in double, the C library's functions */
+        for (uint32_t c = 0; c < k; c++)
+            y[c] = log1p(exp(y[c]));
     } else if (strcmp(m->transform, "argmax") == 0) {
         /* XGBoost multi:softmax: the class of the largest margin, the first
          * on ties (FindMaxIndex), into y[0]; qs_transform_columns says 1. */

@@ -337,8 +337,8 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
 static int is_transform_name(const char *s)
 {
     static const char *const names[] = { "none", "sigmoid", "softmax", "exp", "ova-sigmoid",
-                                         "hinge", "argmax", "signed-square", "fmath-exp",
-                                         "fmath-softmax" };
+                                         "hinge", "argmax", "signed-square", "log1p-exp",
+                                         "fmath-exp", "fmath-softmax" };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(s, names[i]) == 0)
             return 1;
@@ -432,7 +432,8 @@ int main(int argc, char **argv)
                 transform_name = argv[optind++];
             if (transform_name && !is_transform_name(transform_name))
                 tool_die(EXIT_USAGE, "bad --transform '%s' (expected none, sigmoid, softmax, exp, "
-                                     "ova-sigmoid, hinge, argmax or signed-square)", transform_name);
+                                     "ova-sigmoid, hinge, argmax, signed-square, log1p-exp, fmath-exp or "
+                                     "fmath-softmax)", transform_name);
             break;
         case 'n': annotate = 1; break;
         case 'S': strict_features = 1; break;

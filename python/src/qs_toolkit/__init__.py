@@ -88,7 +88,7 @@ class Model(_core.Model):
 
     ``source`` is a path (``str`` or ``os.PathLike``) or the model's bytes:
     a ``.qsm`` (``qs-compile``'s output) or any model ``qs-convert`` reads
-    (LightGBM text, XGBoost JSON/UBJSON, CatBoost JSON, ONNX, QuickRank or
+    (LightGBM text, XGBoost JSON/UBJSON/binary, CatBoost JSON, ONNX, QuickRank or
     RankLib XML, qs canonical text; zstd-compressed too), converted and
     compiled in memory.  ``format`` forces the reader (``"lightgbm"``,
     ``"xgboost"``, ``"catboost"``, ``"onnx"``, ``"quickrank"``); by default
