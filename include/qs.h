@@ -89,7 +89,8 @@ typedef enum qs_format {
     QS_FMT_QUICKRANK = 3,  /* QuickRank / RankLib XML */
     QS_FMT_CANONICAL = 4,  /* qs canonical ensemble text */
     QS_FMT_CATBOOST = 5,   /* CatBoost JSON model (save_model(format="json")) */
-    QS_FMT_ONNX = 6        /* ONNX model (protobuf) holding one ai.onnx.ml tree ensemble */
+    QS_FMT_ONNX = 6,       /* ONNX model (protobuf) holding one ai.onnx.ml tree ensemble */
+    QS_FMT_CATBOOST_CBM = 7 /* CatBoost binary model (.cbm, save_model's default) */
 } qs_format;
 
 /* Guess a model's format from its first bytes (each reader's detection, in

@@ -13,7 +13,7 @@ LIB_SRC += lib/model/model.c lib/model/text.c lib/model/stats.c
 # and the canonical text only; no libexpat, no protobuf-c)
 LIB_SRC += lib/convert/convert.c lib/convert/json.c
 READER_SRC := lib/convert/lightgbm.c lib/convert/xgboost.c lib/convert/quickrank.c \
-              lib/convert/catboost.c lib/convert/version.c lib/convert/onnx.c
+              lib/convert/catboost.c lib/convert/cbm.c lib/convert/version.c lib/convert/onnx.c
 ifneq ($(READERS),0)
 LIB_SRC += $(READER_SRC)
 # generated from lib/convert/onnx.proto by protoc-c (into $(BUILD)/gen), and

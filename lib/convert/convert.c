@@ -65,6 +65,13 @@ static int detect_onnx(const char *raw, size_t len, const char *p, size_t n)
     return looks_like_onnx(raw, len);
 }
 
+/* CatBoost's binary model: "CBM1", then the size of its core. */
+static int detect_catboost_cbm(const char *raw, size_t len, const char *p, size_t n)
+{
+    (void)p, (void)n;
+    return len >= 4 && memcmp(raw, "CBM1", 4) == 0;
+}
+
 /* Canonical text may open with comments (`#` lines), then "qs-ensemble". */
 static int detect_canonical(const char *raw, size_t len, const char *p, size_t n)
 {
@@ -118,6 +125,9 @@ static const qs_reader readers[] = {
       detect_catboost, qs_convert_catboost, NULL },
     { { QS_FMT_ONNX, QS_SRC_ONNX, "onnx", NULL, "ONNX", "an ONNX model" },
       detect_onnx, qs_convert_onnx, NULL },
+    { { QS_FMT_CATBOOST_CBM, QS_SRC_CATBOOST, "catboost-cbm", "cbm", "CatBoost binary (.cbm)",
+        "a CatBoost .cbm model" },
+      detect_catboost_cbm, qs_read_catboost_cbm, qs_version_catboost_cbm },
     { { QS_FMT_QUICKRANK, QS_SRC_QUICKRANK, "quickrank", "ranklib", "QuickRank/RankLib XML",
         "a QuickRank or RankLib XML model" },
       detect_quickrank, qs_convert_quickrank, NULL },
@@ -167,7 +177,8 @@ qs_format qs_detect_format(const char *buf, size_t len)
     while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' || buf[i] == '\n'))
         i++;
     for (size_t k = 0; k < N_READERS; k++)
-        if ((i < len || readers[k].detect == detect_onnx) &&
+        if ((i < len || readers[k].detect == detect_onnx ||
+             readers[k].detect == detect_catboost_cbm) &&
             readers[k].detect(buf, len, buf + i, len - i))
             return readers[k].info.format;
     return QS_FMT_UNKNOWN;

@@ -21,6 +21,16 @@ typedef struct qs_reader {
 /* The row of a format, NULL when none. */
 const qs_reader *qs_reader_row(qs_format fmt);
 
+/* cbm.c: CatBoost's binary model (.cbm), and the CatBoost version it
+ * records. */
+qs_model *qs_read_catboost_cbm(const char *buf, size_t len, qs_error *err);
+int qs_version_catboost_cbm(const char *buf, size_t len, char *out, size_t cap);
+
+/* catboost.c: the transform CatBoost's prediction for a loss function is
+ * ("sigmoid", "fmath-exp", ...; "unsupported" for an unknown or NULL loss);
+ * the JSON and .cbm readers share it. */
+const char *qs_catboost_loss_transform(const char *loss);
+
 /* version.c: the writers' versions, as each row's `version`. */
 int qs_version_lightgbm(const char *buf, size_t len, char *out, size_t cap);
 int qs_version_xgboost(const char *buf, size_t len, char *out, size_t cap);
