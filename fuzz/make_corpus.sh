@@ -21,7 +21,7 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-for t in lightgbm xgboost catboost quickrank text qsm letor eval; do
+for t in lightgbm xgboost catboost cbm quickrank text qsm letor eval; do
     mkdir -p "$C/$t"
     rm -f "$C/$t"/gen-*
 done
@@ -98,6 +98,14 @@ if [ -f "$SHARED/catboost/models/single_tree/model.json" ]; then
     keep "$SHARED/catboost/models/single_tree/model.json" "$C/catboost/gen-single_tree.json"
 fi
 
+# ------------------------------------------------------------ cbm
+# CatBoost .cbm models written by tests/tools/cbm_forge.py from the specs of
+# tests/fixtures/catboost-cbm/forge (small: no InfoMap of CatBoost's own)
+for f in "$FIX"/catboost-cbm/forge/*.json; do
+    python3 tests/tools/cbm_forge.py "$f" "$tmp/m"
+    keep "$tmp/m" "$C/cbm/gen-$(basename "$f" .json).cbm"
+done
+
 # ------------------------------------------------------------ quickrank
 for f in "$FIX"/quickrank/*.xml "$FIX"/quickrank/ranklib_*.txt "$FIX"/quickrank/bad_random_forest.txt \
          "$FIX"/quickrank/bad_garbage.bin; do
@@ -113,7 +121,7 @@ fi
 # Every model seed that converts gives a canonical text seed, and that text
 # a .qsm (as qs-compile writes it, zstd sections) and its unpacked twin
 # (stored sections, records open to mutation).
-${CC:-cc} -std=c11 -O1 -Iinclude -Ilib -o "$tmp/qsm_unpack" fuzz/qsm_unpack.c lib/common/crc32c.c -lzstd
+${CC:-cc} -std=c11 -O1 -Iinclude -Ilib -o "$tmp/qsm_unpack" fuzz/qsm_unpack.c lib/common/crc32c.c lib/common/cpu.c -lzstd
 for f in "$C"/lightgbm/gen-* "$C"/xgboost/gen-* "$C"/catboost/gen-* "$C"/quickrank/gen-*; do
     base=$(basename "$(dirname "$f")")-$(basename "$f" | sed 's/^gen-//; s/\.[a-z]*$//')
     "$BIN/qs-convert" "$f" > "$tmp/t" 2>/dev/null || continue
