@@ -233,9 +233,27 @@ static int Model_init(ModelObject *self, PyObject *args, PyObject *kw)
     if (fmt_name) {
         const qs_reader_info *r = qs_reader_by_name(fmt_name);
         if (!r) {
+            /* the names the readers' table gives (lib/convert/convert.c) */
+            char names[256];
+            size_t k = 0, total = 0, seen = 0;
+            const qs_reader_info *ri;
+            for (size_t i = 0; (ri = qs_reader_get(i)) != NULL; i++)
+                total += (ri->name != NULL) + (ri->alias != NULL);
+            names[0] = '\0';
+            for (size_t i = 0; (ri = qs_reader_get(i)) != NULL; i++) {
+                const char *nm[2] = { ri->name, ri->alias };
+                for (int j = 0; j < 2; j++) {
+                    if (!nm[j] || k >= sizeof names)
+                        continue;
+                    seen++;
+                    int w = snprintf(names + k, sizeof names - k, "%s%s",
+                                     seen == 1 ? "" : seen == total ? " or " : ", ", nm[j]);
+                    k += w > 0 ? (size_t)w : 0;
+                }
+            }
             PyBuffer_Release(&view);
-            PyErr_Format(PyExc_ValueError, "unknown model format '%s' (expected lightgbm, "
-                         "xgboost, catboost, onnx, quickrank or ranklib)", fmt_name);
+            PyErr_Format(PyExc_ValueError, "unknown model format '%s' (expected %s)", fmt_name,
+                         names);
             return -1;
         }
         fmt = r->format;
@@ -678,7 +696,8 @@ static int check_columns(ModelObject *self, npy_intp ncols)
         return -1;
     }
     if ((uint64_t)ncols > self->num_features &&
-        (self->info.source == QS_SRC_LIGHTGBM || self->info.source == QS_SRC_XGBOOST)) {
+        qs_source_get(self->info.source) &&
+        qs_source_get(self->info.source)->features == QS_FEATURES_DATA) {
         PyErr_Format(PyExc_ValueError,
                      "X has %zd columns, the model has %u features (its training data's "
                      "count; pass X[:, :%u] to ignore the others)",
