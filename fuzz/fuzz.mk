@@ -23,7 +23,7 @@
 # Keep the includer's default goal: these rules must not become `make`'s.
 FUZZ_SAVED_GOAL := $(.DEFAULT_GOAL)
 
-FUZZ_TARGETS := lightgbm xgboost xgboost_bin catboost onnx quickrank text qsm letor eval dsv cats binding
+FUZZ_TARGETS := lightgbm xgboost xgboost_bin catboost cbm onnx quickrank text qsm letor eval dsv cats binding
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_BUILD   ?= build-fuzz

@@ -21,7 +21,7 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-for t in lightgbm xgboost xgboost_bin catboost quickrank text qsm letor eval; do
+for t in lightgbm xgboost xgboost_bin catboost cbm quickrank text qsm letor eval; do
     mkdir -p "$C/$t"
     rm -f "$C/$t"/gen-*
 done
@@ -109,6 +109,14 @@ done
 if [ -f "$SHARED/catboost/models/single_tree/model.json" ]; then
     keep "$SHARED/catboost/models/single_tree/model.json" "$C/catboost/gen-single_tree.json"
 fi
+
+# ------------------------------------------------------------ cbm
+# CatBoost .cbm models written by tests/tools/cbm_forge.py from the specs of
+# tests/fixtures/catboost-cbm/forge (small: no InfoMap of CatBoost's own)
+for f in "$FIX"/catboost-cbm/forge/*.json; do
+    python3 tests/tools/cbm_forge.py "$f" "$tmp/m"
+    keep "$tmp/m" "$C/cbm/gen-$(basename "$f" .json).cbm"
+done
 
 # ------------------------------------------------------------ quickrank
 for f in "$FIX"/quickrank/*.xml "$FIX"/quickrank/ranklib_*.txt "$FIX"/quickrank/bad_random_forest.txt \

@@ -89,7 +89,8 @@ typedef enum qs_format {
     QS_FMT_QUICKRANK = 3,  /* QuickRank / RankLib XML */
     QS_FMT_CANONICAL = 4,  /* qs canonical ensemble text */
     QS_FMT_CATBOOST = 5,   /* CatBoost JSON model (save_model(format="json")) */
-    QS_FMT_ONNX = 6        /* ONNX model (protobuf) holding one ai.onnx.ml tree ensemble */
+    QS_FMT_ONNX = 6,       /* ONNX model (protobuf) holding one ai.onnx.ml tree ensemble */
+    QS_FMT_CATBOOST_CBM = 7 /* CatBoost binary model (.cbm, save_model's default) */
 } qs_format;
 
 /* Guess a model's format from its first bytes (each reader's detection, in
@@ -134,6 +135,41 @@ QS_API const qs_reader_info *qs_reader_by_format(qs_format fmt);
  * ("lightgbm", ..., "unknown"), and back (0, or -1 for a name none has). */
 QS_API const char *qs_source_name(qs_source s);
 QS_API int qs_source_from_name(const char *name, size_t len, qs_source *out);
+
+/* The source libraries' table (lib/common/source.c): one row per qs_source,
+ * the facts of the library that every part of qs reads from it (the model
+ * code, the layout, transforms, qs-eval's presets, the tools, the Python
+ * binding).  No field of a row is 0 or NULL ("" where a library has none),
+ * so a row that misses a field shows (tests/unit/test_tables.c). */
+typedef enum qs_feature_count {
+    QS_FEATURES_DATA = 1,    /* num_features is the training data's count: a larger id is a mismatch */
+    QS_FEATURES_USED = 2     /* the model counts only the features its trees use */
+} qs_feature_count;
+typedef enum qs_dense_rule {
+    QS_DENSE_AS_IS = 1,      /* dense input (CSV, TSV, matrices) is read as written */
+    QS_DENSE_ZERO_BAND = 2   /* |v| <= (double)1e-35f read densely is 0.0 (LightGBM) */
+} qs_dense_rule;
+typedef enum qs_leaf_numbers {
+    QS_LEAVES_BY_RANK = 1,   /* --leaves: a leaf's rank among its tree's leaves */
+    QS_LEAVES_BY_NODE = 2    /* --leaves: the leaf's node index (XGBoost's pred_leaf) */
+} qs_leaf_numbers;
+typedef struct qs_source_info {
+    qs_source source;
+    const char *name;             /* "lightgbm" (qs_source_name) */
+    const char *library;          /* "LightGBM": the library's name in messages */
+    int float_bits;               /* 32: a reader's values and thresholds are float32 unless the
+                                     model says otherwise; 64: double */
+    int absent;                   /* the library's rule for an absent feature: QS_ABSENT_ZERO
+                                     or QS_ABSENT_MISSING (qs_absent, below) */
+    qs_feature_count features;
+    qs_dense_rule dense;
+    qs_leaf_numbers leaves;
+    const char *eval_preset;      /* qs-eval --like-model's convention; "": none */
+    const char *picked_transforms; /* transforms the library computes at predict time for a
+                                     one-output model whatever its loss ("sigmoid exp"); "" none */
+} qs_source_info;
+/* The row of a source, NULL for a value no source has. */
+QS_API const qs_source_info *qs_source_get(qs_source s);
 
 /* Convert a foreign model held in memory (not NUL-terminated necessarily).
  * Returns NULL and fills err on failure; QS_ERR_UNSUPPORTED for models that

@@ -820,6 +820,14 @@ static const struct loss_info {
     { "StochasticFilter", "none" }, { "StochasticRank", "none" },
 };
 
+const char *qs_catboost_loss_transform(const char *loss)
+{
+    for (size_t i = 0; loss && i < sizeof losses / sizeof losses[0]; i++)
+        if (strcmp(loss, losses[i].name) == 0)
+            return losses[i].transform;
+    return "unsupported";
+}
+
 static int finish(conv *c)
 {
     if (c->has_ctr_data)
@@ -939,11 +947,7 @@ static int finish(conv *c)
     m->float_precision = 1;
     m->float_accumulate = QS_ACC_DOUBLE;
     m->absent_missing = 0;
-    const char *tf = "unsupported";
-    if (c->has_loss)
-        for (size_t i = 0; i < sizeof losses / sizeof losses[0]; i++)
-            if (strcmp(c->loss, losses[i].name) == 0)
-                tf = losses[i].transform;
+    const char *tf = qs_catboost_loss_transform(c->has_loss ? c->loss : NULL);
     snprintf(m->objective, sizeof m->objective, "%s", c->has_loss ? c->loss : "");
     snprintf(m->transform, sizeof m->transform, "%s", tf);
     if (!isfinite(m->out_scale))

@@ -6,13 +6,17 @@
 
 #include "model/model.h"
 
-/* A row of the readers' table (convert.c). */
+/* A row of the readers' table (convert.c).  Its source's facts are the
+ * source table's row (common/source.c, qs_source_get(info.source)). */
 typedef struct qs_reader {
     qs_reader_info info;   /* format, source, names (public: qs_reader_get) */
     /* whether the input is this format: raw is the whole input, p the same
-     * past a byte-order mark and leading white space (n > 0, except for
-     * ONNX's, which reads raw bytes); no two rows say yes to the same input */
+     * past a byte-order mark and leading white space (n > 0 unless
+     * binary); no two rows say yes to the same input */
     int (*detect)(const char *raw, size_t len, const char *p, size_t n);
+    int binary;            /* 1: a binary format, detected from raw bytes alone */
+    /* the reader; NULL in a build without the readers (make READERS=0),
+     * where qs_convert refuses the format by its description */
     qs_model *(*read)(const char *buf, size_t len, qs_error *err);
     /* the writer's version, into out[cap] (0), or -1; NULL: not recorded */
     int (*version)(const char *buf, size_t len, char *out, size_t cap);
@@ -27,6 +31,16 @@ long qs_xgboost_binary_at(const char *buf, size_t len);
 
 /* The row of a format, NULL when none. */
 const qs_reader *qs_reader_row(qs_format fmt);
+
+/* cbm.c: CatBoost's binary model (.cbm), and the CatBoost version it
+ * records. */
+qs_model *qs_read_catboost_cbm(const char *buf, size_t len, qs_error *err);
+int qs_version_catboost_cbm(const char *buf, size_t len, char *out, size_t cap);
+
+/* catboost.c: the transform CatBoost's prediction for a loss function is
+ * ("sigmoid", "fmath-exp", ...; "unsupported" for an unknown or NULL loss);
+ * the JSON and .cbm readers share it. */
+const char *qs_catboost_loss_transform(const char *loss);
 
 /* version.c: the writers' versions, as each row's `version`. */
 int qs_version_lightgbm(const char *buf, size_t len, char *out, size_t cap);

@@ -96,17 +96,3 @@ int qs_version_xgboost(const char *buf, size_t len, char *out, size_t cap)
     }
     return -1;
 }
-
-int qs_source_version(const char *buf, size_t len, char *out, size_t cap)
-{
-    if (cap == 0)
-        return -1;
-    out[0] = '\0';
-    int r = -1;
-    const qs_reader *row = qs_reader_row(qs_detect_format(buf, len));
-    if (row && row->version)
-        r = row->version(buf, len, out, cap); /* XGBoost's UBJSON: no quoted key, none found */
-    if (r != 0)
-        out[0] = '\0';
-    return r;
-}

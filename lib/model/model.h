@@ -16,7 +16,6 @@
 #define QS_MAX_TREES      (1u << 22)
 #define QS_MAX_TREE_NODES (1u << 20)   /* nodes (internal + leaves) per tree */
 #define QS_MAX_LEAVES     ((QS_MAX_TREE_NODES + 1u) / 2u)
-#define QS_SRC_COUNT      6u           /* qs_source values 0 .. QS_SRC_ONNX */
 /* 32-bit words per categorical bitset: categories 0 .. 2^31 - 1, LightGBM's
  * own range (Tree::CategoricalDecision casts the value to int; its
  * cat_boundaries are ints).  Memory stays bounded by the model's total,
@@ -163,7 +162,8 @@ struct qs_model {
 
 static inline int qs_model_dense_zero_band(const qs_model *m)
 {
-    return m->source == QS_SRC_LIGHTGBM;
+    const qs_source_info *r = qs_source_get(m->source);
+    return r && r->dense == QS_DENSE_ZERO_BAND;
 }
 
 

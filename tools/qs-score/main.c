@@ -314,7 +314,7 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
     const qs_model_info *info = &c->info;
     const char *dname = c->dname;
     if (c->input == PIPE_F32 && c->f32_features > info->num_features &&
-        (info->source == QS_SRC_LIGHTGBM || info->source == QS_SRC_XGBOOST)) {
+        qs_source_get(info->source) && qs_source_get(info->source)->features == QS_FEATURES_DATA) {
         if (c->strict_features)
             tool_die(EXIT_DATA, "%s: --features %u is beyond the model's %u features "
                                 "(--strict-features)", dname, c->f32_features, info->num_features);
@@ -325,7 +325,8 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
         tool_die(EXIT_DATA, "%s: --features %u is beyond the model's %u features "
                             "(--strict-features)", dname, c->f32_features, info->num_features);
     }
-    if (c->lightgbm_dense && info->source != QS_SRC_LIGHTGBM)
+    if (c->lightgbm_dense &&
+        !(qs_source_get(info->source) && qs_source_get(info->source)->dense == QS_DENSE_ZERO_BAND))
         tool_die(EXIT_USAGE, "--lightgbm-dense is LightGBM's rule, and %s is a %s model",
                  c->mpath, qs_source_name(info->source));
     job->info = &c->info;

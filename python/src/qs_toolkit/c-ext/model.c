@@ -135,8 +135,26 @@ static int Model_init(ModelObject *self, PyObject *args, PyObject *kw)
     if (fmt_name) {
         const qs_reader_info *r = qs_reader_by_name(fmt_name);
         if (!r) {
-            PyErr_Format(PyExc_ValueError, "unknown model format '%s' (expected lightgbm, "
-                         "xgboost, catboost, onnx, quickrank or ranklib)", fmt_name);
+            /* the names the readers' table gives (lib/convert/convert.c) */
+            char names[256];
+            size_t k = 0, total = 0, seen = 0;
+            const qs_reader_info *ri;
+            for (size_t i = 0; (ri = qs_reader_get(i)) != NULL; i++)
+                total += (ri->name != NULL) + (ri->alias != NULL);
+            names[0] = '\0';
+            for (size_t i = 0; (ri = qs_reader_get(i)) != NULL; i++) {
+                const char *nm[2] = { ri->name, ri->alias };
+                for (int j = 0; j < 2; j++) {
+                    if (!nm[j] || k >= sizeof names)
+                        continue;
+                    seen++;
+                    int w = snprintf(names + k, sizeof names - k, "%s%s",
+                                     seen == 1 ? "" : seen == total ? " or " : ", ", nm[j]);
+                    k += w > 0 ? (size_t)w : 0;
+                }
+            }
+            PyErr_Format(PyExc_ValueError, "unknown model format '%s' (expected %s)", fmt_name,
+                         names);
             return -1;
         }
         opt.format = r->format;
@@ -507,6 +525,7 @@ static PyObject *build_info(ModelObject *self, const qs_scorer *s)
                                          (long long)st.max_feature_used)) ||
         put(d, "classes", PyLong_FromUnsignedLong(mi.num_classes)) ||
         put(d, "trees", PyLong_FromUnsignedLongLong(mi.num_trees)) ||
+        put(d, "iterations", PyLong_FromUnsignedLongLong(qs_scorer_iterations(s))) ||
         put(d, "nodes", PyLong_FromUnsignedLongLong(st.nodes)) ||
         put(d, "leaves", PyLong_FromUnsignedLongLong(st.leaves)) ||
         put(d, "categorical_splits", PyLong_FromUnsignedLongLong(st.cat_nodes)) ||
