@@ -167,6 +167,9 @@ typedef struct qs_source_info {
     const char *eval_preset;      /* qs-eval --like-model's convention; "": none */
     const char *picked_transforms; /* transforms the library computes at predict time for a
                                      one-output model whatever its loss ("sigmoid exp"); "" none */
+    unsigned first_column;        /* qs's feature number of the library's own column 0 in a
+                                     matrix (1 for CatBoost, whose column j its LETOR reader
+                                     and qs number j + 1; 0 for the others) */
 } qs_source_info;
 /* The row of a source, NULL for a value no source has. */
 QS_API const qs_source_info *qs_source_get(qs_source s);

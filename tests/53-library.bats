@@ -62,12 +62,12 @@ PY
     run qs-convert --from nosuch /dev/null
     assert_failure 2
     assert_output --partial "catboost-cbm (cbm)"
-    grep -q 'qs_reader_get' "$QS_ROOT/python/src/qs_toolkit/_core.c"
-    ! grep -q '"unknown model format .* (expected lightgbm' "$QS_ROOT/python/src/qs_toolkit/_core.c"
+    grep -q 'qs_reader_get' "$QS_ROOT"/python/src/qs_toolkit/c-ext/model.c
+    ! grep -q '"unknown model format .* (expected lightgbm' "$QS_ROOT"/python/src/qs_toolkit/c-ext/*.c
     # no part of qs names a source library outside the tables but where a
     # reader or a source-specific rule lives
     run grep -n 'QS_SRC_\(LIGHTGBM\|XGBOOST\|QUICKRANK\|CATBOOST\|ONNX\)' \
         "$QS_ROOT"/lib/model/*.c "$QS_ROOT"/lib/score/transform.c "$QS_ROOT"/lib/eval/*.c \
-        "$QS_ROOT"/lib/layout/*.c "$QS_ROOT"/tools/*/*.c "$QS_ROOT"/python/src/qs_toolkit/*.c
+        "$QS_ROOT"/lib/layout/*.c "$QS_ROOT"/tools/*/*.c "$QS_ROOT"/python/src/qs_toolkit/c-ext/*.c
     assert_output ""
 }

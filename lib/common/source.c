@@ -11,22 +11,23 @@
 
 static const qs_source_info sources[QS_SRC_COUNT] = {
     /* source, name, library, float bits, absent, feature count, dense input,
-     * leaf numbers, qs-eval preset, transforms picked at predict time */
+     * leaf numbers, qs-eval preset, transforms picked at predict time, qs's
+     * feature number of the library's matrix column 0 */
     { QS_SRC_UNKNOWN, "unknown", "the source library", 64, QS_ABSENT_ZERO, QS_FEATURES_USED,
-      QS_DENSE_AS_IS, QS_LEAVES_BY_RANK, "", "" },
+      QS_DENSE_AS_IS, QS_LEAVES_BY_RANK, "", "", 0 },
     { QS_SRC_LIGHTGBM, "lightgbm", "LightGBM", 64, QS_ABSENT_ZERO, QS_FEATURES_DATA,
-      QS_DENSE_ZERO_BAND, QS_LEAVES_BY_RANK, "lightgbm", "" },
+      QS_DENSE_ZERO_BAND, QS_LEAVES_BY_RANK, "lightgbm", "", 0 },
     { QS_SRC_XGBOOST, "xgboost", "XGBoost", 32, QS_ABSENT_MISSING, QS_FEATURES_DATA,
-      QS_DENSE_AS_IS, QS_LEAVES_BY_NODE, "xgboost", "" },
+      QS_DENSE_AS_IS, QS_LEAVES_BY_NODE, "xgboost", "", 0 },
     { QS_SRC_QUICKRANK, "quickrank", "QuickRank/RankLib", 32, QS_ABSENT_ZERO, QS_FEATURES_USED,
-      QS_DENSE_AS_IS, QS_LEAVES_BY_RANK, "quickrank", "" },
+      QS_DENSE_AS_IS, QS_LEAVES_BY_RANK, "quickrank", "", 0 },
     /* CatBoost picks Probability (sigmoid), Exponent (its own exp on x86-64,
      * fmath-exp) or exp (the C library's, as its builds elsewhere compute it)
      * at predict time */
     { QS_SRC_CATBOOST, "catboost", "CatBoost", 32, QS_ABSENT_ZERO, QS_FEATURES_USED,
-      QS_DENSE_AS_IS, QS_LEAVES_BY_RANK, "", "sigmoid exp fmath-exp" },
+      QS_DENSE_AS_IS, QS_LEAVES_BY_RANK, "", "sigmoid exp fmath-exp", 1 },
     { QS_SRC_ONNX, "onnx", "ONNX Runtime", 32, QS_ABSENT_ZERO, QS_FEATURES_USED, QS_DENSE_AS_IS,
-      QS_LEAVES_BY_RANK, "", "" },
+      QS_LEAVES_BY_RANK, "", "", 0 },
 };
 
 const qs_source_info *qs_source_get(qs_source s)

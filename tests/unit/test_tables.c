@@ -54,6 +54,7 @@ static unsigned check_source(const qs_source_info *r, qs_source s)
     CHECK(r->eval_preset != NULL, "source %d: no qs-eval preset (\"\" for none)", (int)s);
     CHECK(r->picked_transforms != NULL, "source %d: no picked transforms (\"\" for none)",
           (int)s);
+    CHECK(r->first_column <= 1, "source %d: first_column %u (0 or 1)", (int)s, r->first_column);
     if (r->eval_preset && r->eval_preset[0]) {
         qs_eval_conv c;
         qs_error err;
@@ -108,12 +109,12 @@ int main(void)
     quiet = 1;
     const qs_source_info good = { QS_SRC_XGBOOST, "xgboost", "XGBoost", 32, QS_ABSENT_MISSING,
                                   QS_FEATURES_DATA, QS_DENSE_AS_IS, QS_LEAVES_BY_NODE, "xgboost",
-                                  "" };
+                                  "", 0 };
     const unsigned base = fails;
     unsigned missed = check_source(&good, QS_SRC_XGBOOST);
     fails = base;
-    qs_source_info holes[9];
-    for (int k = 0; k < 9; k++)
+    qs_source_info holes[10];
+    for (int k = 0; k < 10; k++)
         holes[k] = good;
     holes[0].name = NULL;
     holes[1].library = NULL;
@@ -124,8 +125,9 @@ int main(void)
     holes[6].leaves = 0;
     holes[7].eval_preset = NULL;
     holes[8].picked_transforms = NULL;
+    holes[9].first_column = 2;
     unsigned caught = 0;
-    for (int k = 0; k < 9; k++) {
+    for (int k = 0; k < 10; k++) {
         caught += check_source(&holes[k], QS_SRC_XGBOOST) > 0;
         fails = base;
     }
@@ -153,7 +155,7 @@ int main(void)
     }
     quiet = 0;
     CHECK(missed == 0, "the checks refuse complete rows");
-    CHECK(caught == 14, "the checks caught %u of 14 rows with a field left out", caught);
+    CHECK(caught == 15, "the checks caught %u of 15 rows with a field left out", caught);
 
     /* the source table: a row per qs_source, and none past them */
     for (unsigned s = 0; s < QS_SRC_COUNT; s++)

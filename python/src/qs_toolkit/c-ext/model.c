@@ -219,9 +219,11 @@ static int Model_init(ModelObject *self, PyObject *args, PyObject *kw)
         qs_model_stats_free(&st);
     }
     self->num_features = self->info.num_features;
-    /* CatBoost's own numbering: the caller's column j is qs's feature j + 1
-     * (qs's LETOR numbering, CatBoost's libsvm reader's) */
-    self->lead = self->info.source == QS_SRC_CATBOOST && self->num_features > 0 ? 1 : 0;
+    /* the library's own numbering (the source table's first_column):
+     * CatBoost's column j is qs's feature j + 1 (qs's LETOR numbering,
+     * CatBoost's libsvm reader's) */
+    const qs_source_info *src = qs_source_get(self->info.source);
+    self->lead = src && self->num_features > 0 ? src->first_column : 0;
     self->num_classes = self->info.num_classes;
     self->num_trees = self->info.num_trees;
     self->iterations = qs_scorer_iterations(s);
