@@ -163,6 +163,7 @@ setup() {
             taskset) continue ;; # util-linux: essential, always installed
             qs-*) continue ;;    # built here
             script) continue ;;  # bsdutils: essential, always installed
+            nvcc) continue ;;    # the installed CUDA toolkit, not a Debian package (doc/gpu.md)
             pkg-config) pkg=pkg-config ;;
             man) pkg=man-db ;;
             groff) pkg=groff-base ;;
