@@ -41,7 +41,7 @@ make_cmd=${MAKE:-make}
 # AddressSanitizer preloaded into the interpreter.
 SAN_TESTS="tests/05-harness.bats tests/10-pipeline.bats tests/12-backends.bats
 tests/14-xgboost-binary.bats tests/15-converters.bats tests/17-onnx.bats tests/18-compile.bats tests/18-zero-threshold.bats
-tests/22-linear.bats tests/26-batch.bats tests/27-cuda.bats
+tests/16-catboost-cbm.bats tests/22-linear.bats tests/26-batch.bats tests/27-cuda.bats
 tests/23-trees-leaves.bats tests/30-errors.bats tests/35-hostile.bats tests/40-fuzz-corpus.bats
 tests/45-eval-groups.bats tests/52-output.bats tests/53-library.bats tests/56-documents.bats
 tests/57-progress.bats tests/58-bounds.bats tests/59-transforms.bats tests/60-threads.bats
