@@ -772,8 +772,9 @@ QS_API int qs_score_leaves(const qs_scorer *s, qs_workspace *w, qs_backend b, ui
  * features already filled (0.0 or NaN, as qs_doc_reset would) and values
  * rounded to the model's precision; out[d * num_classes + c] receives the
  * raw scores.  threads: 1 scores on the calling thread, 0 uses OpenMP's
- * default (every CPU), N uses N; each thread scores a contiguous share of
- * the rows with its own workspace.  A back end that takes whole batches
+ * default (every CPU), N uses N; the threads claim the rows in chunks of
+ * whole workspace batches (about eight a thread) as each becomes free, each
+ * with its own workspace.  A back end that takes whole batches
  * (QS_BACKEND_F_BATCH) gets every row in one call instead, and uses at
  * most `threads` CPU threads its own way; it may be called from several
  * threads at once.  The scores are the same bits for every thread count.

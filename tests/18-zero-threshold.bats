@@ -61,7 +61,7 @@ export SCORE_COMPARE=values
         qs-compile -o "$BATS_TEST_TMPDIR/m.qsm" "$BATS_TEST_TMPDIR/m.txt"
         run "$UNIT/test_matrix" "$BATS_TEST_TMPDIR/m.qsm" "$Z/docs.letor"
         assert_success
-        assert_output --regexp "^254 documents, 28 checks, 0 failures$"
+        assert_output --regexp "^254 documents, 30 checks, 0 failures$"
     done
 }
 

@@ -96,15 +96,38 @@ int qs_backend_score_rows(const qs_scorer *s, qs_backend b, const qs_rows *r, do
     int failed = 0;
     qs_error first;
     qs_error_clear(&first);
-    /* Contiguous shares of whole rows, one per thread. */
+    /* Rows claimed in chunks of whole workspace batches by whichever thread
+     * is free (about 8 chunks a thread): a thread slowed by another process
+     * or by harder rows no longer holds the call up, as one fixed share a
+     * thread did.  Each row's score is its own: the order changes no bit. */
+    size_t next = 0;
+    if (threads > ndocs)
+        threads = (unsigned)ndocs;
 #pragma omp parallel num_threads(qs_team(threads))
     {
-        const size_t t = (size_t)omp_get_thread_num(), T = (size_t)omp_get_num_threads();
-        const size_t begin = ndocs * t / T, end = ndocs * (t + 1) / T;
+        const size_t T = (size_t)omp_get_num_threads();
         qs_error e;
         qs_error_clear(&e);
-        qs_workspace *w = begin < end ? qs_workspace_new(s, &e) : NULL;
-        int rc = begin < end && (!w || score_share(s, w, b, r, begin, end, out, &e) != 0);
+        qs_workspace *w = qs_workspace_new(s, &e);
+        int rc = !w;
+        if (w) {
+            const size_t batch = w->nslots ? w->nslots : 1;
+            const size_t batches = (ndocs + batch - 1) / batch;
+            const size_t per = (batches + 8 * T - 1) / (8 * T);
+            const size_t chunk = batch * (per ? per : 1);
+            for (;;) {
+                const size_t begin = __atomic_fetch_add(&next, chunk, __ATOMIC_RELAXED);
+                if (begin >= ndocs)
+                    break;
+                const size_t end = ndocs - begin < chunk ? ndocs : begin + chunk;
+                if (score_share(s, w, b, r, begin, end, out, &e) != 0) {
+                    rc = 1;
+                    /* the others stop at their next claim */
+                    __atomic_store_n(&next, ndocs, __ATOMIC_RELAXED);
+                    break;
+                }
+            }
+        }
         qs_workspace_free(w);
         /* The first failure's error (no named critical section: its lock
          * would be a global symbol of the shared library). */

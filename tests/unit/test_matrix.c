@@ -54,7 +54,7 @@ int main(int argc, char **argv)
     }
     long checks = 0, failures = 0;
     double *got = malloc(sizeof(double) * K * (n ? n : 1));
-    const unsigned counts[] = { 1, 2, 3, 0 };
+    const unsigned counts[] = { 1, 2, 3, 7, 0 };   /* 7: more threads than chunks */
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
         memset(got, 0xff, sizeof(double) * K * n);
         checks++;
