@@ -187,6 +187,7 @@ endif
 $(BUILD)/.flags: FORCE
 	@mkdir -p $(BUILD)
 	@echo '$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS)' > $@
+.PHONY: FORCE
 FORCE:
 .SECONDARY:
 

@@ -23,7 +23,7 @@
 # Keep the includer's default goal: these rules must not become `make`'s.
 FUZZ_SAVED_GOAL := $(.DEFAULT_GOAL)
 
-FUZZ_TARGETS := lightgbm xgboost catboost onnx quickrank text qsm letor eval dsv cats binding
+FUZZ_TARGETS := lightgbm xgboost xgboost_bin catboost cbm onnx quickrank text qsm letor eval dsv cats binding
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_BUILD   ?= build-fuzz
@@ -52,7 +52,8 @@ $(BUILD)/fuzz/replay_cats: $(BUILD)/tools/common/json.o
 # OpenMP and NUMA stay off: they add nothing to parsing and confuse ASan.
 FUZZ_SAN    := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude -Ilib -I$(BUILD)/gen -Itools/common \
-               -DQS_HAVE_OPENMP=0 -DQS_HAVE_NUMA=0 -DQS_HAVE_CUDA=0 -DQS_LIBFUZZER=1 $(FUZZ_SAN)
+               -DQS_HAVE_OPENMP=0 -DQS_HAVE_NUMA=0 -DQS_HAVE_CUDA=0 -DQS_HAVE_READERS=1 -DQS_LIBFUZZER=1 \
+               $(FUZZ_SAN)
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o) $(LIB_GEN:%=$(FUZZ_BUILD)/gen/%.o)
 FUZZ_BIN     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/bin/fuzz_%)
 

@@ -21,7 +21,7 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-for t in lightgbm xgboost catboost quickrank text qsm letor eval; do
+for t in lightgbm xgboost xgboost_bin catboost cbm quickrank text qsm letor eval; do
     mkdir -p "$C/$t"
     rm -f "$C/$t"/gen-*
 done
@@ -90,13 +90,33 @@ for f in "$FIX"/xgboost/*.json "$FIX"/xgboost/*.ubj; do
     keep "$f" "$C/xgboost/gen-$(basename "$f")"
 done
 
+# ------------------------------------------------------------ xgboost_bin
+# XGBoost's binary format: tiny models by XGBoost 1.7.6 and 1.0.2 (no
+# "binf"), gblinear, and the version-0 and version-2 refusals
+for f in "$FIX"/xgboost-binary/seed-*.model "$FIX"/xgboost-binary/refuse-*.model; do
+    keep "$f" "$C/xgboost_bin/gen-$(basename "$f")"
+done
+
 # ------------------------------------------------------------ catboost
 for f in "$FIX"/catboost/*.json; do
     keep "$f" "$C/catboost/gen-$(basename "$f")"
 done
+# CatBoost's own JSON with a categorical feature (one-hot, saved with its
+# pool, CTRs): refused naming it
+for n in onehot onehot-pool ctr; do
+    plain "$FIX/catboost-ntree/$n.json.zst" > "$tmp/m"; keep "$tmp/m" "$C/catboost/gen-cat-$n.json"
+done
 if [ -f "$SHARED/catboost/models/single_tree/model.json" ]; then
     keep "$SHARED/catboost/models/single_tree/model.json" "$C/catboost/gen-single_tree.json"
 fi
+
+# ------------------------------------------------------------ cbm
+# CatBoost .cbm models written by tests/tools/cbm_forge.py from the specs of
+# tests/fixtures/catboost-cbm/forge (small: no InfoMap of CatBoost's own)
+for f in "$FIX"/catboost-cbm/forge/*.json; do
+    python3 tests/tools/cbm_forge.py "$f" "$tmp/m"
+    keep "$tmp/m" "$C/cbm/gen-$(basename "$f" .json).cbm"
+done
 
 # ------------------------------------------------------------ quickrank
 for f in "$FIX"/quickrank/*.xml "$FIX"/quickrank/ranklib_*.txt "$FIX"/quickrank/bad_random_forest.txt \
@@ -113,8 +133,12 @@ fi
 # Every model seed that converts gives a canonical text seed, and that text
 # a .qsm (as qs-compile writes it, zstd sections) and its unpacked twin
 # (stored sections, records open to mutation).
-${CC:-cc} -std=c11 -O1 -Iinclude -Ilib -o "$tmp/qsm_unpack" fuzz/qsm_unpack.c lib/common/crc32c.c -lzstd
-for f in "$C"/lightgbm/gen-* "$C"/xgboost/gen-* "$C"/catboost/gen-* "$C"/quickrank/gen-*; do
+${CC:-cc} -std=c11 -O1 -D_GNU_SOURCE -Iinclude -Ilib -o "$tmp/qsm_unpack" fuzz/qsm_unpack.c lib/common/crc32c.c \
+    lib/common/cpu.c -lzstd
+# (ONNX opset-1/3 regressors with a double input: the output rounded to
+# float32, INFO's 1.5 extension, as XGBoost forests' trees per iteration)
+for f in "$C"/lightgbm/gen-* "$C"/xgboost/gen-* "$C"/xgboost_bin/gen-seed-* "$C"/catboost/gen-* \
+         "$C"/quickrank/gen-* "$FIX"/onnx-double/dbl000.onnx "$FIX"/onnx-double/dbl001.onnx; do
     base=$(basename "$(dirname "$f")")-$(basename "$f" | sed 's/^gen-//; s/\.[a-z]*$//')
     "$BIN/qs-convert" "$f" > "$tmp/t" 2>/dev/null || continue
     keep "$tmp/t" "$C/text/gen-$base.txt"

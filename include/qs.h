@@ -86,11 +86,12 @@ QS_API void qs_model_free(qs_model *m);
 typedef enum qs_format {
     QS_FMT_UNKNOWN = 0,
     QS_FMT_LIGHTGBM = 1,   /* LightGBM text model (v2, v3, v4) */
-    QS_FMT_XGBOOST = 2,    /* XGBoost JSON model */
+    QS_FMT_XGBOOST = 2,    /* XGBoost JSON, UBJSON or binary (1.0 to 1.7) model */
     QS_FMT_QUICKRANK = 3,  /* QuickRank / RankLib XML */
     QS_FMT_CANONICAL = 4,  /* qs canonical ensemble text */
     QS_FMT_CATBOOST = 5,   /* CatBoost JSON model (save_model(format="json")) */
-    QS_FMT_ONNX = 6        /* ONNX model (protobuf) holding one ai.onnx.ml tree ensemble */
+    QS_FMT_ONNX = 6,       /* ONNX model (protobuf) holding one ai.onnx.ml tree ensemble */
+    QS_FMT_CATBOOST_CBM = 7 /* CatBoost binary model (.cbm, save_model's default) */
 } qs_format;
 
 /* Guess a model's format from its first bytes (each reader's detection, in
@@ -135,6 +136,44 @@ QS_API const qs_reader_info *qs_reader_by_format(qs_format fmt);
  * ("lightgbm", ..., "unknown"), and back (0, or -1 for a name none has). */
 QS_API const char *qs_source_name(qs_source s);
 QS_API int qs_source_from_name(const char *name, size_t len, qs_source *out);
+
+/* The source libraries' table (lib/common/source.c): one row per qs_source,
+ * the facts of the library that every part of qs reads from it (the model
+ * code, the layout, transforms, qs-eval's presets, the tools, the Python
+ * binding).  No field of a row is 0 or NULL ("" where a library has none),
+ * so a row that misses a field shows (tests/unit/test_tables.c). */
+typedef enum qs_feature_count {
+    QS_FEATURES_DATA = 1,    /* num_features is the training data's count: a larger id is a mismatch */
+    QS_FEATURES_USED = 2     /* the model counts only the features its trees use */
+} qs_feature_count;
+typedef enum qs_dense_rule {
+    QS_DENSE_AS_IS = 1,      /* dense input (CSV, TSV, matrices) is read as written */
+    QS_DENSE_ZERO_BAND = 2   /* |v| <= (double)1e-35f read densely is 0.0 (LightGBM) */
+} qs_dense_rule;
+typedef enum qs_leaf_numbers {
+    QS_LEAVES_BY_RANK = 1,   /* --leaves: a leaf's rank among its tree's leaves */
+    QS_LEAVES_BY_NODE = 2    /* --leaves: the leaf's node index (XGBoost's pred_leaf) */
+} qs_leaf_numbers;
+typedef struct qs_source_info {
+    qs_source source;
+    const char *name;             /* "lightgbm" (qs_source_name) */
+    const char *library;          /* "LightGBM": the library's name in messages */
+    int float_bits;               /* 32: a reader's values and thresholds are float32 unless the
+                                     model says otherwise; 64: double */
+    int absent;                   /* the library's rule for an absent feature: QS_ABSENT_ZERO
+                                     or QS_ABSENT_MISSING (qs_absent, below) */
+    qs_feature_count features;
+    qs_dense_rule dense;
+    qs_leaf_numbers leaves;
+    const char *eval_preset;      /* qs-eval --like-model's convention; "": none */
+    const char *picked_transforms; /* transforms the library computes at predict time for a
+                                     one-output model whatever its loss ("sigmoid exp"); "" none */
+    unsigned first_column;        /* qs's feature number of the library's own column 0 in a
+                                     matrix (1 for CatBoost, whose column j its LETOR reader
+                                     and qs number j + 1; 0 for the others) */
+} qs_source_info;
+/* The row of a source, NULL for a value no source has. */
+QS_API const qs_source_info *qs_source_get(qs_source s);
 
 /* Convert a foreign model held in memory (not NUL-terminated necessarily).
  * Returns NULL and fills err on failure; QS_ERR_UNSUPPORTED for models that
@@ -634,7 +673,7 @@ typedef struct qs_opened {
 /* Open the model file at path (when path is not NULL) or the len bytes at
  * buf (the caller's: they may be freed after) into *out (opt may be NULL:
  * the defaults).  0, or -1 with err and *out empty: QS_ERR_IO (the file,
- * with the system's reason), QS_ERR_LIMIT (beyond the bound), QS_ERR_FORMAT
+ * with the system's reason; errno holds it on return), QS_ERR_LIMIT (beyond the bound), QS_ERR_FORMAT
  * (a malformed model, .qsm or zstd frame; neither a .qsm nor a format a
  * reader takes), QS_ERR_UNSUPPORTED (refused: no exact score), QS_ERR_ARG
  * (a bad QS_MAX_INPUT), QS_ERR_NOMEM.  A message about a file starts with
@@ -666,22 +705,23 @@ QS_API int qs_max_input(size_t *out, qs_error *err);
 /* The selected slot's dense feature vector (num_features values). */
 QS_API const double *qs_doc_values(const qs_workspace *w);
 
-/* Iterations of the scorer's model: its trees / its classes (one tree per
- * class per iteration, as LightGBM and XGBoost grow them). */
+/* Iterations of the scorer's model: its trees / the trees of one iteration
+ * (one tree per class, as LightGBM, CatBoost and XGBoost grow them;
+ * XGBoost's boosted random forests num_parallel_tree per class). */
 QS_API uint64_t qs_scorer_iterations(const qs_scorer *s);
 
 /* Keep only the first `iterations` iterations of the scorer's model: its
- * first iterations × K trees (K classes), what LightGBM's
- * predict(num_iteration=N) and XGBoost's iteration_range=(0, N) score.  More
- * iterations than the model has keep the whole model, as LightGBM does.  A
- * transform average (LightGBM random forests) becomes the iterations kept.
- * The layout is rebuilt with the same τ, δ, Δ and tree reversal, and the
- * back ends prepared for the scorer are prepared again.  Not thread-safe:
- * call before creating workspaces.  Returns 0, or -1 with err: QS_ERR_ARG
- * for 0 iterations, QS_ERR_UNSUPPORTED when the model's trees do not come
- * one per class per iteration (tree i of class i mod K); an XGBoost random
- * forest (num_parallel_tree > 1) of one class cannot be told apart and
- * counts one tree per iteration. */
+ * first iterations × K trees (K classes; XGBoost's boosted random forests
+ * iterations × num_parallel_tree × K, as the model records), what
+ * LightGBM's predict(num_iteration=N), XGBoost's iteration_range=(0, N) and
+ * CatBoost's ntree_end=N score.  More iterations than the model has keep
+ * the whole model, as LightGBM does.  A transform average (LightGBM random
+ * forests) becomes the iterations kept.  The layout is rebuilt with the
+ * same τ, δ, Δ and tree reversal, and the back ends prepared for the
+ * scorer are prepared again.  Not thread-safe: call before creating
+ * workspaces.  Returns 0, or -1 with err: QS_ERR_ARG for 0 iterations,
+ * QS_ERR_UNSUPPORTED when the model records no count of its own and its
+ * trees do not come one per class per iteration (tree i of class i mod K). */
 QS_API int qs_scorer_truncate(qs_scorer *s, uint64_t iterations, qs_error *err);
 
 /* A workspace holds δ document slots (qs_workspace_slots); the qs_doc_*

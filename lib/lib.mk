@@ -1,19 +1,21 @@
 # lib/lib.mk: the library's sources, one section per layer (lib/README.md
 # says what each folder may include).  Included by the Makefile.
 
-# common: errors, number parsing, score printing, CRC-32C, CPU features and
-# cache sizes, growing arrays, whole-file reads, thread starts (threads.c)
+# common: the source libraries' table (source.c), errors, number parsing,
+# score printing, CRC-32C, CPU features and cache sizes, growing arrays,
+# whole-file reads, thread starts (threads.c)
 LIB_SRC += lib/common/error.c lib/common/number.c lib/common/format.c lib/common/crc32c.c \
-           lib/common/cpu.c lib/common/vec.c lib/common/file.c lib/common/threads.c
+           lib/common/cpu.c lib/common/vec.c lib/common/file.c lib/common/threads.c \
+           lib/common/source.c
 
 # model: the canonical ensemble, its validation, walk and text form
 LIB_SRC += lib/model/model.c lib/model/text.c lib/model/stats.c
 
-# convert: the table of readers, one file per format (READERS=0: the table
-# and the canonical text only; no libexpat, no protobuf-c)
+# convert: the table of readers, one file per format (READERS=0: the table,
+# its readers NULL, and the canonical text only; no libexpat, no protobuf-c)
 LIB_SRC += lib/convert/convert.c lib/convert/json.c
 READER_SRC := lib/convert/lightgbm.c lib/convert/xgboost.c lib/convert/quickrank.c \
-              lib/convert/catboost.c lib/convert/version.c lib/convert/onnx.c \
+              lib/convert/catboost.c lib/convert/cbm.c lib/convert/version.c lib/convert/onnx.c \
               lib/convert/features.c
 ifneq ($(READERS),0)
 LIB_SRC += $(READER_SRC)
@@ -22,7 +24,6 @@ LIB_SRC += $(READER_SRC)
 LIB_GEN := convert/onnx.pb-c
 LIB_GEN_USERS := lib/convert/onnx.c
 else
-LIB_SRC += lib/convert/noreaders.c
 LIB_GEN :=
 LIB_GEN_USERS :=
 endif

@@ -40,12 +40,18 @@ make_cmd=${MAKE:-make}
 # bad-input tests and an oracle file per kind of model, its extension built against build-san's library with
 # AddressSanitizer preloaded into the interpreter.
 SAN_TESTS="tests/05-harness.bats tests/10-pipeline.bats tests/12-backends.bats
-tests/15-converters.bats tests/17-onnx.bats tests/18-compile.bats tests/18-zero-threshold.bats
-tests/22-linear.bats tests/26-batch.bats tests/27-cuda.bats
+tests/14-xgboost-binary.bats tests/15-converters.bats tests/17-onnx.bats tests/18-compile.bats tests/18-zero-threshold.bats
+tests/16-catboost-cbm.bats tests/22-linear.bats tests/26-batch.bats tests/27-cuda.bats
 tests/23-trees-leaves.bats tests/30-errors.bats tests/35-hostile.bats tests/40-fuzz-corpus.bats
 tests/45-eval-groups.bats tests/52-output.bats tests/53-library.bats tests/56-documents.bats
 tests/57-progress.bats tests/58-bounds.bats tests/59-transforms.bats tests/60-threads.bats
 tests/62-inputs.bats tests/63-info.bats tests/66-faults.bats tests/70-python.bats tests/eval.bats"
+
+# each part's log, removed however this script ends
+logs=$(mktemp -d "${TMPDIR:-/tmp}/qs-check-all.XXXXXX") || exit 1
+trap 'rm -rf "$logs"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 names=()
 states=()
@@ -64,7 +70,7 @@ part() {
 run_part() {
     local name="$1" t0 t1 rc=0 log
     shift
-    log=$(mktemp)
+    log="$logs/part.log"
     t0=$(date +%s)
     echo "# ---- $name"
     "$@" 2>&1 | tee "$log" || rc=$?

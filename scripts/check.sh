@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # check.sh: run the bats suite and end with one summary line
 # ("N passed, N failed, N skipped").  Exits non-zero if a test failed, if
-# bats itself failed, or if fewer tests ran than the suite holds (bats --count).
+# bats itself failed, if fewer tests ran than the suite holds (bats --count),
+# or if the tests left something in their TMPDIR (a folder of this run's own).
 #
 #   scripts/check.sh [BATS-OPTION...] [-- FILE-OR-DIR...]     (default: tests/)
 #
@@ -93,10 +94,20 @@ if ! expected=$(bats --count "${opts[@]}" "${targets[@]}") || [ -z "$expected" ]
     exit 1
 fi
 
+# The tests' temporary files go to a folder of this run's own (TMPDIR):
+# bats's, and whatever else a test or a program it runs puts there.  What is
+# left in it when bats is done is a test that does not clean up after
+# itself: named, removed, and the run fails.
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-bats --tap "${opts[@]}" "${targets[@]}" | tee "$log"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/qs-check.XXXXXX")
+trap 'rm -f "$log"; rm -rf "$tmp"' EXIT
+# a signal (^C, or TERM to the process group) ends the run once bats has
+# stopped, so that nothing of bats's is written after the folder is gone
+trap 'exit 130' INT
+trap 'exit 143' TERM
+TMPDIR="$tmp" bats --tap "${opts[@]}" "${targets[@]}" | tee "$log"
 rc=${PIPESTATUS[0]}
+left=$(cd "$tmp" && find . -mindepth 1 -maxdepth 1 -printf '%P\n' | sort | tr '\n' ' ')
 ran=$(grep -cE '^(not )?ok ' "$log")
 pass=$(grep -c '^ok ' "$log")
 skip=$(grep -c '^ok .* # skip' "$log")
@@ -108,6 +119,10 @@ if [ "$rc" != 0 ]; then
     status=1
 fi
 if [ "$fail" != 0 ]; then
+    status=1
+fi
+if [ -n "$left" ]; then
+    echo "check.sh: the tests left these in TMPDIR (removed now): ${left% }" >&2
     status=1
 fi
 if [ "$ran" -lt "$expected" ]; then

@@ -147,11 +147,47 @@ fake_bats() {
     assert_output --regexp "ok 1 exitcode=86:detect_leaks=1:.* use_stacks=0:use_registers=0.* exitcode=87:"
 }
 
+@test "scripts/check.sh: the tests' temporary files in a folder of its own; what a test leaves there fails the run, named, and is removed" {
+    local t="$BATS_TEST_TMPDIR"
+    printf '@test "tidy" { f=$(mktemp); rm "$f"; }\n' > "$t/tidy.bats"
+    printf '@test "untidy" { mktemp -d "$TMPDIR/left-behind.XXXXXX"; }\n' > "$t/untidy.bats"
+    mkdir "$t/tmp"
+    TMPDIR="$t/tmp" run "$QS_ROOT/scripts/check.sh" -- "$t/tidy.bats"
+    assert_success
+    assert_line "1 passed, 0 failed, 0 skipped"
+    TMPDIR="$t/tmp" run "$QS_ROOT/scripts/check.sh" -- "$t/untidy.bats"
+    assert_failure
+    assert_line "1 passed, 0 failed, 0 skipped"
+    assert_line --regexp "^check.sh: the tests left these in TMPDIR \(removed now\): left-behind\.[A-Za-z0-9]{6}$"
+    # nothing of either run left in TMPDIR
+    run ls -A "$t/tmp"
+    assert_output ""
+}
+
+@test "check-all.sh and check.sh stopped by a signal mid-run: nothing of theirs left in TMPDIR" {
+    local t="$BATS_TEST_TMPDIR" pid n=0
+    mkdir "$t/tmp"
+    printf '@test "slow" { sleep 60; }\n' > "$t/slow.bats"
+    TMPDIR="$t/tmp" QS_CHECK_FILES="$t/slow.bats" QS_TEST_JOBS=1 \
+        setsid env -u SANITIZE "$QS_ROOT/scripts/check-all.sh" > "$t/out" 2>&1 3>&- &
+    pid=$!
+    # until the test runs: check.sh's folder holds bats's
+    until compgen -G "$t/tmp/qs-check.*/bats-run-*/test/1" > /dev/null; do
+        n=$((n + 1))
+        [ "$n" -lt 300 ] || { kill -KILL -- "-$pid"; cat "$t/out"; return 1; }
+        sleep 0.1
+    done
+    kill -TERM -- "-$pid"
+    wait "$pid" || true
+    run ls -A "$t/tmp"
+    assert_output ""
+}
+
 @test "check-all.sh: a part that ran no test is 'skipped' with the reason, never 'passed'" {
     local t="$BATS_TEST_TMPDIR"
     printf '@test "a" { skip "no data here"; }\n@test "b" { skip "no data here"; }\n' > "$t/skips.bats"
     printf '@test "c" { true; }\n@test "d" { skip "not this one"; }\n' > "$t/runs.bats"
-    run env QS_CHECK_FILES="$t/skips.bats" QS_CHECK_CONFORMANCE="$t/runs.bats" \
+    run env -u SANITIZE QS_CHECK_FILES="$t/skips.bats" QS_CHECK_CONFORMANCE="$t/runs.bats" \
         "$QS_ROOT/scripts/check-all.sh"
     assert_success
     assert_line --regexp '^suite, plain build +skipped +no test ran \(no data here\); 0 passed, 0 failed, 2 skipped, '

@@ -222,14 +222,16 @@ score_fixture() { # score_fixture MODEL DOCS WANT [qs-score options]: every back
     # format, and a model of each format converts with and without --from.
     run qs-convert --help
     assert_success
-    names=$(sed -n 's/^usage: qs-convert \[--from \([a-z|]*\)\].*/\1/p' <<< "$output" | tr '|' ' ')
-    [ "$names" = "lightgbm xgboost catboost onnx quickrank" ]
+    names=$(sed -n 's/^usage: qs-convert \[--from \([a-z|-]*\)\].*/\1/p' <<< "$output" | tr '|' ' ')
+    [ "$names" = "lightgbm xgboost catboost onnx catboost-cbm quickrank" ]
     F="$BATS_TEST_DIRNAME/fixtures"
     for pair in "lightgbm:$F/lightgbm/mixed.model.txt" "xgboost:$X/real-cat.ubj" \
                 "catboost:$F/catboost-nonsym/depthwise.json.zst" "onnx:$F/onnx/sk-gbr.onnx" \
+                "catboost-cbm:$F/catboost-cbm/multiclass.cbm.zst" "cbm:$F/catboost-cbm/rmse.cbm.zst" \
                 "quickrank:$Q/tiny.xml" "ranklib:$Q/ranklib_exact.txt"; do
         name=${pair%%:*} model=${pair#*:}
         src=$name; [ "$src" = ranklib ] && src=quickrank
+        case $src in catboost-cbm | cbm) src=catboost ;; esac
         qs-convert "$model" > "$BATS_TEST_TMPDIR/a.txt"
         qs-convert --from "$name" "$model" > "$BATS_TEST_TMPDIR/b.txt"
         cmp "$BATS_TEST_TMPDIR/a.txt" "$BATS_TEST_TMPDIR/b.txt"
@@ -241,7 +243,7 @@ score_fixture() { # score_fixture MODEL DOCS WANT [qs-score options]: every back
     # A name the table lacks: the message lists the table's names.
     run qs-convert --from canonical "$X/real-cat.ubj"
     [ "$status" -eq 2 ]
-    assert_output --partial "expected lightgbm, xgboost, catboost, onnx or quickrank (ranklib)"
+    assert_output --partial "expected lightgbm, xgboost, catboost, onnx, catboost-cbm (cbm) or quickrank (ranklib)"
 }
 
 @test "lightgbm: a category set of 257,049 words (category 8,225,567) against LightGBM 4.7" {

@@ -303,6 +303,19 @@ cb_exp() { # cb_exp NAME [TRANSFORM]: raw, then --transform, every back end
     assert_output --partial "not a float32 value"
 }
 
+@test "catboost 1.2.10: categorical features refused naming the feature, one-hot, CTR and saved with the pool (exit 3)" {
+    local N="$BATS_TEST_DIRNAME/fixtures/catboost-ntree" f
+    for f in onehot onehot-pool ctr; do
+        run qs-convert "$N/$f.json.zst"
+        assert_failure 3
+        assert_output --partial 'categorical features are not supported: the model has 1 (byte'
+        assert_output --partial 'the first "color" (categorical feature 0, flat feature 1)'
+        refute_output --partial "unknown field"
+    done
+    run qs-convert "$N/ctr.json.zst"
+    assert_output --partial ', with CTRs (ctr_data)'
+}
+
 @test "catboost: malformed models are errors (exit 1) that say what was expected" {
     run qs-convert "$C/bad-leaf-count.json"
     assert_failure 1

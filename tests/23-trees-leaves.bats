@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # qs-score --trees N (the first N iterations: LightGBM's num_iteration,
-# XGBoost's iteration_range) and --leaves (each tree's exit leaf, as
+# XGBoost's iteration_range, CatBoost's ntree_end) and --leaves (each tree's exit leaf, as
 # pred_leaf numbers them), against the libraries' own outputs
 # (tests/fixtures/iterations/make.py), on every back end, layout and
 # thread count; and what they refuse.
@@ -58,6 +58,64 @@ leaves() {
     trees lgb-multiclass 1 quick
     trees lgb-multiclass 3
     trees lgb-multiclass 8 quick
+}
+
+@test "--trees: catboost (CatBoost 1.2.10's ntree_end): oblivious with a bias, 3 classes, non-symmetric" {
+    local N="$BATS_TEST_DIRNAME/fixtures/catboost-ntree" n it
+    for n in rmse:1 rmse:10 rmse:30 multi3:1 multi3:6 depthwise:7; do
+        it=${n#*:}
+        n=${n%:*}
+        conform "$N/$n.json.zst" "$N/docs.letor" "$N/$n.ntree$it.txt" --trees "$it"
+    done
+    conform "$N/multi3.json.zst" "$N/docs.letor" "$N/multi3.raw.txt"
+}
+
+@test "--trees: an XGBoost boosted random forest counts num_parallel_tree x classes trees an iteration" {
+    # (every forest of tests/fixtures/xgboost-binary in tests/14-xgboost-binary.bats)
+    local B="$BATS_TEST_DIRNAME/fixtures/xgboost-binary"
+    conform "$B/forest.json.zst" "$B/docs.letor" "$B/forest.iter7.txt" --trees 7
+    conform "$B/forest-softprob.json.zst" "$B/docs.letor" "$B/forest-softprob.iter2.txt" --trees 2
+}
+
+@test "--trees: the canonical text's 'trees T per-iteration P' counts P trees an iteration, in text and .qsm" {
+    local T="$BATS_TEST_TMPDIR" t
+    {
+        printf '%s\n' 'qs-ensemble 1' 'source unknown' 'objective -' 'compare le' 'precision double' \
+            'accumulate double' 'absent zero' 'features 1' 'classes 2' 'transform none 0x1p+0' \
+            'base 0 0x0p+0' 'base 1 0x0p+0' 'trees 6 per-iteration 3'
+        # class 1 twice, then class 0: not one tree per class, counted by P
+        for t in 0 1 2 3 4 5; do
+            printf 'tree %d class %d weight 0x1p+0 nodes 1\n0 leaf 0x1p+%d\n' "$t" $((t % 3 < 2)) "$t"
+        done
+        echo end
+    } > "$T/p.txt"
+    qs-convert "$T/p.txt" | cmp - "$T/p.txt"
+    qs-compile -o "$T/p.qsm" "$T/p.txt"
+    run qs-score --trees 1 "$T/p.qsm" <<< '0 0:1'
+    assert_success
+    assert_output "$(printf '4\t3')"          # class 0: 2^2; class 1: 2^0 + 2^1
+    run qs-score --trees 2 "$T/p.qsm" <<< '0 0:1'
+    assert_output "$(printf '36\t27')"
+    run qs-score --leaves --trees 1 "$T/p.qsm" <<< '0 0:1'
+    assert_output "$(printf '0\t0\t0')"
+    run qs-score "$T/p.qsm" <<< '0 0:1'
+    assert_output "$(printf '36\t27')"
+    # the .qsm is version 1.5 (INFO's extension) only for such a model
+    [ "$(od -An -tu1 -j10 -N1 "$T/p.qsm" | tr -d ' ')" = 5 ]
+    qs-compile -o "$T/l.qsm" <(zstd -q -d -c "$I/lgb-regression.txt.zst" | qs-convert -)
+    [ "$(od -An -tu1 -j10 -N1 "$T/l.qsm" | tr -d ' ')" = 0 ]
+    # without per-iteration these trees are refused
+    sed 's/^trees 6 per-iteration 3$/trees 6/' "$T/p.txt" > "$T/n.txt"
+    qs-compile -o "$T/n.qsm" "$T/n.txt"
+    run qs-score --trees 1 "$T/n.qsm" <<< '0 0:1'
+    assert_failure 3
+    # malformed
+    for bad in 'trees 6 per-iteration 0' 'trees 6 per-iteration' 'trees 6 per-iteration x' \
+               'trees 6 iteration 3' 'trees 6 per-iteration 3 x' 'trees 6 per-iteration 4194305'; do
+        sed "s/^trees 6 per-iteration 3$/$bad/" "$T/p.txt" > "$T/b.txt"
+        run qs-convert "$T/b.txt"
+        assert_failure 1
+    done
 }
 
 @test "--trees: more iterations than the model has score all of them, as LightGBM does" {

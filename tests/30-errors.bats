@@ -203,7 +203,7 @@ no_leftovers() { # no output file and no temporary file in $T
     check qs-score "bad --absent 'sometimes' (expected zero or missing)" --absent sometimes "$T/m.qsm"
     check qs-convert "unknown option '-q'" -q
     check qs-convert "option '-f' needs a value" -f
-    check qs-convert "unknown format 'nosuch' (expected lightgbm, xgboost, catboost, onnx or quickrank (ranklib))" --from nosuch "$T/m.txt"
+    check qs-convert "unknown format 'nosuch' (expected lightgbm, xgboost, catboost, onnx, catboost-cbm (cbm) or quickrank (ranklib))" --from nosuch "$T/m.txt"
     check qs-convert "too many arguments: one model at a time" a b
     check qs-compile "unknown option '--bogus'" --bogus
     check qs-compile "too many arguments: one model at a time" a b

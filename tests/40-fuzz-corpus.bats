@@ -26,6 +26,7 @@ replay() {
 
 @test "fuzz corpus: lightgbm converter" { replay lightgbm; }
 @test "fuzz corpus: xgboost converter (json, ubjson)" { replay xgboost; }
+@test "fuzz corpus: xgboost binary-format reader" { replay xgboost_bin; }
 @test "fuzz corpus: catboost converter" { replay catboost; }
 @test "fuzz corpus: onnx converter (protobuf)" { replay onnx; }
 @test "fuzz corpus: quickrank converter" { replay quickrank; }

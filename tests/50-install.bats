@@ -155,7 +155,11 @@ C
     cc -std=c11 -Iinclude "$BATS_TEST_TMPDIR/conv.c" -Lbuild-scoring -lqs -o "$BATS_TEST_TMPDIR/conv"
     run env LD_LIBRARY_PATH=build-scoring "$BATS_TEST_TMPDIR/conv" "$FIX/xgb-tiny/model.json"
     assert_failure 1
-    assert_output "2 this libqs is built without the model readers (make READERS=0): it reads canonical ensemble text and .qsm files only, not XGBoost JSON or UBJSON; convert the model where qs-convert reads it"
+    assert_output "2 this libqs is built without the model readers (make READERS=0): it reads canonical ensemble text and .qsm files only, not XGBoost JSON, UBJSON or binary; convert the model where qs-convert reads it"
+    # every foreign row of the table is refused by its description (a .cbm too)
+    run env LD_LIBRARY_PATH=build-scoring "$BATS_TEST_TMPDIR/conv" "$(plain "$FIX/catboost-cbm/rmse.cbm.zst")"
+    assert_failure 1
+    assert_output "2 this libqs is built without the model readers (make READERS=0): it reads canonical ensemble text and .qsm files only, not CatBoost binary (.cbm); convert the model where qs-convert reads it"
     qs-convert "$FIX/xgb-tiny/model.json" > "$BATS_TEST_TMPDIR/x.txt"
     run env LD_LIBRARY_PATH=build-scoring "$BATS_TEST_TMPDIR/conv" "$BATS_TEST_TMPDIR/x.txt"
     assert_success

@@ -53,3 +53,21 @@ PY
     assert_success
     [ "$(tail -n 1 "$T/rss")" -lt $((40000 + $(san_rss "$UNIT/test_loadfile"))) ]
 }
+
+@test "the source libraries' table and the readers' table: every row gives every field, every source and format has its row (tests/unit/test_tables.c)" {
+    run "$UNIT/test_tables"
+    assert_success
+    assert_output --regexp '^[0-9]+ checks, 0 failures$'
+    # the Python binding's and qs-convert's lists of formats are the table's
+    run qs-convert --from nosuch /dev/null
+    assert_failure 2
+    assert_output --partial "catboost-cbm (cbm)"
+    grep -q 'qs_reader_get' "$QS_ROOT"/python/src/qs_toolkit/c-ext/model.c
+    ! grep -q '"unknown model format .* (expected lightgbm' "$QS_ROOT"/python/src/qs_toolkit/c-ext/*.c
+    # no part of qs names a source library outside the tables but where a
+    # reader or a source-specific rule lives
+    run grep -n 'QS_SRC_\(LIGHTGBM\|XGBOOST\|QUICKRANK\|CATBOOST\|ONNX\)' \
+        "$QS_ROOT"/lib/model/*.c "$QS_ROOT"/lib/score/transform.c "$QS_ROOT"/lib/eval/*.c \
+        "$QS_ROOT"/lib/layout/*.c "$QS_ROOT"/tools/*/*.c "$QS_ROOT"/python/src/qs_toolkit/c-ext/*.c
+    assert_output ""
+}

@@ -135,7 +135,7 @@ setup() {
 @test "a model of the wrong kind: qs-score, qs-convert and qs-compile say what it is and what to run" {
     run qs-score -o "$T/out" "$FIX/xgb-tiny/model.json" "$D"
     assert_failure 1
-    assert_output "qs-score: $FIX/xgb-tiny/model.json: this is an XGBoost JSON model, not a .qsm: convert and compile it first (qs-convert $FIX/xgb-tiny/model.json | qs-compile -o MODEL.qsm)"
+    assert_output "qs-score: $FIX/xgb-tiny/model.json: this is an XGBoost model, not a .qsm: convert and compile it first (qs-convert $FIX/xgb-tiny/model.json | qs-compile -o MODEL.qsm)"
     [ ! -e "$T/out" ]
     zstd -q -d -c "$FIX/lgb-l8/model.txt.zst" > "$T/lgb.txt"
     run qs-score "$T/lgb.txt" "$D"
@@ -163,6 +163,7 @@ setup() {
             taskset) continue ;; # util-linux: essential, always installed
             qs-*) continue ;;    # built here
             script) continue ;;  # bsdutils: essential, always installed
+            nvcc) continue ;;    # the installed CUDA toolkit, not a Debian package (doc/gpu.md)
             pkg-config) pkg=pkg-config ;;
             man) pkg=man-db ;;
             groff) pkg=groff-base ;;

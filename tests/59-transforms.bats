@@ -2,8 +2,9 @@
 # --transform bit for bit against the libraries' own predict() output, for
 # the transforms that need more than a per-class function: XGBoost
 # multi:softprob (float32 exps summed in double) and multi:softmax (the class
-# index), LightGBM random forests (sum / iterations first) and reg_sqrt.
-# Fixtures: tests/fixtures/transforms (make.py says how they were made).
+# index), LightGBM random forests (sum / iterations first), reg_sqrt and
+# cross_entropy_lambda.  Fixtures: tests/fixtures/transforms and
+# lightgbm-xentlambda (their make.py says how they were made).
 
 load test_helper
 
@@ -56,6 +57,24 @@ transform_exact() {
 @test "lightgbm reg_sqrt --transform: sign(x) * x * x" {
     transform_exact lgb-sqrt "$F/lgb-sqrt.txt.zst"
     grep -q '^transform signed-square ' "$BATS_TEST_TMPDIR/m.txt"
+}
+
+@test "lightgbm cross_entropy_lambda --transform: log1p(exp(raw)) in double, edge documents, every back end" {
+    local X="$BATS_TEST_DIRNAME/fixtures/lightgbm-xentlambda" n
+    for n in xentlambda xentlambda-rf xentlambda-w; do
+        conform "$X/$n.txt.zst" "$X/docs.letor" "$X/$n.raw.txt"
+        conform "$X/$n.txt.zst" "$X/docs.letor" "$X/$n.out.txt" --transform
+        qs-convert "$X/$n.txt.zst" > "$BATS_TEST_TMPDIR/$n.txt"
+        grep -q '^transform log1p-exp 0x1p+0' "$BATS_TEST_TMPDIR/$n.txt"
+    done
+    grep -q '^transform log1p-exp 0x1p+0 average 12$' "$BATS_TEST_TMPDIR/xentlambda-rf.txt"
+    conform "$X/xentlambda.txt.zst" "$X/docs.letor" "$X/xentlambda.iter4.txt" --trees 4
+    # by name, and refused for a model whose library computes another function
+    qs-compile -o "$BATS_TEST_TMPDIR/x.qsm" "$BATS_TEST_TMPDIR/xentlambda.txt"
+    qs-score --transform log1p-exp "$BATS_TEST_TMPDIR/x.qsm" "$X/docs.letor" | cmp - "$X/xentlambda.out.txt"
+    run qs-score --transform sigmoid "$BATS_TEST_TMPDIR/x.qsm" "$X/docs.letor"
+    assert_failure 3
+    assert_output --partial "LightGBM computes 'log1p-exp' for it (objective 'cross_entropy_lambda'"
 }
 
 @test "canonical text: 'average N' after the transform is checked" {

@@ -76,7 +76,7 @@ check_page() {
     assert_line "qs-score: its page describes --transmogrify, which --help does not name"
 }
 
-@test "docs: every relative link of the Markdown files resolves, the README is at most 300 lines (scripts/check-docs.sh)" {
+@test "docs: every relative link of the Markdown files resolves, every code fence is closed, the README is at most 300 lines (scripts/check-docs.sh)" {
     run "$QS_ROOT/scripts/check-docs.sh"
     assert_success
     assert_output ""
@@ -86,4 +86,9 @@ check_page() {
     run "$QS_ROOT/scripts/check-docs.sh" "$t"
     assert_failure 1
     assert_output "$t: no/such/page.md"
+    # and a code fence left open
+    printf '# x\n\n```\ncode\n```\n\ntext\n\n```\nmore\n' > "$t"
+    run "$QS_ROOT/scripts/check-docs.sh" "$t"
+    assert_failure 1
+    assert_output "$t: a code fence is not closed"
 }

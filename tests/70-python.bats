@@ -60,8 +60,12 @@ build_binding() {
 }
 
 # py ARGS...: the interpreter with the built package first (and, in the
-# sanitizer pass, AddressSanitizer's runtime preloaded: it must come first)
+# sanitizer pass, AddressSanitizer's runtime preloaded: it must come first);
+# its temporary files in the test's own folder, which bats removes (pytest's
+# tmp_path would otherwise stay in /tmp/pytest-of-USER, Dask's worker space
+# in /tmp/dask-worker-space, Spark's in /tmp/spark-*)
 py() {
+    mkdir -p "$BATS_TEST_TMPDIR/tmp"
     local pre=()
     if [ -n "${SANITIZE:-}" ]; then
         case ",$SANITIZE," in
@@ -69,7 +73,7 @@ py() {
                           ASAN_OPTIONS="exitcode=86:detect_leaks=0") ;;
         esac
     fi
-    PYTHONPATH="$QS_PY_SITE:$QS_ROOT/python/tests" PYTHONDONTWRITEBYTECODE=1 \
+    TMPDIR="$BATS_TEST_TMPDIR/tmp" PYTHONPATH="$QS_PY_SITE:$QS_ROOT/python/tests" PYTHONDONTWRITEBYTECODE=1 \
         "${pre[@]}" "$PY" "$@"
 }
 
@@ -91,9 +95,12 @@ pytest_run() {
             { echo "the extension is not built with AddressSanitizer"; return 1; }
     fi
     # the extension was compiled here, without a compiler warning
-    grep -q "src/qs_toolkit/_core.c" "$BATS_FILE_TMPDIR/pip.log" ||
-        { echo "pip.log shows no compilation of _core.c"; return 1; }
-    run grep -E "_core\.c:[0-9]+:[0-9]+: warning" "$BATS_FILE_TMPDIR/pip.log"
+    local f
+    for f in "$QS_ROOT"/python/src/qs_toolkit/c-ext/*.c; do
+        grep -q "src/qs_toolkit/c-ext/${f##*/}" "$BATS_FILE_TMPDIR/pip.log" ||
+            { echo "pip.log shows no compilation of c-ext/${f##*/}"; return 1; }
+    done
+    run grep -E "c-ext/[a-z_]+\.[ch]:[0-9]+:[0-9]+: warning" "$BATS_FILE_TMPDIR/pip.log"
     assert_failure
 }
 
@@ -141,18 +148,33 @@ print('%.17g' % m.predict(np.zeros((1, m.num_features)))[0])"
     need_python
     require_oracle
     build_binding
-    local want=60   # the 21-conformance-large.bats models skip until made
+    local want passed=0 skipped=0 large=yes name
+    while read -r _ name; do
+        [ -f "$ORACLE/$name" ] || large=""
+    done < "$QS_ROOT/tests/oracle/SHA256SUMS.large"
     if [ -n "${SANITIZE:-}" ]; then
         # the sanitizer pass: one oracle per kind of model (the plain pass runs them all)
         run pytest_run test_oracles.py -k "binary_l31_t200 or mq2008-tiny or single_tree or qr_oblivious_d3_t100 or multiclass_k5 or lineartree or nan_nantype or multiclass_5"
         want=8
     else
         run pytest_run test_oracles.py
+        # the list's own test and 78 oracle files: 66 of tests/oracle, 12 of
+        # the models scripts/oracle.sh large makes (skipped until then)
+        want=79
     fi
     echo "$output" | tail -n 30
     assert_success
-    [[ "$output" =~ ([0-9]+)\ passed ]] && [ "${BASH_REMATCH[1]}" -ge "$want" ] ||
-        { echo "fewer oracle tests than expected"; return 1; }
+    [[ "$output" =~ ([0-9]+)\ passed ]] && passed=${BASH_REMATCH[1]}
+    [[ "$output" =~ ([0-9]+)\ skipped ]] && skipped=${BASH_REMATCH[1]}
+    [ $((passed + skipped)) -ge "$want" ] ||
+        { echo "$passed passed and $skipped skipped: fewer oracle tests than the $want expected"; return 1; }
+    # a skip only for a large model not made yet, and none once they are
+    if [ "$skipped" != 0 ]; then
+        [ -z "$large" ] || { echo "$skipped skipped with every large model present"; return 1; }
+        local other
+        other=$(grep -E '^SKIPPED' <<< "$output" | grep -vc 'scripts/oracle.sh large makes it' || true)
+        [ "$other" = 0 ] || { echo "$other skips for another reason than a large model not made"; return 1; }
+    fi
 }
 
 # py_sweep NAME KIND EXPECTED ARGS...: tests/faults/sweep.sh over the
@@ -238,7 +260,8 @@ pypi_venv() {
     [ -z "${SANITIZE:-}" ] || skip "plain pass only"
     pypi_venv
     cd "$QS_ROOT/python/tests"
-    run env PYTHONPATH="$VSITE:$QS_ROOT/python/tests" PYTHONDONTWRITEBYTECODE=1 \
+    mkdir -p "$BATS_TEST_TMPDIR/tmp"
+    run env TMPDIR="$BATS_TEST_TMPDIR/tmp" PYTHONPATH="$VSITE:$QS_ROOT/python/tests" PYTHONDONTWRITEBYTECODE=1 \
         "$VPY" -m pytest -q -p no:cacheprovider -p no:logging -rs test_frames.py
     echo "$output" | tail -n 30
     assert_success

@@ -60,7 +60,8 @@ patch() {
 
 names=(nan ulp negzero oblivious byteplane-cat ubsan-pipe empty-list-backends zero-band-csv zero-band-f32
        zero-band-matrix zero-band-onnx lightgbm-dense fmath-exp fmath-softmax lightgbm-v2-end
-       cat-words onnx-average xgboost-dart xgboost-cats)
+       cat-words onnx-average xgboost-dart xgboost-cats xgboost-forest-iter xgboost-binary-deleted
+       onnx-double-round xentlambda catboost-cat-name)
 
 # The rules of the issue on exact scores for the models people bring: each
 # must be seen by its tests.
@@ -135,6 +136,37 @@ build_xgboost_cats=plain
 files_xgboost_cats="tests/15-converters.bats"
 mut_xgboost_cats() {
     patch lib/convert/xgboost.c 's/if \(!buf \|\| qs_detect_format\(buf, len\) != QS_FMT_XGBOOST\)/if (1)/'
+}
+
+what_xgboost_forest_iter="--trees counts one tree per class per iteration of an XGBoost boosted random forest"
+build_xgboost_forest_iter=plain
+files_xgboost_forest_iter="tests/23-trees-leaves.bats tests/14-xgboost-binary.bats"
+mut_xgboost_forest_iter() {
+    patch lib/convert/xgboost.c 's/m->iter_trees = \(uint32_t\)\(P \* k\);/(void)0;/'
+}
+what_xgboost_binary_deleted="the binary reader's default-left bit read from bit 30 of the split index"
+build_xgboost_binary_deleted=plain
+files_xgboost_binary_deleted="tests/14-xgboost-binary.bats"
+mut_xgboost_binary_deleted() {
+    patch lib/convert/xgboost.c 's/t->arr\[F_DEFAULT_LEFT\]\.v\[i\] = sindex >> 31;/t->arr[F_DEFAULT_LEFT].v[i] = (sindex >> 30) & 1;/'
+}
+what_onnx_double_round="an ONNX opset-1/3 regressor with a double input keeps the double sum (no float32 rounding)"
+build_onnx_double_round=plain
+files_onnx_double_round="tests/17-onnx.bats"
+mut_onnx_double_round() {
+    patch lib/model/model.c 's/out\[d \* K \+ c\] = m->out_float \? \(double\)\(float\)r : r;/out[d * K + c] = r;/'
+}
+what_xentlambda="LightGBM cross_entropy_lambda's transform as log(1 + exp(x))"
+build_xentlambda=plain
+files_xentlambda="tests/59-transforms.bats"
+mut_xentlambda() {
+    patch lib/score/transform.c 's/y\[c\] = log1p\(exp\(y\[c\]\)\);/y[c] = log(1.0 + exp(y[c]));/'
+}
+what_catboost_cat_name="CatBoost's cat_features_hash refused as an unknown field again"
+build_catboost_cat_name=plain
+files_catboost_cat_name="tests/16-catboost.bats"
+mut_catboost_cat_name() {
+    patch lib/convert/catboost.c 's/\} else if \(qs_json_str_eq\(&k, "cat_features_hash"\)\) \{/} else if (0) {/'
 }
 
 what_nan="qs-score's score formatter prints nan for every score"

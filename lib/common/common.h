@@ -10,6 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* ---- the source libraries' table (source.c; qs_source_get in qs.h) */
+#define QS_SRC_COUNT 6u   /* qs_source values 0 .. QS_SRC_ONNX: the table's rows */
+/* Whether `transform` is among the row's picked_transforms. */
+int qs_source_picks(const qs_source_info *r, const char *transform);
+
 /* ---- errors: fill err (may be NULL) and return -1 */
 int qs_fail(qs_error *err, qs_status code, long line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

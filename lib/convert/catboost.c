@@ -90,6 +90,8 @@ typedef struct conv {
     double *bias; size_t nbias, capbias;
     double scale;
     int has_features, has_trees, has_sab, bias_scalar;
+    int has_ctr_data;         /* a non-empty ctr_data (refused with the features) */
+    size_t ctr_data_at;
     char loss[64];
     int has_loss;
 } conv;
@@ -180,7 +182,96 @@ static int require_empty(conv *c, const char *what)
                       what, t.offset);
 }
 
+/* Skip a value that require_empty would check: null or an empty
+ * array/object pass; a non-empty one is skipped (its refusal comes later). */
+static int require_empty_or_skip(conv *c)
+{
+    qs_json_token t;
+    if (next(c, &t) != 0)
+        return -1;
+    if (t.type == QS_JSON_NULL)
+        return 0;
+    if (t.type != QS_JSON_ARRAY && t.type != QS_JSON_OBJECT)
+        return qs_fail_at(c->err, QS_ERR_FORMAT, (long long)t.offset,
+                          "CTR data (ctr_data) should be an object, found %s at byte %zu",
+                          qs_json_type_name(t.type), t.offset);
+    return qs_json_skip(&c->r, &t, c->err);
+}
+
 /* ------------------------------------------------------- features_info */
+
+/* features_info.categorical_features: empty (or null), or refused naming
+ * the first one (its feature_id, categorical and flat indexes) and how many
+ * there are; CTRs (features_info.ctrs, ctr_data) are said with them. */
+static int refuse_categorical(conv *c, int ctrs)
+{
+    qs_json_token t, k;
+    if (next(c, &t) != 0)
+        return -1;
+    if (t.type == QS_JSON_NULL)
+        return 0;
+    if (t.type != QS_JSON_ARRAY)
+        return qs_fail_at(c->err, QS_ERR_FORMAT, (long long)t.offset,
+                          "categorical features should be an array, found %s at byte %zu",
+                          qs_json_type_name(t.type), t.offset);
+    const size_t at = t.offset;
+    size_t n = 0;
+    char id[64] = "";
+    int64_t idx = -1, flat = -1;
+    for (;;) {
+        if (next(c, &t) != 0)
+            return -1;
+        if (t.type == QS_JSON_ARRAY_END)
+            break;
+        if (t.type != QS_JSON_OBJECT) {
+            if (qs_json_skip(&c->r, &t, c->err) != 0)
+                return -1;
+            n++;
+            continue;
+        }
+        for (;;) {
+            if (next(c, &k) != 0)
+                return -1;
+            if (k.type == QS_JSON_OBJECT_END)
+                break;
+            qs_json_token v;
+            if (n == 0 && (qs_json_str_eq(&k, "feature_id") ||
+                           qs_json_str_eq(&k, "feature_index") ||
+                           qs_json_str_eq(&k, "flat_feature_index"))) {
+                if (next(c, &v) != 0)
+                    return -1;
+                if (qs_json_str_eq(&k, "feature_id")) {
+                    if (v.type == QS_JSON_STRING) {
+                        char raw[48];
+                        if (qs_json_str_decode(&v, raw, sizeof raw) < 0)
+                            snprintf(raw, sizeof raw, "(a long name)");
+                        qs_quote(id, sizeof id, raw, strlen(raw));
+                    }
+                } else if (v.type == QS_JSON_NUMBER) {
+                    int64_t x;
+                    if (qs_json_get_i64(&v, &x) == 0)
+                        *(qs_json_str_eq(&k, "feature_index") ? &idx : &flat) = x;
+                }
+                if (v.type == QS_JSON_ARRAY || v.type == QS_JSON_OBJECT)
+                    if (qs_json_skip(&c->r, &v, c->err) != 0)
+                        return -1;
+            } else if (qs_json_skip(&c->r, &k, c->err) != 0) {
+                return -1;
+            }
+        }
+        n++;
+    }
+    if (n == 0)
+        return 0;
+    char first[160];
+    snprintf(first, sizeof first, "%s%s%s(categorical feature %lld, flat feature %lld)",
+             id[0] ? "\"" : "", id, id[0] ? "\" " : "", (long long)idx, (long long)flat);
+    return qs_fail_at(c->err, QS_ERR_UNSUPPORTED, (long long)at,
+                      "categorical features are not supported: the model has %zu (byte %zu), "
+                      "the first %s%s; CatBoost's one-hot and CTR splits on them are not read "
+                      "(only float features are)", n, at, first,
+                      ctrs ? ", with CTRs (ctr_data)" : "");
+}
 
 static int parse_float_feature(conv *c)
 {
@@ -276,7 +367,13 @@ static int parse_features(conv *c)
                     return -1;
             }
         } else if (qs_json_str_eq(&k, "categorical_features")) {
-            if (require_empty(c, "categorical features") != 0)
+            if (refuse_categorical(c, c->has_ctr_data) != 0)
+                return -1;
+        } else if (qs_json_str_eq(&k, "cat_features_hash")) {
+            /* the categories' hashes and names (CatBoost writes them when
+             * the model is saved with its pool): informational, and a model
+             * that has them has categorical features, refused above */
+            if (qs_json_skip(&c->r, &k, c->err) != 0)
                 return -1;
         } else if (qs_json_str_eq(&k, "text_features")) {
             if (require_empty(c, "text features") != 0)
@@ -723,8 +820,20 @@ static const struct loss_info {
     { "StochasticFilter", "none" }, { "StochasticRank", "none" },
 };
 
+const char *qs_catboost_loss_transform(const char *loss)
+{
+    for (size_t i = 0; loss && i < sizeof losses / sizeof losses[0]; i++)
+        if (strcmp(loss, losses[i].name) == 0)
+            return losses[i].transform;
+    return "unsupported";
+}
+
 static int finish(conv *c)
 {
+    if (c->has_ctr_data)
+        return qs_fail_at(c->err, QS_ERR_UNSUPPORTED, (long long)c->ctr_data_at,
+                          "CTR data (ctr_data, byte %zu): the model uses CTRs, which are not "
+                          "supported (only float features are)", c->ctr_data_at);
     qs_model *m = c->m;
     qs_error *err = c->err;
     if (!c->has_trees)
@@ -838,11 +947,7 @@ static int finish(conv *c)
     m->float_precision = 1;
     m->float_accumulate = QS_ACC_DOUBLE;
     m->absent_missing = 0;
-    const char *tf = "unsupported";
-    if (c->has_loss)
-        for (size_t i = 0; i < sizeof losses / sizeof losses[0]; i++)
-            if (strcmp(c->loss, losses[i].name) == 0)
-                tf = losses[i].transform;
+    const char *tf = qs_catboost_loss_transform(c->has_loss ? c->loss : NULL);
     snprintf(m->objective, sizeof m->objective, "%s", c->has_loss ? c->loss : "");
     snprintf(m->transform, sizeof m->transform, "%s", tf);
     if (!isfinite(m->out_scale))
@@ -918,7 +1023,22 @@ qs_model *qs_convert_catboost(const char *buf, size_t len, qs_error *err)
             if (parse_model_info(&c) != 0)
                 goto done;
         } else if (qs_json_str_eq(&k, "ctr_data")) {
-            if (require_empty(&c, "CTR data (ctr_data)") != 0)
+            /* CatBoost writes it before features_info: refused there, with
+             * the categorical features it is computed from, or after */
+            qs_json_reader save = c.r;
+            if (next(&c, &t) != 0)
+                goto done;
+            if (t.type == QS_JSON_OBJECT || t.type == QS_JSON_ARRAY) {
+                qs_json_token e;
+                if (next(&c, &e) != 0)
+                    goto done;
+                if (e.type != QS_JSON_OBJECT_END && e.type != QS_JSON_ARRAY_END) {
+                    c.has_ctr_data = 1;
+                    c.ctr_data_at = t.offset;
+                }
+            }
+            c.r = save;
+            if (require_empty_or_skip(&c) != 0)
                 goto done;
         } else if (qs_json_str_eq(&k, "learner") || qs_json_str_eq(&k, "version")) {
             qs_fail_at(err, QS_ERR_FORMAT, (long long)k.offset,

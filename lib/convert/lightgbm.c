@@ -418,8 +418,10 @@ static int set_objective(conv *c)
     } else if (!strcmp(obj, "multiclassova")) {
         tr = "ova-sigmoid";
         needs_sigmoid = needs_nc = 1;
+    } else if (!strcmp(obj, "cross_entropy_lambda")) {
+        tr = "log1p-exp";   /* CrossEntropyLambda::ConvertOutput: log1p(exp(x)) */
     } else {
-        tr = "unsupported";   /* cross_entropy_lambda: log1p(exp(x)) */
+        tr = "unsupported";
     }
     if (needs_sigmoid) {
         /* LightGBM refuses to load these without a positive sigmoid. */

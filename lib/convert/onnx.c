@@ -11,7 +11,9 @@
  *  - For a float input tensor, thresholds and leaf weights are float32 and
  *    each row's score is summed in float32 from 0, tree by tree in the order
  *    of the trees' first nodes; base values are added once at the end, in
- *    float32.  (With several threads and more than 50 rows ONNX Runtime sums
+ *    float32.  TreeEnsembleRegressor of opsets 1/3 with a double input sums
+ *    in double (the float32 thresholds, weights and base values widened)
+ *    and writes float32(sum + base).  (With several threads and more than 50 rows ONNX Runtime sums
  *    per-thread partial sums instead; qs reproduces the single-thread order,
  *    which is also what every batch of at most 50 rows gets.)
  *  - A node sends x to its true child iff `x MODE threshold` holds, or x is
@@ -1162,10 +1164,14 @@ static int convert_node(conv *c, const Onnx__ModelProto *mp)
                        "%s: input elements of type %d: only float and double inputs are supported",
                        c->op, elem);
     c->dbl = elem == T_DOUBLE;
-    if (c->dbl && !c->v5)
+    /* Opsets 1/3 with a double input: ONNX Runtime's TreeEnsembleRegressor
+     * sums in double (TreeEnsembleCommon<double, double, float>) and writes
+     * float32(sum + base): the output affine rounded to float32.  The
+     * classifier's double path was not checked against ONNX Runtime. */
+    if (c->dbl && !c->v5 && c->classifier)
         return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
-                       "%s with a double input sums in double and rounds the output to float32; "
-                       "qs cannot apply that last rounding: not supported", c->op);
+                       "%s with a double input: not supported (not checked against ONNX "
+                       "Runtime; TreeEnsembleRegressor with a double input is read)", c->op);
 
     /* outputs, aggregation, transform */
     char agg[32], post[32];
@@ -1457,10 +1463,11 @@ static int convert_node(conv *c, const Onnx__ModelProto *mp)
         m->out_bias[k] = b;
         any_bias |= b != 0.0;
     }
-    if (any_bias || (c->average && c->nroots > 1)) {
+    if (any_bias || (c->average && c->nroots > 1) || (c->dbl && !c->v5)) {
         m->out_affine = 1;
         m->out_scale = 1.0;
         m->out_divide = c->average && c->nroots > 1 ? (uint32_t)c->nroots : 0;
+        m->out_float = c->dbl && !c->v5;   /* float32(double sum + base) */
     }
     snprintf(m->objective, sizeof m->objective, "%s", c->op);
     snprintf(m->transform, sizeof m->transform, "%s",

@@ -2,6 +2,7 @@
  * from its bytes for inspection (qs_source_version). */
 #include "convert/convert.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,11 +34,27 @@ int qs_version_lightgbm(const char *buf, size_t len, char *out, size_t cap)
 }
 
 /* XGBoost JSON: the top-level "version": [major, minor, patch], written
- * last; the last occurrence of the key is taken. */
+ * last; the last occurrence of the key is taken.  XGBoost's binary format:
+ * major_version and minor_version of the learner's parameters (u32 at 20
+ * and 24 of them, little-endian). */
 int qs_version_xgboost(const char *buf, size_t len, char *out, size_t cap)
 {
     static const char key[] = "\"version\"";
     const size_t kl = sizeof key - 1;
+    long at = qs_xgboost_binary_at(buf, len);
+    if (at >= 0) {
+        if (len < (size_t)at + 28 || memcmp(buf, "bs64", 4) == 0)
+            return -1;
+        const unsigned char *p = (const unsigned char *)buf + at;
+        uint32_t v[2];
+        for (int i = 0; i < 2; i++)
+            v[i] = (uint32_t)p[20 + 4 * i] | (uint32_t)p[21 + 4 * i] << 8 |
+                   (uint32_t)p[22 + 4 * i] << 16 | (uint32_t)p[23 + 4 * i] << 24;
+        if (v[0] > 999 || v[1] > 999)
+            return -1;
+        int w = snprintf(out, cap, "%u.%u", v[0], v[1]);
+        return w > 0 && (size_t)w < cap ? 0 : -1;
+    }
     if (len < kl)
         return -1;
     for (size_t i = len - kl + 1; i-- > 0;) {
@@ -78,18 +95,4 @@ int qs_version_xgboost(const char *buf, size_t len, char *out, size_t cap)
         }
     }
     return -1;
-}
-
-int qs_source_version(const char *buf, size_t len, char *out, size_t cap)
-{
-    if (cap == 0)
-        return -1;
-    out[0] = '\0';
-    int r = -1;
-    const qs_reader *row = qs_reader_row(qs_detect_format(buf, len));
-    if (row && row->version)
-        r = row->version(buf, len, out, cap); /* XGBoost's UBJSON: no quoted key, none found */
-    if (r != 0)
-        out[0] = '\0';
-    return r;
 }

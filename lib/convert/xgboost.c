@@ -1,7 +1,8 @@
-/* conv_xgboost.c: converts an XGBoost JSON or UBJSON model (Booster.save_model,
+/* xgboost.c: converts an XGBoost JSON or UBJSON model (Booster.save_model,
  * schema of XGBoost 1.7; later schemas where they differ only in fields read
- * exactly) into the canonical ensemble, reproducing XGBoost 1.7.4's scores
- * bit for bit.
+ * exactly), or a model in XGBoost's binary format (1.0 to 1.7, "binf"; see
+ * "binary format" below), into the canonical ensemble, reproducing XGBoost
+ * 1.7.4's scores bit for bit.
  *
  * Facts this file relies on, from XGBoost's sources (v1.7.4 unless noted):
  *  - src/predictor/predict_fn.h GetNextNode: a missing value takes the default
@@ -96,6 +97,8 @@ typedef struct conv {
     int has_num_feature, has_num_class;
     char objective[64];
     int has_objective;
+    int base_binary;         /* base_score read from the binary format (base_f32) */
+    float base_f32;
 
     /* gradient_booster */
     char booster[32];        /* outer "name" */
@@ -104,6 +107,9 @@ typedef struct conv {
     f32vec weight_drop;
     int has_weight_drop;
     int64_t num_trees_param; /* gbtree_model_param.num_trees, -1 when absent */
+    int64_t num_parallel;    /* gbtree_model_param.num_parallel_tree (1 when absent) */
+    i64vec indptr;           /* iteration_indptr (XGBoost 2.0 and later) */
+    int has_indptr;
     i64vec tree_info;
     int has_tree_info, has_trees;
     i64vec tree_ids;         /* "id" of each tree, in file order */
@@ -634,6 +640,14 @@ static int parse_gbtree_model(conv *c)
             c->has_tree_info = 1;
             if (read_int_array(c, "tree_info", &c->tree_info, 0, QS_MAX_TREES) != 0)
                 return -1;
+        } else if (qs_json_str_eq(&k, "iteration_indptr")) {
+            /* XGBoost 2.0 and later: iteration i is trees [indptr[i],
+             * indptr[i+1]) (checked against num_parallel_tree in finish) */
+            if (c->has_indptr)
+                return duplicate(c, &k, "iteration_indptr");
+            c->has_indptr = 1;
+            if (read_int_array(c, "iteration_indptr", &c->indptr, 0, (size_t)QS_MAX_TREES + 1) != 0)
+                return -1;
         } else if (qs_json_str_eq(&k, "cats")) {
             /* XGBoost 3.1: the categories seen in training, by feature ("enc"),
              * with which predict() re-codes a data frame's categories into
@@ -666,6 +680,16 @@ static int parse_gbtree_model(conv *c)
                     if (read_param_int(c, "gbtree_model_param.num_trees", &v) != 0)
                         return -1;
                     c->num_trees_param = v;
+                } else if (qs_json_str_eq(&k, "num_parallel_tree")) {
+                    /* boosted random forests: trees per output group per
+                     * iteration (XGBoost 1.6 and later write it here) */
+                    if (read_param_int(c, "gbtree_model_param.num_parallel_tree", &v) != 0)
+                        return -1;
+                    if (v < 1 || v > (int64_t)QS_MAX_TREES)
+                        return qs_fail(c->err, v < 1 ? QS_ERR_FORMAT : QS_ERR_LIMIT, 0,
+                                       "gbtree_model_param.num_parallel_tree is %lld (1 .. %u)",
+                                       (long long)v, QS_MAX_TREES);
+                    c->num_parallel = v;
                 } else if (qs_json_str_eq(&k, "size_leaf_vector")) {
                     /* each tree says its own (tree_param) */
                     if (read_param_int(c, "gbtree_model_param.size_leaf_vector", &v) != 0)
@@ -1026,8 +1050,10 @@ static int finish(conv *c)
     float *bv = malloc((size_t)k * sizeof *bv);
     if (!bv)
         return nomem(c);
-    uint32_t nb = 0;
-    if (parse_base_score(c, bv, k, &nb) != 0) {
+    uint32_t nb = 1;
+    if (c->base_binary)
+        bv[0] = c->base_f32;
+    else if (parse_base_score(c, bv, k, &nb) != 0) {
         free(bv);
         return -1;
     }
@@ -1123,6 +1149,43 @@ static int finish(conv *c)
     free(order);
     free(pos_of_id);
 
+    /* Iterations (--trees N: XGBoost's iteration_range=(0, N), trees [0,
+     * N x num_parallel_tree x output groups), gbtree.h LayerToTree): a
+     * boosted random forest's iteration is num_parallel_tree XGBoost trees
+     * per output group (a vector-leaf tree serves every group), K canonical
+     * trees each per group.  XGBoost 2.0 and later also list the
+     * iterations' first trees (iteration_indptr), which must agree. */
+    {
+        int vec = 0;
+        for (size_t i = 0; i < c->tree_nvec.n; i++)
+            vec |= c->tree_nvec.v[i] > 1;
+        const uint64_t P = (uint64_t)c->num_parallel;
+        const uint64_t per_xgb = vec ? P : P * k;   /* XGBoost trees per iteration */
+        if (c->has_indptr && c->indptr.n > 0) {
+            for (size_t i = 0; i < c->indptr.n; i++) {
+                uint64_t want = (uint64_t)i * per_xgb;
+                if (c->indptr.v[i] < 0 || (uint64_t)c->indptr.v[i] != want || want > nt)
+                    return qs_fail(err, QS_ERR_FORMAT, 0,
+                                   "iteration_indptr[%zu] is %lld, but %llu trees per iteration "
+                                   "(num_parallel_tree %llu, %u output group%s) give %llu",
+                                   i, (long long)c->indptr.v[i], (unsigned long long)per_xgb,
+                                   (unsigned long long)P, k, k == 1 ? "" : "s",
+                                   (unsigned long long)want);
+            }
+            if ((uint64_t)c->indptr.v[c->indptr.n - 1] != nt)
+                return qs_fail(err, QS_ERR_FORMAT, 0,
+                               "iteration_indptr ends at tree %lld, but the model has %llu",
+                               (long long)c->indptr.v[c->indptr.n - 1], (unsigned long long)nt);
+        }
+        if (P > 1) {
+            if (P * k > QS_MAX_TREES)
+                return qs_fail(err, QS_ERR_LIMIT, 0,
+                               "num_parallel_tree %llu x %u output groups: more than %u trees "
+                               "per iteration", (unsigned long long)P, k, QS_MAX_TREES);
+            m->iter_trees = (uint32_t)(P * k);
+        }
+    }
+
     uint64_t nf = (uint64_t)c->num_feature;
     if (c->num_features > nf)
         nf = c->num_features;
@@ -1134,6 +1197,294 @@ static int finish(conv *c)
     snprintf(m->objective, sizeof m->objective, "%s", c->objective);
     snprintf(m->transform, sizeof m->transform, "%s", obj->transform);
     return qs_model_validate(m, err);
+}
+
+/* ------------------------------------------------------- binary format */
+
+/* XGBoost's binary model (what 1.0 to 1.7 write by default with
+ * save_model("m.model") or "m.bin", and save_raw()), as LearnerImpl::
+ * SaveModel writes it (src/learner.cc, v1.7.6), little-endian:
+ *   "binf"; LearnerModelParamLegacy (136 bytes: float base_score, u32
+ *   num_feature, i32 num_class, i32 contain_extra_attrs, i32
+ *   contain_eval_metrics, u32 major_version, u32 minor_version, u32
+ *   num_target (1.6 and later; 0 before: 1), i32 boost_from_average,
+ *   reserved); the objective's and the booster's names (u64 length,
+ *   bytes); the booster; with contain_extra_attrs, the attributes (u64
+ *   count, then key and value strings: "objective" holds the objective's
+ *   JSON configuration, which does not change a prediction).
+ * The booster (src/gbm/gbtree_model.cc GBTreeModel::Save): GBTreeModelParam
+ * (160 bytes: i32 num_trees, i32 num_parallel_tree (1.6 and later; before,
+ * a deprecated field written as 0 or 1, read as 1 tree), ...); each tree
+ * (src/tree/tree_model.cc RegTree::Save): TreeParam (148 bytes: i32
+ * num_roots, i32 num_nodes, i32 num_deleted, i32 max_depth, u32
+ * num_feature, i32 size_leaf_vector, reserved), num_nodes Nodes (20 bytes:
+ * i32 parent, i32 left, i32 right, u32 split index with the default-left
+ * flag in bit 31 (all ones: a deleted node), float split condition or leaf
+ * value), num_nodes RTreeNodeStats (16 bytes, statistics); then tree_info
+ * (num_trees i32).  Dart adds weight_drop (u64 count, floats).  The binary
+ * format holds no categorical splits (XGBoost refuses to write them) and
+ * no leaf vectors.  base_score is in output space, turned into a margin by
+ * the objective as in JSON; XGBoost before 1.0 stored it as a margin and
+ * saved no objective configuration: refused, as is any other major
+ * version. */
+#define XB_LEARNER_PARAM 136u
+#define XB_GBTREE_PARAM 160u
+#define XB_TREE_PARAM 148u
+#define XB_NODE 20u
+#define XB_STAT 16u
+
+typedef struct xbin {
+    const unsigned char *p;
+    size_t n, pos;
+} xbin;
+
+static uint32_t xb_u32_at(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static float xb_f32_at(const unsigned char *p)
+{
+    uint32_t u = xb_u32_at(p);
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static uint64_t xb_u64_at(const unsigned char *p)
+{
+    return (uint64_t)xb_u32_at(p) | (uint64_t)xb_u32_at(p + 4) << 32;
+}
+
+/* The next `n` bytes, or NULL (with err) when the file ends first. */
+static const unsigned char *xb_take(xbin *b, size_t n, const char *what, qs_error *err)
+{
+    if (n > b->n - b->pos) {
+        qs_fail_at(err, QS_ERR_FORMAT, (long long)b->pos,
+                   "xgboost binary model: truncated in %s (byte %zu: %zu bytes needed, %zu left)",
+                   what, b->pos, n, b->n - b->pos);
+        return NULL;
+    }
+    const unsigned char *q = b->p + b->pos;
+    b->pos += n;
+    return q;
+}
+
+/* A dmlc string (u64 length, bytes); *s points into the buffer. */
+static int xb_string(xbin *b, const char *what, const char **s, size_t *n, qs_error *err)
+{
+    const unsigned char *q = xb_take(b, 8, what, err);
+    if (!q)
+        return -1;
+    uint64_t len = xb_u64_at(q);
+    if (len > b->n - b->pos)
+        return qs_fail_at(err, QS_ERR_FORMAT, (long long)(b->pos - 8),
+                          "xgboost binary model: %s (byte %zu) says %llu bytes, %zu are left",
+                          what, b->pos - 8, (unsigned long long)len, b->n - b->pos);
+    *s = (const char *)b->p + b->pos;
+    *n = (size_t)len;
+    b->pos += (size_t)len;
+    return 0;
+}
+
+/* A name string into out[cap] (printable ASCII; longer ones cut, with
+ * "..." so that no known name matches). */
+static void xb_name(const char *s, size_t n, char *out, size_t cap)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 1 < cap; i++)
+        out[k++] = s[i] > 0x20 && s[i] < 0x7f ? s[i] : '?';
+    if (n >= cap && cap > 4)
+        memcpy(out + cap - 4, "...", 4), k = cap - 1;
+    out[k] = '\0';
+}
+
+/* One tree into c->t, then built as the JSON reader builds it. */
+static int xb_tree(conv *c, xbin *b, uint64_t ti)
+{
+    char what[64];
+    snprintf(what, sizeof what, "tree %llu's parameters", (unsigned long long)ti);
+    const unsigned char *tp = xb_take(b, XB_TREE_PARAM, what, c->err);
+    if (!tp)
+        return -1;
+    int32_t num_nodes = (int32_t)xb_u32_at(tp + 4), num_deleted = (int32_t)xb_u32_at(tp + 8);
+    int32_t leaf_vec = (int32_t)xb_u32_at(tp + 20);
+    unsigned long long tl = (unsigned long long)ti;
+    if (num_nodes <= 0)
+        return qs_fail(c->err, QS_ERR_FORMAT, 0, "tree %llu: num_nodes is %d", tl, num_nodes);
+    if ((uint32_t)num_nodes > QS_MAX_TREE_NODES)
+        return qs_fail(c->err, QS_ERR_LIMIT, 0, "tree %llu has %d nodes (limit %u)", tl,
+                       num_nodes, QS_MAX_TREE_NODES);
+    if (leaf_vec != 0)
+        return qs_fail(c->err, QS_ERR_UNSUPPORTED, 0,
+                       "tree %llu: size_leaf_vector %d in a binary model (XGBoost 1.x reads "
+                       "no leaf vectors from it): not supported", tl, leaf_vec);
+    const size_t n = (size_t)num_nodes;
+    if ((uint64_t)n * (XB_NODE + XB_STAT) > b->n - b->pos)
+        return qs_fail_at(c->err, QS_ERR_FORMAT, (long long)b->pos,
+                          "xgboost binary model: truncated in tree %llu (byte %zu: %d nodes "
+                          "need %llu bytes, %zu left)", tl, b->pos, num_nodes,
+                          (unsigned long long)n * (XB_NODE + XB_STAT), b->n - b->pos);
+    const unsigned char *nd = b->p + b->pos;
+    b->pos += n * (XB_NODE + XB_STAT);   /* the nodes, then their statistics (unused) */
+    xtree *t = &c->t;
+    static const int fields[] = { F_LEFT, F_RIGHT, F_SPLIT_INDICES, F_DEFAULT_LEFT };
+    for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
+        i64vec *v = &t->arr[fields[f]];
+        if (qs_vec_reserve((void **)&v->v, &v->cap, n - 1, sizeof *v->v) != 0)
+            return nomem(c);
+        v->n = n;
+    }
+    if (qs_vec_reserve((void **)&t->cond.v, &t->cond.cap, n - 1, sizeof *t->cond.v) != 0)
+        return nomem(c);
+    t->cond.n = n;
+    int32_t deleted = 0;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char *q = nd + i * XB_NODE;
+        uint32_t sindex = xb_u32_at(q + 12);
+        if (i > 0 && sindex == 0xFFFFFFFFu)
+            deleted++;   /* unreachable: dropped with the others */
+        t->arr[F_LEFT].v[i] = (int32_t)xb_u32_at(q + 4);
+        t->arr[F_RIGHT].v[i] = (int32_t)xb_u32_at(q + 8);
+        t->arr[F_SPLIT_INDICES].v[i] = sindex & 0x7FFFFFFFu;
+        t->arr[F_DEFAULT_LEFT].v[i] = sindex >> 31;
+        t->cond.v[i] = xb_f32_at(q + 16);
+    }
+    /* RegTree::Load checks the count (a mismatch: XGBoost refuses the file) */
+    if (deleted != num_deleted)
+        return qs_fail(c->err, QS_ERR_FORMAT, 0,
+                       "tree %llu: num_deleted is %d, but %d nodes are marked deleted", tl,
+                       num_deleted, deleted);
+    t->seen = 1u << F_LEFT | 1u << F_RIGHT | 1u << F_SPLIT_INDICES | 1u << F_SPLIT_CONDITIONS |
+              1u << F_DEFAULT_LEFT;
+    t->num_nodes = num_nodes;
+    t->leaf_vec = 0;
+    t->id = (int64_t)ti;
+    return build_tree(c, ti);
+}
+
+static int convert_binary(conv *c, const char *buf, size_t len, size_t at)
+{
+    qs_error *err = c->err;
+    if (at == 4 && memcmp(buf, "bs64", 4) == 0)
+        return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                       "xgboost model in the base64 form (\"bs64\", written by XGBoost before "
+                       "1.0; XGBoost 1.x refuses it too): not supported; save it as JSON "
+                       "(save_model(\"m.json\")) with the XGBoost that wrote it");
+    xbin b = { (const unsigned char *)buf, len, at };   /* past "binf", if any */
+    const unsigned char *lp = xb_take(&b, XB_LEARNER_PARAM, "the learner's parameters", err);
+    if (!lp)
+        return -1;
+    const uint32_t major = xb_u32_at(lp + 20), minor = xb_u32_at(lp + 24);
+    if (major == 0)
+        return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                       "xgboost binary model of version 0 (written by XGBoost before 1.0: its "
+                       "base_score is stored as a margin and its objective's parameters are not "
+                       "saved): not supported; load it with XGBoost 1.x and save it as JSON "
+                       "(save_model(\"m.json\"))");
+    if (major != 1)
+        return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
+                       "xgboost binary model of version %u.%u: not supported (qs reads the "
+                       "binary format of XGBoost 1.0 to 1.7); save it as JSON "
+                       "(save_model(\"m.json\"))", major, minor);
+    c->has_learner = 1;
+    c->base_binary = 1;
+    c->has_base = 1;
+    c->base_f32 = xb_f32_at(lp);
+    c->num_feature = xb_u32_at(lp + 4);
+    c->has_num_feature = 1;
+    c->num_class = (int32_t)xb_u32_at(lp + 8);
+    c->has_num_class = 1;
+    const int32_t extra = (int32_t)xb_u32_at(lp + 12);
+    const uint32_t ntarget = xb_u32_at(lp + 28);
+    c->num_target = ntarget == 0 ? 1 : ntarget;   /* before 1.6: 0 */
+
+    const char *s;
+    size_t sn;
+    if (xb_string(&b, "the objective's name", &s, &sn, err) != 0)
+        return -1;
+    xb_name(s, sn, c->objective, sizeof c->objective);
+    c->has_objective = 1;
+    if (xb_string(&b, "the booster's name", &s, &sn, err) != 0)
+        return -1;
+    xb_name(s, sn, c->booster, sizeof c->booster);
+    c->has_booster = 1;
+    if (strcmp(c->booster, "gbtree") != 0 && strcmp(c->booster, "dart") != 0)
+        return finish(c);   /* gblinear and others: refused by name */
+
+    const unsigned char *gp = xb_take(&b, XB_GBTREE_PARAM, "the booster's parameters", err);
+    if (!gp)
+        return -1;
+    const int32_t ntrees = (int32_t)xb_u32_at(gp), npar = (int32_t)xb_u32_at(gp + 4);
+    if (ntrees < 0)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "num_trees is %d", ntrees);
+    if ((uint32_t)ntrees > QS_MAX_TREES)
+        return qs_fail(err, QS_ERR_LIMIT, 0, "%d trees (limit %u)", ntrees, QS_MAX_TREES);
+    if ((uint64_t)ntrees * (XB_TREE_PARAM + XB_NODE + XB_STAT + 4) > b.n - b.pos)
+        return qs_fail_at(err, QS_ERR_FORMAT, (long long)b.pos,
+                          "xgboost binary model: truncated: %d trees cannot fit in the %zu "
+                          "bytes left", ntrees, b.n - b.pos);
+    if (npar < 0)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "num_parallel_tree is %d", npar);
+    c->num_parallel = npar == 0 ? 1 : npar;   /* before 1.6: not recorded */
+    c->num_trees_param = ntrees;
+    c->has_trees = 1;
+    for (int32_t i = 0; i < ntrees; i++)
+        if (xb_tree(c, &b, (uint64_t)i) != 0)
+            return -1;
+    c->has_tree_info = 1;
+    if (ntrees > 0) {
+        const unsigned char *q = xb_take(&b, (size_t)ntrees * 4, "tree_info", err);
+        if (!q)
+            return -1;
+        if (qs_vec_reserve((void **)&c->tree_info.v, &c->tree_info.cap, (size_t)ntrees - 1,
+                           sizeof *c->tree_info.v) != 0)
+            return nomem(c);
+        for (int32_t i = 0; i < ntrees; i++)
+            c->tree_info.v[i] = (int32_t)xb_u32_at(q + 4 * (size_t)i);
+        c->tree_info.n = (size_t)ntrees;
+    }
+    if (strcmp(c->booster, "dart") == 0 && ntrees > 0) {
+        const unsigned char *q = xb_take(&b, 8, "weight_drop", err);
+        if (!q)
+            return -1;
+        uint64_t nw = xb_u64_at(q);
+        if (nw > (b.n - b.pos) / 4)
+            return qs_fail_at(err, QS_ERR_FORMAT, (long long)(b.pos - 8),
+                              "xgboost binary model: weight_drop (byte %zu) says %llu values, "
+                              "%zu bytes are left", b.pos - 8, (unsigned long long)nw,
+                              b.n - b.pos);
+        if (nw > 0 && qs_vec_reserve((void **)&c->weight_drop.v, &c->weight_drop.cap,
+                                     (size_t)nw - 1, sizeof *c->weight_drop.v) != 0)
+            return nomem(c);
+        for (uint64_t i = 0; i < nw; i++)
+            c->weight_drop.v[i] = xb_f32_at(b.p + b.pos + 4 * i);
+        c->weight_drop.n = (size_t)nw;
+        b.pos += (size_t)nw * 4;
+        c->has_weight_drop = 1;
+    } else if (strcmp(c->booster, "dart") == 0) {
+        c->has_weight_drop = 1;   /* no trees, no weights */
+    }
+    if (extra != 0) {
+        const unsigned char *q = xb_take(&b, 8, "the attributes", err);
+        if (!q)
+            return -1;
+        uint64_t na = xb_u64_at(q);
+        if (na > (b.n - b.pos) / 16)
+            return qs_fail_at(err, QS_ERR_FORMAT, (long long)(b.pos - 8),
+                              "xgboost binary model: %llu attributes (byte %zu) cannot fit in "
+                              "the %zu bytes left", (unsigned long long)na, b.pos - 8,
+                              b.n - b.pos);
+        for (uint64_t i = 0; i < na; i++)
+            if (xb_string(&b, "an attribute's name", &s, &sn, err) != 0 ||
+                xb_string(&b, "an attribute's value", &s, &sn, err) != 0)
+                return -1;
+    }
+    if (b.pos != b.n)
+        return qs_fail_at(err, QS_ERR_FORMAT, (long long)b.pos,
+                          "xgboost binary model: %zu bytes after the model (byte %zu)",
+                          b.n - b.pos, b.pos);
+    return finish(c);
 }
 
 /* UBJSON (XGBoost's binary JSON, save_model("m.ubj")) starts with '{' and
@@ -1158,6 +1509,7 @@ qs_model *qs_convert_xgboost(const char *buf, size_t len, qs_error *err)
     c.err = err;
     c.buf = buf;
     c.num_trees_param = -1;
+    c.num_parallel = 1;
     c.m = qs_model_new(QS_SRC_XGBOOST, err);
     if (!c.m)
         return NULL;
@@ -1166,6 +1518,11 @@ qs_model *qs_convert_xgboost(const char *buf, size_t len, qs_error *err)
 
     int rc = -1;
     qs_json_token k, t;
+    long bin_at = qs_xgboost_binary_at(buf, len);
+    if (bin_at >= 0) {
+        rc = convert_binary(&c, buf, len, (size_t)bin_at);
+        goto done;
+    }
     if (expect(&c, &t, QS_JSON_OBJECT, "an xgboost json model") != 0)
         goto done;
     for (;;) {
@@ -1199,6 +1556,7 @@ done:
     free(c.t.cond.v);
     free(c.weight_drop.v);
     free(c.tree_info.v);
+    free(c.indptr.v);
     free(c.tree_ids.v);
     free(c.tree_first.v);
     free(c.tree_nvec.v);
@@ -1373,6 +1731,8 @@ long long qs_source_list_categories(const char *buf, size_t len, qs_category_fn 
 {
     if (!buf || qs_detect_format(buf, len) != QS_FMT_XGBOOST)
         return 0;
+    if (qs_xgboost_binary_at(buf, len) >= 0)
+        return 0;   /* the binary format holds no categories */
     qs_json_reader r;
     qs_json_token t;
     qs_json_init(&r, buf, len, 0,

@@ -123,12 +123,8 @@ const char *qs_eval_conv_preset_of(const qs_eval_conv *c)
 
 const char *qs_eval_preset_of_source(qs_source src)
 {
-    switch (src) {
-    case QS_SRC_LIGHTGBM: return "lightgbm";
-    case QS_SRC_XGBOOST: return "xgboost";
-    case QS_SRC_QUICKRANK: return "quickrank";
-    default: return NULL;
-    }
+    const qs_source_info *r = qs_source_get(src);   /* common/source.c */
+    return r && r->eval_preset[0] ? r->eval_preset : NULL;
 }
 
 int qs_eval_conv_set(qs_eval_conv *c, const char *knob, const char *value, qs_error *err)

@@ -521,7 +521,8 @@ static int gather_trees(const qs_model *m, const tinfo *ti, const uint8_t *rever
         tree_ranges(nd, tr->num_nodes, &s, rev);
         uint32_t rank = 0;
         const double w = tr->weight;
-        const int by_index = m->source == QS_SRC_XGBOOST;
+        const int by_index = qs_source_get(m->source) &&
+                             qs_source_get(m->source)->leaves == QS_LEAVES_BY_NODE;
         uint32_t *const lnode = L->leaf_node + L->leaf_off[u], *const lid = L->leaf_id + L->leaf_off[u];
         for (uint32_t i = 0; i < tr->num_nodes; i++) {
             const qs_node *x = &nd[i];

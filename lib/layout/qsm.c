@@ -19,6 +19,8 @@ static const unsigned char QSM_MAGIC[8] = { 0x89, 'Q', 'S', 'M', '\r', '\n', 0x1
 #define QSM_VERSION_MINOR_AVERAGE 2 /* written only for models with a transform average */
 #define QSM_VERSION_MINOR_LINEAR 3 /* written only for models with linear leaves (LINR) */
 #define QSM_VERSION_MINOR_TUNE 4 /* written only for files with a tuning record (TUNE) */
+#define QSM_VERSION_MINOR_ITER 5 /* written only for models whose INFO has its extension
+                                    (trees per iteration, output rounded to float32) */
 #define QSM_HEADER_SIZE 64u
 #define QSM_ENTRY_SIZE 48u
 #define QSM_MAX_SECTIONS 64u
@@ -109,6 +111,14 @@ static void put_u64_at(unsigned char *p, uint64_t v)
     put_u32_at(p + 4, (uint32_t)(v >> 32));
 }
 
+/* Whether INFO carries the extension of version 1.5: the trees of one
+ * iteration (XGBoost's boosted random forests) or the output's rounding to
+ * float32 (ONNX opset-1/3 ensembles with a double input). */
+static int info_extended(const qs_model *m)
+{
+    return m->iter_trees != 0 || m->out_float;
+}
+
 static void write_info(wbuf *b, const qs_model *m)
 {
     w_u32(b, (uint32_t)m->source);
@@ -124,6 +134,10 @@ static void write_info(wbuf *b, const qs_model *m)
     w_str(b, m->objective, 64);
     for (uint32_t c = 0; c < m->num_classes; c++)
         w_f64(b, m->base[c]);
+    if (info_extended(m)) {   /* version 1.5 */
+        w_u32(b, m->iter_trees);
+        w_u32(b, m->out_float ? 1u : 0u);
+    }
 }
 
 /* AFFN (version 1.1): the output affine, for models that have one. */
@@ -294,7 +308,8 @@ int qsm_write(const qs_model *m, const qs_layout *L, unsigned char **out, size_t
         goto nomem;
     memcpy(hdr, QSM_MAGIC, 8);
     hdr[8] = QSM_VERSION_MAJOR;
-    hdr[10] = m->num_linear          ? QSM_VERSION_MINOR_LINEAR
+    hdr[10] = info_extended(m)       ? QSM_VERSION_MINOR_ITER
+              : m->num_linear        ? QSM_VERSION_MINOR_LINEAR
               : m->transform_average ? QSM_VERSION_MINOR_AVERAGE
               : m->out_affine      ? QSM_VERSION_MINOR_AFFINE
                                    : QSM_VERSION_MINOR;
@@ -410,7 +425,9 @@ static void *r_alloc(rbuf *r, uint64_t count, size_t disk_size, size_t mem_size)
     return p;
 }
 
-static int read_info(rbuf *r, qs_model *m, qs_error *err)
+/* out_float: where the extension's output flag goes (set on the model once
+ * AFFN is read: the model validates without it until then). */
+static int read_info(rbuf *r, qs_model *m, int *out_float, qs_error *err)
 {
     uint32_t src = r_u32(r), cmp = r_u32(r), fp = r_u32(r), fa = r_u32(r), am = r_u32(r);
     m->num_features = r_u32(r);
@@ -433,6 +450,16 @@ static int read_info(rbuf *r, qs_model *m, qs_error *err)
         return -1;
     for (uint32_t c = 0; c < k; c++)
         m->base[c] = r_f64(r);
+    if (!r->bad && r->n - r->pos == 8) {
+        /* version 1.5: trees per iteration, output flags (bit 0: rounded
+         * to float32; checked with the model, after AFFN) */
+        m->iter_trees = r_u32(r);
+        uint32_t flags = r_u32(r);
+        if (m->iter_trees > QS_MAX_TREES || flags > 1u)
+            return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section holds invalid values");
+        if (out_float)
+            *out_float = (int)flags;
+    }
     if (r->bad || r->pos != r->n)
         return qs_fail(err, QS_ERR_FORMAT, 0, "INFO section has the wrong size");
     return 0;
@@ -1049,7 +1076,7 @@ static int check_header(const unsigned char *buf, size_t len, uint32_t *hsize_ou
 }
 
 /* INFO's largest raw size (its fields, and a base score per class). */
-#define QSM_INFO_MOST (120 + 8 * (uint64_t)QS_MAX_CLASSES)
+#define QSM_INFO_MOST (120 + 8 * (uint64_t)QS_MAX_CLASSES + 8)   /* with 1.5's extension */
 
 /* Section table entry s: known flags (unknown ones, or an unknown section
  * marked required, are unsupported), inside the file, its checksum. */
@@ -1102,6 +1129,7 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
     qs_model *m = qs_model_new(QS_SRC_UNKNOWN, err);
     qs_layout *L = calloc(1, sizeof *L);
     int have[5] = { 0, 0, 0, 0, 0 };
+    int out_float = 0;   /* INFO's output flag, set once AFFN is read */
     unsigned tune_seen = 0;
     unsigned char *raw = NULL;
     qsly_ahead qa = { UINT32_MAX, NULL, { 0 } };
@@ -1236,7 +1264,7 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
                     goto fail;
             }
             rbuf r = { raw, rn, 0, 0 };
-            int rc = want == 0 ? read_info(&r, m, err)
+            int rc = want == 0 ? read_info(&r, m, &out_float, err)
                      : want == 1 ? read_trees(&r, &raw, m, threads, err)
                      : want == 2 ? read_layout(&r, L, m, err)
                      : want == 3 ? read_affine(&r, m, err)
@@ -1251,6 +1279,16 @@ int qsm_read(const unsigned char *buf, size_t len, unsigned threads, qs_model **
                        want == 0 ? "INFO" : want == 1 ? "TREE" : "QSLY");
             goto fail;
         }
+    }
+    if (out_float) {
+        if (!m->out_affine) {
+            qs_fail_at(err, QS_ERR_FORMAT, hsize,
+                       "INFO says the output is rounded to float32, but there is no AFFN section");
+            goto fail;
+        }
+        m->out_float = 1;
+        if (qs_model_validate(m, err) != 0)
+            goto fail;
     }
     free(qa.raw); /* consumed unless QSLY was never reached */
     *mp = m;
@@ -1292,7 +1330,7 @@ int qsm_peek_info(const unsigned char *buf, size_t len, uint32_t *num_features,
         int rc = -1;
         if (m) {
             rbuf r = { raw, (size_t)rawsz, 0, 0 };
-            rc = read_info(&r, m, err);
+            rc = read_info(&r, m, NULL, err);
             if (rc == 0) {
                 *num_features = m->num_features;
                 *float_precision = m->float_precision;

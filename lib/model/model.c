@@ -7,32 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* ------------------------------------------------------------ sources */
-
-/* The source libraries' names, indexed by qs_source: what canonical text and
- * .qsm INFO record, and qs-compile --info shows.  The readers' table
- * (convert/convert.c) gives each reader its source. */
-static const char *const source_names[QS_SRC_COUNT] = {
-    [QS_SRC_UNKNOWN] = "unknown",   [QS_SRC_LIGHTGBM] = "lightgbm",
-    [QS_SRC_XGBOOST] = "xgboost",   [QS_SRC_QUICKRANK] = "quickrank",
-    [QS_SRC_CATBOOST] = "catboost", [QS_SRC_ONNX] = "onnx",
-};
-
-const char *qs_source_name(qs_source s)
-{
-    return (unsigned)s < QS_SRC_COUNT ? source_names[s] : "unknown";
-}
-
-int qs_source_from_name(const char *name, size_t len, qs_source *out)
-{
-    for (unsigned i = 0; i < QS_SRC_COUNT; i++)
-        if (strlen(source_names[i]) == len && memcmp(source_names[i], name, len) == 0) {
-            *out = (qs_source)i;
-            return 0;
-        }
-    return -1;
-}
-
 /* ------------------------------------------------------------ building */
 
 qs_model *qs_model_new(qs_source src, qs_error *err)
@@ -43,6 +17,11 @@ qs_model *qs_model_new(qs_source src, qs_error *err)
         return NULL;
     }
     m->source = src;
+    /* the library's defaults (common/source.c); a reader sets what its
+     * model says */
+    const qs_source_info *r = qs_source_get(src);
+    m->float_precision = r && r->float_bits == 32;
+    m->absent_missing = r && r->absent == QS_ABSENT_MISSING;
     m->transform_param = 1.0;
     m->out_scale = 1.0;
     strcpy(m->transform, "none");
@@ -262,9 +241,11 @@ void qs_model_leaf_ids(const qs_model *m, uint64_t t, uint32_t *ids)
 {
     const qs_tree *tr = &m->trees[t];
     const qs_node *nd = m->nodes + tr->node_off;
+    const qs_source_info *r = qs_source_get(m->source);
+    const int by_node = r && r->leaves == QS_LEAVES_BY_NODE;
     uint32_t k = 0;
     for (uint32_t i = 0; i < tr->num_nodes; i++) {
-        ids[i] = m->source == QS_SRC_XGBOOST ? i : k;
+        ids[i] = by_node ? i : k;
         k += nd[i].kind == QS_NODE_LEAF;
     }
 }
@@ -486,6 +467,14 @@ static int model_scan(const qs_model *m, uint32_t *max_leaves, uint32_t *max_dep
     }
     if (!m->out_affine && m->out_divide > 1)
         return qs_fail(err, QS_ERR_FORMAT, 0, "an output divisor needs the output affine");
+    if (m->out_float != 0 && (m->out_float != 1 || !m->out_affine ||
+                              m->float_accumulate != QS_ACC_DOUBLE))
+        return qs_fail(err, QS_ERR_FORMAT, 0,
+                       "an output rounded to float32 needs the output affine and accumulate "
+                       "double");
+    if (m->iter_trees > QS_MAX_TREES)
+        return qs_fail(err, QS_ERR_FORMAT, 0, "%u trees per iteration (limit %u)",
+                       m->iter_trees, QS_MAX_TREES);
     if (m->out_affine != 0 && m->out_affine != 1)
         return qs_fail(err, QS_ERR_FORMAT, 0, "bad output affine flag");
     if (m->out_affine) {
@@ -641,7 +630,8 @@ int qs_transform_known(const char *name)
 {
     static const char *const names[] = { "none", "sigmoid", "softmax", "exp",
                                          "ova-sigmoid", "hinge", "argmax", "signed-square",
-                                         "fmath-exp", "fmath-softmax", "unsupported" };
+                                         "fmath-exp", "fmath-softmax", "log1p-exp",
+                                         "unsupported" };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strncmp(name, names[i], 16) == 0)
             return 1;
@@ -737,7 +727,8 @@ void qs_model_finish_scores(const qs_model *m, double *out, size_t n)
             if (m->out_divide > 1)
                 s = s / (double)m->out_divide;
             double p = m->out_scale * s;
-            out[d * K + c] = p + m->out_bias[c];
+            double r = p + m->out_bias[c];
+            out[d * K + c] = m->out_float ? (double)(float)r : r;
         }
 }
 

@@ -16,7 +16,6 @@
 #define QS_MAX_TREES      (1u << 22)
 #define QS_MAX_TREE_NODES (1u << 20)   /* nodes (internal + leaves) per tree */
 #define QS_MAX_LEAVES     ((QS_MAX_TREE_NODES + 1u) / 2u)
-#define QS_SRC_COUNT      6u           /* qs_source values 0 .. QS_SRC_ONNX */
 /* 32-bit words per categorical bitset: categories 0 .. 2^31 - 1, LightGBM's
  * own range (Tree::CategoricalDecision casts the value to int; its
  * cat_boundaries are ints).  Memory stays bounded by the model's total,
@@ -133,6 +132,15 @@ struct qs_model {
                                accumulation's precision (ONNX Runtime's
                                AVERAGE: sum / n_trees + base); 0, 1: none */
     double *out_bias;       /* [num_classes] */
+    int out_float;          /* 1: the output affine's result is rounded to
+                               float32 (ONNX Runtime's opset-1/3 ensembles
+                               with a double input: float32(double sum +
+                               base)); needs out_affine and accumulate double */
+    /* Trees per iteration of the source library (what --trees N counts:
+     * N iterations are the first N * iter_trees trees); 0: one per class
+     * (num_classes), the trees of class i mod K.  XGBoost's boosted random
+     * forests: num_parallel_tree x output groups. */
+    uint32_t iter_trees;
 
     qs_tree *trees;    uint64_t num_trees,  cap_trees;
     qs_node *nodes;    uint64_t num_nodes,  cap_nodes;
@@ -154,7 +162,8 @@ struct qs_model {
 
 static inline int qs_model_dense_zero_band(const qs_model *m)
 {
-    return m->source == QS_SRC_LIGHTGBM;
+    const qs_source_info *r = qs_source_get(m->source);
+    return r && r->dense == QS_DENSE_ZERO_BAND;
 }
 
 
@@ -255,9 +264,9 @@ void qs_model_walk_sum(const qs_model *m, const double *x, double *out);
 
 /* Apply the output affine to n documents' scores out[d * K + c] in place:
  * out = out_scale * s, rounded to double, then + out_bias[c], rounded to
- * double (two roundings, never a fused multiply-add); with out_divide N, s
- * is first s / N (in float32 with accumulate float).  Nothing when
- * out_affine is off. */
+ * double (two roundings, never a fused multiply-add), then to float32 with
+ * out_float; with out_divide N, s is first s / N (in float32 with
+ * accumulate float).  Nothing when out_affine is off. */
 void qs_model_finish_scores(const qs_model *m, double *out, size_t n);
 
 /* Whether tree t is oblivious: complete, and every node of a level tests the

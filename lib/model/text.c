@@ -106,6 +106,8 @@ int qs_model_to_text(const qs_model *m, char **out, size_t *out_len, qs_error *e
         put_value(&b, m->out_scale);
         if (m->out_divide > 1)
             sb_printf(&b, " divide %u", m->out_divide);
+        if (m->out_float)
+            sb_printf(&b, " float");
         sb_printf(&b, "\n");
         for (uint32_t c = 0; c < m->num_classes; c++) {
             sb_printf(&b, "out-bias %u ", c);
@@ -113,7 +115,10 @@ int qs_model_to_text(const qs_model *m, char **out, size_t *out_len, qs_error *e
             sb_printf(&b, "\n");
         }
     }
-    sb_printf(&b, "trees %llu\n", (unsigned long long)m->num_trees);
+    sb_printf(&b, "trees %llu", (unsigned long long)m->num_trees);
+    if (m->iter_trees)
+        sb_printf(&b, " per-iteration %u", m->iter_trees);
+    sb_printf(&b, "\n");
     for (uint64_t t = 0; t < m->num_trees; t++) {
         const qs_tree *tr = &m->trees[t];
         sb_printf(&b, "tree %llu class %u weight ", (unsigned long long)t, tr->class_id);
@@ -497,7 +502,8 @@ static int read_body(reader *r, qs_model *m)
     }
     static const char *const transforms[] = { "none", "sigmoid", "softmax", "exp",
                                               "ova-sigmoid", "hinge", "argmax", "signed-square",
-                                              "fmath-exp", "fmath-softmax", "unsupported" };
+                                              "fmath-exp", "fmath-softmax", "log1p-exp",
+                                              "unsupported" };
     int found = 0;
     for (size_t i = 0; i < sizeof transforms / sizeof *transforms; i++)
         if (tok_is(r, 1, transforms[i])) {
@@ -533,16 +539,21 @@ static int read_body(reader *r, qs_model *m)
         m->out_affine = 1;
         if (header(r, "out-scale", -1) || get_num(r, 1, 0, &m->out_scale, "output scale"))
             return -1;
-        if (r->ntok == 4 && tok_is(r, 2, "divide")) {
+        int at = 2;
+        if (r->ntok >= 4 && tok_is(r, 2, "divide")) {
             if (get_u32(r, 3, QS_MAX_TREES, &m->out_divide, "output divisor"))
                 return -1;
             if (m->out_divide < 2)
                 return qs_fail(r->err, QS_ERR_FORMAT, r->line,
                                "'divide' takes a count of 2 or more");
-        } else if (r->ntok != 2) {
-            return qs_fail(r->err, QS_ERR_FORMAT, r->line,
-                           "'out-scale' takes 1 field, or 3 ending with 'divide N'");
+            at = 4;
         }
+        if (r->ntok == at + 1 && tok_is(r, at, "float"))
+            m->out_float = 1;
+        else if (r->ntok != at)
+            return qs_fail(r->err, QS_ERR_FORMAT, r->line,
+                           "'out-scale' takes 1 field, then optionally 'divide N', then "
+                           "optionally 'float'");
         for (uint32_t c = 0; c < m->num_classes; c++) {
             uint32_t ci;
             if (header(r, "out-bias", 3) || get_u32(r, 1, QS_MAX_CLASSES, &ci, "class"))
@@ -554,8 +565,18 @@ static int read_body(reader *r, qs_model *m)
         }
     }
     uint64_t ntrees;
-    if (header(r, "trees", 2) || get_u64(r, 1, QS_MAX_TREES, &ntrees, "tree count"))
+    if (header(r, "trees", -1) || get_u64(r, 1, QS_MAX_TREES, &ntrees, "tree count"))
         return -1;
+    if (r->ntok == 4 && tok_is(r, 2, "per-iteration")) {
+        if (get_u32(r, 3, QS_MAX_TREES, &m->iter_trees, "trees per iteration"))
+            return -1;
+        if (m->iter_trees == 0)
+            return qs_fail(r->err, QS_ERR_FORMAT, r->line,
+                           "'per-iteration' takes a count of 1 or more");
+    } else if (r->ntok != 2) {
+        return qs_fail(r->err, QS_ERR_FORMAT, r->line,
+                       "'trees' takes 1 field, or 3 ending with 'per-iteration P'");
+    }
     for (uint64_t t = 0; t < ntrees; t++) {
         uint64_t id;
         uint32_t cls, nn;

@@ -90,7 +90,9 @@ static int read_model_stream(FILE *f, size_t limit, unsigned char **out, size_t 
     }
     if (rerr) {
         free(b);
-        return qs_fail(err, QS_ERR_IO, 0, "read error: %s", strerror(rerr));
+        qs_fail(err, QS_ERR_IO, 0, "read error: %s", strerror(rerr));
+        errno = rerr;
+        return -1;
     }
     if (over || n > limit) {
         free(b);
@@ -303,9 +305,13 @@ static int open_common(FILE *f, const char *name, const unsigned char *buf, size
         return -1;
     unsigned char *file = NULL, *plain = NULL;
     int rc = -1;
+    int ioerr = 0;
     if (f) {
-        if (read_model_stream(f, limit, &file, &len, err) != 0)
+        if (read_model_stream(f, limit, &file, &len, err) != 0) {
+            if (err && err->code == QS_ERR_IO)
+                ioerr = errno;
             goto done;
+        }
         buf = file;
     } else if (len > limit) {
         qs_fail(err, QS_ERR_LIMIT, 0, "the model's %zu bytes are beyond the limit of %zu "
@@ -339,6 +345,8 @@ done:
         named(name, opt, err);
         qs_opened_free(out);
     }
+    if (rc != 0 && ioerr)
+        errno = ioerr; /* (the system's reason, as qs.h promises) */
     return rc;
 }
 
@@ -357,10 +365,13 @@ int qs_open(const char *path, const unsigned char *buf, size_t len, const qs_ope
         const int e = errno;
         qs_fail(err, QS_ERR_IO, 0, "cannot open: %s", strerror(e));
         named(path, opt, err);
+        errno = e;
         return -1;
     }
     int rc = open_common(f, path, NULL, 0, opt, out, err);
+    const int e = errno;
     fclose(f);
+    errno = e;
     return rc;
 }
 

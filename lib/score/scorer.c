@@ -330,6 +330,10 @@ qs_sniff qs_sniff_model(const unsigned char *buf, size_t len, int eof, uint64_t 
         i++;
     if (!eof && (len - i < 16 || len < 3))
         return QS_SNIFF_MORE;
+    /* XGBoost's binary format without "binf" shows itself by its first
+     * names, past 136 bytes: a short read waits for more */
+    if (!eof && len < 512 && qs_detect_format((const char *)buf, len) == QS_FMT_UNKNOWN)
+        return QS_SNIFF_MORE;
     return qs_detect_format((const char *)buf, len) != QS_FMT_UNKNOWN ? QS_SNIFF_MODEL
                                                                       : QS_SNIFF_NOT;
 }
@@ -446,20 +450,30 @@ int qs_scorer_relayout(qs_scorer *s, uint32_t tree_block, uint32_t doc_block, ui
     return 0;
 }
 
+/* Trees per iteration: the source's count (XGBoost's num_parallel_tree x
+ * output groups), else one per class. */
+static uint64_t iteration_trees(const qs_model *m)
+{
+    return m->iter_trees ? m->iter_trees : m->num_classes;
+}
+
 uint64_t qs_scorer_iterations(const qs_scorer *s)
 {
-    return s->m->num_trees / s->m->num_classes;
+    return s->m->num_trees / iteration_trees(s->m);
 }
 
 int qs_scorer_truncate(qs_scorer *s, uint64_t iterations, qs_error *err)
 {
     qs_model *m = s->m;
     const uint32_t K = m->num_classes;
+    const uint64_t per = iteration_trees(m);
     if (iterations == 0)
         return qs_fail(err, QS_ERR_ARG, 0, "0 iterations: keep at least one");
-    uint64_t have = m->num_trees / K;
-    uint64_t keep = iterations >= have ? m->num_trees : iterations * K;
-    for (uint64_t t = 0; K > 1 && t < keep; t++)
+    uint64_t have = m->num_trees / per;
+    uint64_t keep = iterations >= have ? m->num_trees : iterations * per;
+    /* A source's own count (iter_trees) says how its iterations' trees
+     * come; otherwise one per class, in class order. */
+    for (uint64_t t = 0; K > 1 && !m->iter_trees && t < keep; t++)
         if (m->trees[t].class_id != t % K)
             return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
                            "tree %llu is of class %u, not %llu: the trees do not come one per "
@@ -561,7 +575,10 @@ void qs_scorer_free(qs_scorer *s)
 
 const qs_model *qs_scorer_model(const qs_scorer *s) { return s->m; }
 
-int qs_score_digits(const qs_scorer *s) { return s->m->float_accumulate ? 9 : 17; }
+int qs_score_digits(const qs_scorer *s)
+{
+    return s->m->float_accumulate || s->m->out_float ? 9 : 17;
+}
 
 /* ------------------------------------------------------------ scoring */
 

@@ -1,5 +1,5 @@
 /* transform.c: the objectives' output functions (sigmoid, softmax, exp,
- * hinge) with each source library's arithmetic. */
+ * hinge, log1p-exp, ...) with each source library's arithmetic. */
 #include "score/score.h"
 
 #include <math.h>
@@ -72,14 +72,8 @@ static double catboost_exp_tail(double x)
 
 static const char *source_library(qs_source src)
 {
-    switch (src) {
-    case QS_SRC_LIGHTGBM: return "LightGBM";
-    case QS_SRC_XGBOOST: return "XGBoost";
-    case QS_SRC_QUICKRANK: return "QuickRank/RankLib";
-    case QS_SRC_CATBOOST: return "CatBoost";
-    case QS_SRC_ONNX: return "ONNX Runtime";
-    default: return "the source library";
-    }
+    const qs_source_info *r = qs_source_get(src);
+    return r ? r->library : "the source library";
 }
 
 int qs_scorer_set_transform(qs_scorer *s, const char *name, qs_error *err)
@@ -89,35 +83,36 @@ int qs_scorer_set_transform(qs_scorer *s, const char *name, qs_error *err)
         strcmp(name, "unsupported") == 0)
         return qs_fail(err, QS_ERR_ARG, 0,
                        "unknown transform '%s' (expected none, sigmoid, softmax, exp, "
-                       "ova-sigmoid, hinge, argmax, signed-square, fmath-exp or fmath-softmax)",
+                       "ova-sigmoid, hinge, argmax, signed-square, log1p-exp, fmath-exp or "
+                       "fmath-softmax)",
                        name ? name : "");
     if (strcmp(name, m->transform) == 0)
         return 0;
-    /* CatBoost picks the prediction type at predict time: for a one-output
-     * model Probability (sigmoid), Exponent (fmath-exp: CatBoost's own exp
-     * on x86-64, fmath's expd) or exp (the C library's, as CatBoost's
-     * builds elsewhere compute it). */
-    const int catboost_pick = m->source == QS_SRC_CATBOOST && m->num_classes == 1 &&
-                              strcmp(m->transform, "unsupported") != 0 &&
-                              (strcmp(name, "sigmoid") == 0 || strcmp(name, "exp") == 0 ||
-                               strcmp(name, "fmath-exp") == 0);
+    /* A library that picks the prediction type at predict time (the
+     * source table's picked_transforms: CatBoost's Probability, Exponent
+     * with its own exp, exp) does so for a one-output model. */
+    const qs_source_info *src = qs_source_get(m->source);
+    const int picked = src && m->num_classes == 1 && strcmp(m->transform, "unsupported") != 0 &&
+                       qs_source_picks(src, name);
     /* "none": the raw sums, exact for every model (LightGBM's random-forest
      * average stays). */
-    if (strcmp(name, "none") != 0 && !catboost_pick) {
+    if (strcmp(name, "none") != 0 && !picked) {
         if (strcmp(m->transform, "unsupported") == 0)
             return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
                            "transform '%s' is not exact for this model: its output function "
                            "cannot be reproduced exactly ('none' gives the raw scores)", name);
         return qs_fail(err, QS_ERR_UNSUPPORTED, 0,
                        "transform '%s' is not exact for this model: %s computes '%s' for it "
-                       "(%s%s%s'none' gives the raw scores)%s", name,
+                       "(%s%s%s'none' gives the raw scores)%s%s%s", name,
                        source_library(m->source), m->transform, m->objective[0] ? "objective '" : "",
                        m->objective, m->objective[0] ? "'; " : "",
-                       m->source == QS_SRC_CATBOOST ? "; CatBoost's sigmoid and exp apply to "
-                                                      "one-output models" : "");
+                       src && src->picked_transforms[0] ? "; " : "",
+                       src && src->picked_transforms[0] ? source_library(m->source) : "",
+                       src && src->picked_transforms[0] ? "'s sigmoid and exp apply to "
+                                                          "one-output models" : "");
     }
     snprintf(m->transform, sizeof m->transform, "%s", name);
-    if (catboost_pick)
+    if (picked)
         m->transform_param = 1.0;
     return 0;
 }
@@ -170,6 +165,11 @@ void qs_transform(const qs_scorer *s, double *y)
     } else if (strcmp(m->transform, "hinge") == 0) {
         for (uint32_t c = 0; c < k; c++)
             y[c] = y[c] > 0.0 ? 1.0 : 0.0;
+    } else if (strcmp(m->transform, "log1p-exp") == 0) {
+        /* LightGBM cross_entropy_lambda (CrossEntropyLambda::ConvertOutput):
+         * std::log1p(std::exp(x)) in double, the C library's functions */
+        for (uint32_t c = 0; c < k; c++)
+            y[c] = log1p(exp(y[c]));
     } else if (strcmp(m->transform, "argmax") == 0) {
         /* XGBoost multi:softmax: the class of the largest margin, the first
          * on ties (FindMaxIndex), into y[0]; qs_transform_columns says 1. */

@@ -2,6 +2,7 @@
 local mode, where they are installed; the scores identical to one process
 and in the rows' order."""
 import os
+import tempfile
 import shutil
 
 import numpy as np
@@ -66,6 +67,8 @@ def test_spark_local_mode():
     pdf.insert(0, "id", np.arange(len(pdf)))
     spark = (SparkSession.builder.master("local[2]").appName("qs-toolkit-test")
              .config("spark.ui.enabled", "false")
+             # its scratch beside the test's (TMPDIR), not in /tmp
+             .config("spark.local.dir", tempfile.gettempdir())
              .config("spark.sql.execution.arrow.maxRecordsPerBatch", "700").getOrCreate())
     try:
         df = spark.createDataFrame(pdf).repartition(3)

@@ -78,3 +78,36 @@ def test_xgboost_predict(objective, extra, tmp_path):
     C = scipy.sparse.csr_matrix(Z)
     assert np.array_equal(m.predict(C).astype(np.float32),
                           booster.predict(xgb.DMatrix(C, nthread=1), output_margin=True))
+
+
+@pytest.mark.parametrize("objective,extra,fmt", [
+    ("reg:squarederror", {"num_parallel_tree": 5, "subsample": 0.7}, "model"),
+    ("multi:softprob", {"num_class": 3, "num_parallel_tree": 4, "subsample": 0.7}, "model"),
+    ("binary:logistic", {"num_parallel_tree": 3, "colsample_bynode": 0.7}, "json"),
+    ("binary:logistic", {}, "model"),
+    ("multi:softprob", {"num_class": 3, "booster": "dart", "rate_drop": 0.3}, "model")])
+def test_xgboost_binary_and_forests(objective, extra, fmt, tmp_path):
+    """Boosted random forests and the binary format (save_model("m.model"),
+    XGBoost 1.x's default): the model loaded from the file, whole and
+    trees=N (iteration_range=(0, N): num_parallel_tree trees per class an
+    iteration), as XGBoost predicts from the same file."""
+    X, y = data()
+    if objective == "multi:softprob":
+        y = (np.nan_to_num(X[:, 2]) > 0).astype(np.float32) + (np.nan_to_num(X[:, 3]) > 1)
+    params = {"objective": objective, "max_depth": 4, "eta": 0.3, "nthread": 1,
+              "tree_method": "hist", "seed": 1}
+    params.update(extra)
+    booster = xgb.train(params, xgb.DMatrix(X, label=y), num_boost_round=8)
+    path = tmp_path / ("m." + fmt)
+    booster.save_model(str(path))
+    if fmt == "model" and xgb.__version__.startswith("1."):
+        assert open(path, "rb").read(4) == b"binf"
+    loaded = xgb.Booster(model_file=str(path))
+    m = qs.Model(str(path))
+    T = data(n=1500, seed=6)[0]
+    dt = xgb.DMatrix(T, nthread=1)
+    assert np.array_equal(m.predict(T).astype(np.float32).reshape(len(T), -1),
+                          loaded.predict(dt, output_margin=True).reshape(len(T), -1))
+    for n in (1, 3, 8):
+        want = loaded.predict(dt, output_margin=True, iteration_range=(0, n)).reshape(len(T), -1)
+        assert np.array_equal(m.predict(T, trees=n).astype(np.float32).reshape(len(T), -1), want), n

@@ -138,6 +138,14 @@ static void text_report(tool_buf *f, const info_input *in, const qs_scorer *s)
     tool_buf_printf(f, "trees: %llu (%llu nodes, %llu leaves, %llu categorical splits)\n",
             (unsigned long long)mi.num_trees, (unsigned long long)st.nodes,
             (unsigned long long)st.leaves, (unsigned long long)st.cat_nodes);
+    {
+        /* a source whose iterations are not one tree per class (XGBoost's
+         * boosted random forests): what --trees N counts */
+        const uint64_t it = qs_scorer_iterations(s);
+        if (it && it * mi.num_classes != mi.num_trees)
+            tool_buf_printf(f, "iterations: %llu of %llu trees each (--trees N keeps N of them)\n",
+                            (unsigned long long)it, (unsigned long long)(mi.num_trees / it));
+    }
     tool_buf_printf(f, "leaves per tree:");
     for (size_t i = 0; i < st.n_leaves_hist; i++)
         tool_buf_printf(f, "%s %llu x%llu", i ? "," : "", (unsigned long long)st.leaves_hist[i].value,
@@ -285,6 +293,8 @@ static void json_report(tool_json *j, const info_input *in, const qs_scorer *s)
     tool_json_u64(j, mi.num_classes);
     MEMBER("trees");
     tool_json_u64(j, mi.num_trees);
+    MEMBER("iterations");
+    tool_json_u64(j, qs_scorer_iterations(s));
     MEMBER("nodes");
     tool_json_u64(j, st.nodes);
     MEMBER("leaves");

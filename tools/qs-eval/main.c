@@ -383,9 +383,8 @@ int main(int argc, char **argv)
             if (!like)
                 usage_die("--like-model %s: qs-eval has no convention for the library of this "
                           "model (%s); give --like TOOL", optarg,
-                          mi.source == QS_SRC_CATBOOST ? "CatBoost" : mi.source == QS_SRC_ONNX
-                                                                          ? "ONNX Runtime"
-                                                                          : "unknown");
+                          qs_source_get(mi.source) ? qs_source_get(mi.source)->library
+                                                   : "unknown");
             if (qs_eval_conv_preset(&o.conv, like, &err) != 0)
                 tool_die_err(NULL, &err);
             break;

@@ -314,7 +314,7 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
     const qs_model_info *info = &c->info;
     const char *dname = c->dname;
     if (c->input == PIPE_F32 && c->f32_features > info->num_features &&
-        (info->source == QS_SRC_LIGHTGBM || info->source == QS_SRC_XGBOOST)) {
+        qs_source_get(info->source) && qs_source_get(info->source)->features == QS_FEATURES_DATA) {
         if (c->strict_features)
             tool_die(EXIT_DATA, "%s: --features %u is beyond the model's %u features "
                                 "(--strict-features)", dname, c->f32_features, info->num_features);
@@ -325,7 +325,8 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
         tool_die(EXIT_DATA, "%s: --features %u is beyond the model's %u features "
                             "(--strict-features)", dname, c->f32_features, info->num_features);
     }
-    if (c->lightgbm_dense && info->source != QS_SRC_LIGHTGBM)
+    if (c->lightgbm_dense &&
+        !(qs_source_get(info->source) && qs_source_get(info->source)->dense == QS_DENSE_ZERO_BAND))
         tool_die(EXIT_USAGE, "--lightgbm-dense is LightGBM's rule, and %s is a %s model",
                  c->mpath, qs_source_name(info->source));
     job->info = &c->info;
@@ -337,8 +338,8 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
 static int is_transform_name(const char *s)
 {
     static const char *const names[] = { "none", "sigmoid", "softmax", "exp", "ova-sigmoid",
-                                         "hinge", "argmax", "signed-square", "fmath-exp",
-                                         "fmath-softmax" };
+                                         "hinge", "argmax", "signed-square", "log1p-exp",
+                                         "fmath-exp", "fmath-softmax" };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(s, names[i]) == 0)
             return 1;
@@ -432,7 +433,8 @@ int main(int argc, char **argv)
                 transform_name = argv[optind++];
             if (transform_name && !is_transform_name(transform_name))
                 tool_die(EXIT_USAGE, "bad --transform '%s' (expected none, sigmoid, softmax, exp, "
-                                     "ova-sigmoid, hinge, argmax or signed-square)", transform_name);
+                                     "ova-sigmoid, hinge, argmax, signed-square, log1p-exp, fmath-exp or "
+                                     "fmath-softmax)", transform_name);
             break;
         case 'n': annotate = 1; break;
         case 'S': strict_features = 1; break;

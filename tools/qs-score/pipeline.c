@@ -722,7 +722,8 @@ static uint32_t model_features(const pipe_job *job) { return job->info->num_feat
  * only the features their trees use. */
 static int features_from_data(const pipe_job *job)
 {
-    return job->info->source == QS_SRC_LIGHTGBM || job->info->source == QS_SRC_XGBOOST;
+    const qs_source_info *r = qs_source_get(job->info->source);
+    return r && r->features == QS_FEATURES_DATA;
 }
 
 /* A LETOR line that fails as CSV or TSV would: say which --input reads it. */

@@ -535,11 +535,12 @@ QS_CU_FN uint32_t qs_cu_rank_exit(const qs_cu_model *M, const qs_cu_tree *T,
                                   const uint16_t *ranks, uint32_t tid, uint32_t nthreads,
                                   void *rec, uint64_t step)
 {
-    const qs_cu_rnode *nodes = (const qs_cu_rnode *)M->nodes + T->node_off;
+    const qs_cu_rnode *base = (const qs_cu_rnode *)M->nodes;
+    const uint32_t off = T->node_off;   /* (base is NULL for a model without a split) */
     uint32_t code = T->root;
     uint32_t level = 0;
     while (!(code & QS_CU_LEAF16)) {
-        const qs_cu_rnode n = nodes[code];
+        const qs_cu_rnode n = base[off + code];
         const uint64_t at = (uint64_t)n.vf * nthreads + tid;
         QS_CU_TOUCH(rec, tid, step + level, at / 2u);
         const uint32_t r = ranks[at];
@@ -554,12 +555,13 @@ QS_CU_FN uint32_t qs_cu_lanes_exit(const qs_cu_model *M, const qs_cu_tree *T,
                                    const uint16_t *ranks, uint32_t tid, uint32_t nthreads,
                                    void *rec, uint64_t step)
 {
-    const qs_cu_lnode *nodes = (const qs_cu_lnode *)M->nodes + T->node_off;
+    const qs_cu_lnode *base = (const qs_cu_lnode *)M->nodes;
+    const uint32_t off = T->node_off;   /* (base is NULL for a model without a split) */
     const uint32_t nn = T->root & ~QS_CU_LANES_REV;
     const int rev = (T->root & QS_CU_LANES_REV) != 0;
     uint64_t v = ~0ull;
     for (uint32_t j = 0; j < nn; j++) {
-        const qs_cu_lnode n = nodes[j];
+        const qs_cu_lnode n = base[off + j];
         const uint64_t at = (uint64_t)n.vf * nthreads + tid;
         QS_CU_TOUCH(rec, tid, step + j, at / 2u);
         const int left = qs_cu_rank_left(n.k, ranks[at]);
@@ -575,10 +577,11 @@ QS_CU_FN uint32_t qs_cu_lanes_exit(const qs_cu_model *M, const qs_cu_tree *T,
 QS_CU_FN uint32_t qs_cu_walk_exit(const qs_cu_model *M, const qs_cu_tree *T,
                                   const qs_cu_batch *X, uint64_t row, const int f32)
 {
-    const qs_cu_dnode *nodes = (const qs_cu_dnode *)M->nodes + T->node_off;
+    const qs_cu_dnode *base = (const qs_cu_dnode *)M->nodes;
+    const uint32_t off = T->node_off;   /* (base is NULL for a model without a split) */
     uint32_t code = T->root;
     while (!(code & QS_CU_LEAF32)) {
-        const qs_cu_dnode *n = &nodes[code];
+        const qs_cu_dnode *n = &base[off + code];
         const double x = qs_cu_x(X, row, n->info & QS_CU_D_COL, f32);
         code = qs_cu_dnode_left(M, n, x) ? n->left : n->right;
     }

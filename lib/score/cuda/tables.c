@@ -638,6 +638,20 @@ static uint32_t max_slot(const qs_layout *L)
     return most;
 }
 
+/* A section of the image: NULL for an empty one (no offset: SIZE_MAX),
+ * never a pointer computed past the blob. */
+static unsigned char *sect(qs_cu_image *im, int i)
+{
+    return im->off[i] == SIZE_MAX ? NULL : im->blob + im->off[i];
+}
+
+/* Copy n bytes into section i (nothing for an empty section). */
+static void put_sect(qs_cu_image *im, int i, const void *src, uint64_t n)
+{
+    if (n)
+        memcpy(sect(im, i), src, (size_t)n);
+}
+
 static int nomem(qs_error *err, uint64_t bytes)
 {
     return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (GPU tables of %llu bytes)",
@@ -894,42 +908,44 @@ int qs_cu_image_build(const qs_scorer *s, const qs_cu_params *p, uint32_t shared
     M->pivots = (uint32_t)pivots;
 
     /* every kernel: trees, leaves, linear leaves, base, categories */
-    qs_cu_tree *trees = (qs_cu_tree *)(im->blob + im->off[P_TREES]);
+    qs_cu_tree *trees = (qs_cu_tree *)sect(im, P_TREES);
     for (uint64_t t = 0; t < m->num_trees; t++)
         trees[t] = (qs_cu_tree){ .leaf_off = L->leaf_off[t], .nleaves = L->nleaves[t],
                                  .cls = m->trees[t].class_id };
     if (L->nleafvals)
-        memcpy(im->blob + im->off[P_LEAVES], L->leaves, size[P_LEAVES]);
+        put_sect(im, P_LEAVES, L->leaves, size[P_LEAVES]);
     if (linear) {
-        uint32_t *leaf_lin = (uint32_t *)(im->blob + im->off[P_LEAFLIN]);
+        uint32_t *leaf_lin = (uint32_t *)sect(im, P_LEAFLIN);
         for (uint64_t t = 0; t < L->ntrees; t++)
             for (uint32_t j = 0; j < L->nleaves[t]; j++) {
                 const uint64_t li = L->leaf_off[t] + j;
                 leaf_lin[li] = m->node_linear[m->trees[t].node_off + L->leaf_node[li]];
             }
-        qs_cu_linear *lin = (qs_cu_linear *)(im->blob + im->off[P_LINEAR]);
+        qs_cu_linear *lin = (qs_cu_linear *)sect(im, P_LINEAR);
         for (uint64_t i = 0; i < m->num_linear; i++) {
             const qs_linear *l = &m->linear[i];
             lin[i] = (qs_cu_linear){ .konst = l->konst, .plain = m->nodes[l->node].value,
                                      .term_off = l->term_off, .nterms = l->nterms };
         }
-        uint32_t *lc = (uint32_t *)(im->blob + im->off[P_LINCOL]);
+        uint32_t *lc = (uint32_t *)sect(im, P_LINCOL);
         for (uint64_t i = 0; i < m->num_lin_terms; i++)
             lc[i] = col_of(&c, m->lin_feature[i]);
         if (m->num_lin_terms)
-            memcpy(im->blob + im->off[P_LINCOEFF], m->lin_coeff, size[P_LINCOEFF]);
+            put_sect(im, P_LINCOEFF, m->lin_coeff, size[P_LINCOEFF]);
     }
-    memcpy(im->blob + im->off[P_BASE], m->base, size[P_BASE]);
+    put_sect(im, P_BASE, m->base, size[P_BASE]);
     if (size[P_CATWORDS])
-        memcpy(im->blob + im->off[P_CATWORDS], m->cat_words, size[P_CATWORDS]);
+        put_sect(im, P_CATWORDS, m->cat_words, size[P_CATWORDS]);
     /* the rank tables (rank, lanes; qs with pivots by rank) */
-    if (r.vf) {
-        memcpy(im->blob + im->off[P_VFS], r.vf, size[P_VFS]);
-        memcpy(im->blob + im->off[P_VTHR], r.thr, size[P_VTHR]);
-    }
+    /* (a model without a split has rank tables of no entry: an empty
+     * section has no offset, fuzz/README.md F8) */
+    if (size[P_VFS])
+        put_sect(im, P_VFS, r.vf, size[P_VFS]);
+    if (size[P_VTHR])
+        put_sect(im, P_VTHR, r.thr, size[P_VTHR]);
 
     if (qs) {
-        qs_cu_block *blocks = (qs_cu_block *)(im->blob + im->off[P_BLOCKS]);
+        qs_cu_block *blocks = (qs_cu_block *)sect(im, P_BLOCKS);
         for (uint32_t b = 0; b < L->nblocks; b++) {
             const qs_block *B = &L->blocks[b];
             blocks[b] = (qs_cu_block){
@@ -939,8 +955,8 @@ int qs_cu_image_build(const qs_scorer *s, const qs_cu_params *p, uint32_t shared
                 .group_end = B->group_end, .cat_begin = B->cat_begin, .cat_end = B->cat_end,
             };
         }
-        qs_cu_group *groups = (qs_cu_group *)(im->blob + im->off[P_GROUPS]);
-        uint32_t *gend = pivots ? (uint32_t *)(im->blob + im->off[P_GEND]) : NULL;
+        qs_cu_group *groups = (qs_cu_group *)sect(im, P_GROUPS);
+        uint32_t *gend = pivots ? (uint32_t *)sect(im, P_GEND) : NULL;
         uint64_t tab = 0;
         for (uint32_t g = 0; g < L->ngroups; g++) {
             const qs_group *G = &L->groups[g];
@@ -975,11 +991,11 @@ int qs_cu_image_build(const qs_scorer *s, const qs_cu_params *p, uint32_t shared
             tab += nthr + 1u;
         }
         if (L->nentries) {
-            memcpy(im->blob + im->off[P_THR], L->thr, size[P_THR]);
-            memcpy(im->blob + im->off[P_ETREE], L->etree, size[P_ETREE]);
-            memcpy(im->blob + im->off[P_EMASK], L->emask, size[P_EMASK]);
+            put_sect(im, P_THR, L->thr, size[P_THR]);
+            put_sect(im, P_ETREE, L->etree, size[P_ETREE]);
+            put_sect(im, P_EMASK, L->emask, size[P_EMASK]);
         }
-        qs_cu_cat *cats = (qs_cu_cat *)(im->blob + im->off[P_CATS]);
+        qs_cu_cat *cats = (qs_cu_cat *)sect(im, P_CATS);
         for (uint32_t i = 0; i < L->ncat; i++) {
             const qs_catnode *C = &L->cats[i];
             const qs_node *n = &m->nodes[C->node];
@@ -990,7 +1006,7 @@ int qs_cu_image_build(const qs_scorer *s, const qs_cu_params *p, uint32_t shared
             };
         }
     } else {
-        unsigned char *nodes = im->blob + im->off[P_NODES];
+        unsigned char *nodes = sect(im, P_NODES);
         uint64_t at = 0;
         for (uint64_t t = 0; t < m->num_trees; t++) {
             const qs_tree *T = &m->trees[t];
@@ -1015,7 +1031,7 @@ int qs_cu_image_build(const qs_scorer *s, const qs_cu_params *p, uint32_t shared
                  * the layout's order (checked: the exit is the lowest bit) */
                 const int rev = L->treeflags && (L->treeflags[t] & QS_TREE_REVERSED);
                 trees[t].root = ni | (rev ? QS_CU_LANES_REV : 0u);
-                qs_cu_lnode *ln = (qs_cu_lnode *)nodes + at;
+                qs_cu_lnode *ln = nodes ? (qs_cu_lnode *)nodes + at : NULL;
                 for (uint32_t i = 0; i < T->num_nodes; i++) {
                     if (nd[i].kind == QS_NODE_LEAF)
                         continue;
@@ -1053,7 +1069,7 @@ int qs_cu_image_build(const qs_scorer *s, const qs_cu_params *p, uint32_t shared
                     };
                 }
             } else if (k == QS_CU_K_RANK) {
-                qs_cu_rnode *rn = (qs_cu_rnode *)nodes + at;
+                qs_cu_rnode *rn = nodes ? (qs_cu_rnode *)nodes + at : NULL;
                 for (uint32_t i = 0; i < T->num_nodes; i++) {
                     if (nd[i].kind == QS_NODE_LEAF)
                         continue;
@@ -1066,7 +1082,7 @@ int qs_cu_image_build(const qs_scorer *s, const qs_cu_params *p, uint32_t shared
                     };
                 }
             } else {
-                qs_cu_dnode *dn = (qs_cu_dnode *)nodes + at;
+                qs_cu_dnode *dn = nodes ? (qs_cu_dnode *)nodes + at : NULL;
                 for (uint32_t i = 0; i < T->num_nodes; i++) {
                     if (nd[i].kind == QS_NODE_LEAF)
                         continue;

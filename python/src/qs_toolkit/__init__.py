@@ -88,11 +88,12 @@ class Model(_core.Model):
 
     ``source`` is a path (``str`` or ``os.PathLike``) or the model's bytes:
     a ``.qsm`` (``qs-compile``'s output) or any model ``qs-convert`` reads
-    (LightGBM text, XGBoost JSON/UBJSON, CatBoost JSON, ONNX, QuickRank or
-    RankLib XML, qs canonical text; zstd-compressed too), converted and
-    compiled in memory.  ``format`` forces the reader (``"lightgbm"``,
-    ``"xgboost"``, ``"catboost"``, ``"onnx"``, ``"quickrank"``); by default
-    it is detected.
+    (LightGBM text, XGBoost JSON/UBJSON/binary, CatBoost JSON or ``.cbm``, ONNX,
+    QuickRank or RankLib XML, qs canonical text; zstd-compressed too),
+    converted and compiled in memory.  ``format`` forces the reader by the
+    name ``qs-convert --from`` gives it (``"lightgbm"``, ``"xgboost"``,
+    ``"catboost"``, ``"catboost-cbm"``, ...: the library's table of readers);
+    by default it is detected.
 
     Raises ``FormatError`` for a malformed model, ``UnsupportedError`` for a
     model that cannot be scored exactly (qs refuses rather than

@@ -1,5 +1,5 @@
 /* args.h: the binding's checks of a caller's arrays and its copies of
- * their rows, in plain C (no Python or NumPy API): _core.c takes the
+ * their rows, in plain C (no Python or NumPy API): the extension (c-ext/) takes the
  * arrays' addresses, strides and lengths from NumPy and hands them here,
  * and the fuzz target fuzz/fuzz_binding.c runs the same code on arbitrary
  * ones.  Every read is inside the arrays as described; a value is loaded

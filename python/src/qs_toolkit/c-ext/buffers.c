@@ -98,8 +98,8 @@ static int check_columns(ModelObject *self, npy_intp ncols)
                      (Py_ssize_t)ncols, cols);
         return -1;
     }
-    if ((uint64_t)ncols > cols &&
-        (self->info.source == QS_SRC_LIGHTGBM || self->info.source == QS_SRC_XGBOOST)) {
+    if ((uint64_t)ncols > cols && qs_source_get(self->info.source) &&
+        qs_source_get(self->info.source)->features == QS_FEATURES_DATA) {
         PyErr_Format(PyExc_ValueError,
                      "X has %zd columns, the model has %u features (its training data's "
                      "count; pass X[:, :%u] to ignore the others)",

@@ -4,6 +4,7 @@
  * names and categories its source recorded, info, the .qsm image, close. */
 #include "core.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,8 +135,26 @@ static int Model_init(ModelObject *self, PyObject *args, PyObject *kw)
     if (fmt_name) {
         const qs_reader_info *r = qs_reader_by_name(fmt_name);
         if (!r) {
-            PyErr_Format(PyExc_ValueError, "unknown model format '%s' (expected lightgbm, "
-                         "xgboost, catboost, onnx, quickrank or ranklib)", fmt_name);
+            /* the names the readers' table gives (lib/convert/convert.c) */
+            char names[256];
+            size_t k = 0, total = 0, seen = 0;
+            const qs_reader_info *ri;
+            for (size_t i = 0; (ri = qs_reader_get(i)) != NULL; i++)
+                total += (ri->name != NULL) + (ri->alias != NULL);
+            names[0] = '\0';
+            for (size_t i = 0; (ri = qs_reader_get(i)) != NULL; i++) {
+                const char *nm[2] = { ri->name, ri->alias };
+                for (int j = 0; j < 2; j++) {
+                    if (!nm[j] || k >= sizeof names)
+                        continue;
+                    seen++;
+                    int w = snprintf(names + k, sizeof names - k, "%s%s",
+                                     seen == 1 ? "" : seen == total ? " or " : ", ", nm[j]);
+                    k += w > 0 ? (size_t)w : 0;
+                }
+            }
+            PyErr_Format(PyExc_ValueError, "unknown model format '%s' (expected %s)", fmt_name,
+                         names);
             return -1;
         }
         opt.format = r->format;
@@ -155,10 +174,11 @@ static int Model_init(ModelObject *self, PyObject *args, PyObject *kw)
     }
     qs_error err;
     qs_error_clear(&err);
-    int rc;
+    int rc, sys_errno;
     Py_BEGIN_ALLOW_THREADS
     rc = path ? qs_open(PyBytes_AS_STRING(path), NULL, 0, &opt, &self->o, &err)
               : qs_open(NULL, view.buf, (size_t)view.len, &opt, &self->o, &err);
+    sys_errno = errno;
     Py_END_ALLOW_THREADS
     if (have_view)
         PyBuffer_Release(&view);
@@ -166,8 +186,15 @@ static int Model_init(ModelObject *self, PyObject *args, PyObject *kw)
     if (rc != 0) {
         if (err.code == QS_ERR_NOMEM)
             PyErr_NoMemory();
-        else if (err.code == QS_ERR_IO)
-            PyErr_SetString(PyExc_OSError, err.msg);
+        else if (err.code == QS_ERR_IO) {
+            /* OSError(errno, message): Python picks the subclass
+             * (FileNotFoundError, ...) and sets .errno as open() would */
+            PyObject *a = Py_BuildValue("(is)", sys_errno, err.msg);
+            if (a) {
+                PyErr_SetObject(PyExc_OSError, a);
+                Py_DECREF(a);
+            }
+        }
         else
             raise_qs(&err, NULL);
         return -1;
@@ -192,9 +219,11 @@ static int Model_init(ModelObject *self, PyObject *args, PyObject *kw)
         qs_model_stats_free(&st);
     }
     self->num_features = self->info.num_features;
-    /* CatBoost's own numbering: the caller's column j is qs's feature j + 1
-     * (qs's LETOR numbering, CatBoost's libsvm reader's) */
-    self->lead = self->info.source == QS_SRC_CATBOOST && self->num_features > 0 ? 1 : 0;
+    /* the library's own numbering (the source table's first_column):
+     * CatBoost's column j is qs's feature j + 1 (qs's LETOR numbering,
+     * CatBoost's libsvm reader's) */
+    const qs_source_info *src = qs_source_get(self->info.source);
+    self->lead = src && self->num_features > 0 ? src->first_column : 0;
     self->num_classes = self->info.num_classes;
     self->num_trees = self->info.num_trees;
     self->iterations = qs_scorer_iterations(s);
@@ -498,6 +527,7 @@ static PyObject *build_info(ModelObject *self, const qs_scorer *s)
                                          (long long)st.max_feature_used)) ||
         put(d, "classes", PyLong_FromUnsignedLong(mi.num_classes)) ||
         put(d, "trees", PyLong_FromUnsignedLongLong(mi.num_trees)) ||
+        put(d, "iterations", PyLong_FromUnsignedLongLong(qs_scorer_iterations(s))) ||
         put(d, "nodes", PyLong_FromUnsignedLongLong(st.nodes)) ||
         put(d, "leaves", PyLong_FromUnsignedLongLong(st.leaves)) ||
         put(d, "categorical_splits", PyLong_FromUnsignedLongLong(st.cat_nodes)) ||
