@@ -452,6 +452,30 @@ void tool_open_model(const char *path, const qs_open_options *opt, qs_opened *o)
     tool_hold(o, release_opened);
 }
 
+void tool_compile_opened(const char *name, qs_opened *mo)
+{
+    if (mo->is_qsm)
+        return;
+    qs_error err;
+    qs_error_clear(&err);
+    if (!mo->kind[0]) {
+        /* neither a .qsm nor a model a reader takes: what the .qsm loader
+         * says of its first bytes (the bad magic number) */
+        qs_scorer *bad = qs_scorer_load(mo->source, mo->source_len, &err);
+        qs_scorer_free(bad);
+        if (bad)
+            tool_die(EXIT_DATA, "%s: not a .qsm file", name);
+        tool_die_err(name, &err);
+    }
+    const qs_open_options co = { mo->format, QS_OPEN_NO_SCORER | QS_OPEN_IGNORE_TUNING |
+                                             QS_OPEN_UNNAMED, 0, 0, 0, 0 };
+    qs_opened conv;
+    if (qs_open(NULL, mo->source, mo->source_len, &co, &conv, &err) != 0)
+        tool_die_err(name, &err);
+    qs_opened_free(mo); /* (still held: it now holds the image) */
+    *mo = conv;
+}
+
 char *tool_read_model(const char *path, size_t *len)
 {
     qs_open_options oo = { QS_FMT_UNKNOWN, QS_OPEN_NO_CONVERT | QS_OPEN_IGNORE_TUNING, 0, 0, 0, 0 };

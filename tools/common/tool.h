@@ -107,6 +107,13 @@ char *tool_read_all(const char *path, size_t *len);
  * ("PATH:LINE: what"), and the exit code of its status.  *o is held
  * (tool_hold): tool_release(o) frees it, and so does every exit. */
 void tool_open_model(const char *path, const qs_open_options *opt, qs_opened *o);
+/* A model opened with QS_OPEN_NO_CONVERT (by tool_open_model) made a .qsm
+ * image in place: a .qsm left as it is, any other model converted and
+ * compiled in memory with qs-compile's defaults (the image `qs-compile
+ * MODEL` writes: the same scores), no scorer loaded.  Dies, naming the
+ * input `name`, where it is no model (the .qsm loader's message: "byte 0:
+ * not a .qsm file (bad magic number)") or its reader refuses it. */
+void tool_compile_opened(const char *name, qs_opened *mo);
 /* The bytes of the model file at path, as tool_open_model reads them with
  * QS_OPEN_NO_CONVERT (a .qsm's, or the plain bytes of anything else),
  * NUL-terminated; the caller frees them. */

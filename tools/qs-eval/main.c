@@ -374,10 +374,16 @@ int main(int argc, char **argv)
              * zstd, a wrong start stops the read; converted and compiled
              * when it is not a .qsm) */
             qs_opened mo;
-            const qs_open_options oo = { QS_FMT_UNKNOWN, QS_OPEN_IGNORE_TUNING, 1, 0, 0, 0 };
+            const qs_open_options oo = { QS_FMT_UNKNOWN,
+                                         QS_OPEN_NO_CONVERT | QS_OPEN_IGNORE_TUNING, 0, 0, 0, 0 };
             tool_open_model(optarg, &oo, &mo);
+            tool_compile_opened(optarg, &mo);
+            qs_scorer *s = qs_opened_load(&mo, 1, 0, 0, &err);
+            if (!s)
+                tool_die_err(optarg, &err);
             qs_model_info mi;
-            qs_model_get_info(qs_scorer_model(mo.scorer), &mi);
+            qs_model_get_info(qs_scorer_model(s), &mi);
+            qs_scorer_free(s);
             tool_release(&mo);
             const char *like = qs_eval_preset_of_source(mi.source);
             if (!like)

@@ -24,6 +24,10 @@ static void usage(FILE *f)
             "per document: the raw score (the model's margin), printed with 17 significant\n"
             "digits for double-accumulated models and 9 for float32 ones; one tab-separated\n"
             "column per class for multiclass models.  Blank and comment-only lines are skipped.\n"
+            "MODEL may also be any model qs-compile reads (LightGBM, XGBoost, CatBoost, ONNX,\n"
+            "QuickRank/RankLib, canonical text; zstd-compressed or not): it is converted and\n"
+            "compiled in memory at every run, as qs-compile compiles it (the same scores);\n"
+            "compile it once (qs-compile -o MODEL.qsm) to score it often.\n"
             "\n"
             "  --input FORMAT         letor (default), csv, tsv (one document per row, the\n"
             "                         cells features 0, 1, ... less the label column; empty,\n"
@@ -596,37 +600,24 @@ int main(int argc, char **argv)
     }
     /* The library's open path (as the Python binding's): the file read
      * within QS_MAX_INPUT, stopped at a wrong start, a zstd frame
-     * decompressed; recognised here, not converted (qs-score scores a
-     * .qsm; the tuning record is applied below, as the command line
-     * leaves it). */
+     * decompressed, recognised; a foreign model or canonical text is then
+     * converted and compiled in memory with qs-compile's defaults (the
+     * image `qs-compile MODEL` writes), a .qsm taken as it is.  The tuning
+     * record is applied below, as the command line leaves it. */
     qs_opened mo;
     const qs_open_options oo = { QS_FMT_UNKNOWN, QS_OPEN_NO_CONVERT | QS_OPEN_IGNORE_TUNING,
                                  0, 0, 0, 0 };
     tool_open_model(mpath, &oo, &mo);
     const int is_qsm = mo.is_qsm;
-    if (!is_qsm && strcmp(dpath, "-") != 0 && tool_file_is_qsm(dpath))
+    const int is_model = is_qsm || mo.kind[0];
+    if (!is_model && strcmp(dpath, "-") != 0 && tool_file_is_qsm(dpath))
         tool_die(EXIT_USAGE, "%s is not a model but %s is: the model comes first (qs-score %s %s)",
                  mpath, dpath, dpath, mpath);
-    const char *kind = is_qsm || !mo.kind[0] ? NULL : mo.kind;
+    tool_compile_opened(mpath, &mo);
     qs_error err;
     qs_error_clear(&err);
-    if (!is_qsm && !kind) {
-        /* neither a .qsm nor a model a reader takes: what the .qsm loader
-         * says of its first bytes (the bad magic number) */
-        qs_scorer *bad = qs_scorer_load(mo.source, mo.source_len, &err);
-        qs_scorer_free(bad);
-        if (bad)
-            tool_die(EXIT_DATA, "%s: not a .qsm file", mpath);
-        tool_die_err(mpath, &err);
-    }
     const unsigned char *mbuf = mo.qsm;
     const size_t mlen = mo.qsm_len;
-    if (kind && mo.format == QS_FMT_CANONICAL)
-        tool_die(EXIT_DATA, "%s: this is %s, not a .qsm: compile it first "
-                            "(qs-compile -o MODEL.qsm %s)", mpath, kind, mpath);
-    if (kind)
-        tool_die(EXIT_DATA, "%s: this is %s, not a .qsm: convert and compile it first "
-                            "(qs-convert %s | qs-compile -o MODEL.qsm)", mpath, kind, mpath);
     /* A tuning record (qs-blocktune) fills in what the command line leaves
      * open, when it was measured on a machine like this one. */
     qs_tuning tune;
