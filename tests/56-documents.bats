@@ -159,6 +159,12 @@ setup() {
     assert_failure 1
     assert_output --regexp "^qs-score: $T/short.json: byte [0-9]+: json: "
     [ ! -e "$T/out" ]
+    # refused by its reader (no exact score): qs-convert's message and exit 3
+    run qs-score -o "$T/out" "$FIX/catboost/categorical.json" "$D"
+    assert_failure 3
+    assert_output "qs-score: $(qs-convert "$FIX/catboost/categorical.json" 2>&1 >/dev/null | sed 's/^qs-convert: //')"
+    assert_output --partial "categorical features are not supported"
+    [ ! -e "$T/out" ]
     run qs-score -o "$T/out" "$FIX/xgb-tiny/model.json" "$T/m.qsm"
     assert_failure 1
     assert_output "qs-score: $T/m.qsm: this is a compiled .qsm model, not documents (qs-score MODEL.qsm DOCS)"
