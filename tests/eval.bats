@@ -500,7 +500,7 @@ annotate() {
     [[ "$stderr" == "qs-eval: option '--gain' needs a value"* ]]
 }
 
-@test "qs-eval --like-model MODEL.qsm: the convention of the library that trained the model" {
+@test "qs-eval --like-model MODEL: the convention of the library that trained the model (a .qsm, or any model qs-compile reads)" {
     local m
     # a query without relevant documents: 0 by default, 1 for LightGBM and XGBoost
     printf '0 qid:1\n0 qid:1\n2 qid:2\n0 qid:2\n' > "$T/n.letor"
@@ -514,6 +514,16 @@ annotate() {
         assert_output "$(qs_eval_rows --per-query -k 1,2 --like "${m#*:}" "$T/n.letor" "$T/n.s")"
         assert_line --index 1 "$(printf '1\t1.000000000000\t1.000000000000')"
     done
+    # any model qs-compile reads, opened as qs-score opens it (converted and
+    # compiled in memory): the library it names, as its .qsm would
+    for m in "$FIX/xgb-tiny/model.json":xgboost "$FIX/lgb-l8/model.txt.zst":lightgbm; do
+        run qs_eval_rows --per-query -k 1,2 --like-model "${m%%:*}" "$T/n.letor" "$T/n.s"
+        assert_success
+        assert_output "$(qs_eval_rows --per-query -k 1,2 --like "${m#*:}" "$T/n.letor" "$T/n.s")"
+    done
+    run --separate-stderr qs_eval_rows --like-model "$FIX/catboost/tiny.json" "$T/n.letor" "$T/n.s"
+    assert_failure 2
+    [[ "$stderr" == "qs-eval: --like-model $FIX/catboost/tiny.json: qs-eval has no convention for the library of this model (CatBoost); give --like TOOL"* ]] || { echo "$stderr"; return 1; }
     # the defaults differ here, and options after it override it
     run qs_eval_rows --per-query -k 1,2 --like-model "$T/l.qsm" --norel=0 "$T/n.letor" "$T/n.s"
     assert_output "$(qs_eval_rows --per-query -k 1,2 "$T/n.letor" "$T/n.s")"

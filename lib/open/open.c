@@ -35,29 +35,21 @@ int qs_max_input(size_t *out, qs_error *err)
     return 0;
 }
 
-/* The file at path, read as a model is read: at most limit bytes (one
- * more tells "beyond"), stopped where the first bytes show that no model
+/* The stream f, read as a model is read: at most limit bytes (one more
+ * tells "beyond"), stopped where the first bytes show that no model
  * starts so (what was read is returned: the steps after refuse it as they
  * would the whole file), a .qsm no further than one byte past the size its
- * header records.  0 with *out (malloc'd, NUL after *len), or -1. */
-static int read_model_file(const char *path, size_t limit, unsigned char **out, size_t *len,
-                           qs_error *err)
+ * header records.  0 with *out (malloc'd, NUL after *len), or -1 (the
+ * messages do not name the input: qs_open names it). */
+static int read_model_stream(FILE *f, size_t limit, unsigned char **out, size_t *len,
+                             qs_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int e = errno;
-        qs_fail(err, QS_ERR_IO, 0, "%s: cannot open: %s", path, strerror(e));
-        errno = e;
-        return -1;
-    }
     size_t cap = (size_t)1 << 16, n = 0;
     unsigned char *b = malloc(cap + 1);
-    int state = QS_SNIFF_MORE, over = 0;
+    int state = QS_SNIFF_MORE, over = 0, rerr = 0;
     uint64_t most = limit;
-    if (!b) {
-        fclose(f);
-        return qs_fail(err, QS_ERR_NOMEM, 0, "%s: out of memory", path);
-    }
+    if (!b)
+        return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory");
     for (;;) {
         if (n == cap) {
             if (cap > limit) {
@@ -69,9 +61,8 @@ static int read_model_file(const char *path, size_t limit, unsigned char **out, 
             unsigned char *nb = realloc(b, nc + 1);
             if (!nb) {
                 free(b);
-                fclose(f);
-                return qs_fail(err, QS_ERR_NOMEM, 0, "%s: out of memory (reading, %zu bytes "
-                               "so far)", path, n);
+                return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (reading, %zu bytes so "
+                               "far)", n);
             }
             b = nb;
             cap = nc;
@@ -79,9 +70,14 @@ static int read_model_file(const char *path, size_t limit, unsigned char **out, 
         size_t want = cap - n;
         if (most < (uint64_t)n + want)
             want = (size_t)(most - n) + 1;
+        errno = 0;
         size_t r = fread(b + n, 1, want, f);
         n += r;
-        if (state == QS_SNIFF_MORE && !ferror(f)) {
+        if (ferror(f)) {
+            rerr = errno ? errno : EIO;
+            break;
+        }
+        if (state == QS_SNIFF_MORE) {
             uint64_t m;
             state = qs_sniff_model(b, n, r == 0, &m);
             if (state == QS_SNIFF_NOT)
@@ -92,23 +88,21 @@ static int read_model_file(const char *path, size_t limit, unsigned char **out, 
         if (r == 0 || n > most)
             break;
     }
-    int e = ferror(f) ? (errno ? errno : EIO) : 0;
-    fclose(f);
-    if (e) {
+    if (rerr) {
         free(b);
-        qs_fail(err, QS_ERR_IO, 0, "%s: read error: %s", path, strerror(e));
-        errno = e;
+        qs_fail(err, QS_ERR_IO, 0, "read error: %s", strerror(rerr));
+        errno = rerr;
         return -1;
     }
     if (over || n > limit) {
         free(b);
-        return qs_fail(err, QS_ERR_LIMIT, 0, "%s: input larger than the limit of %zu bytes "
-                       "(set QS_MAX_INPUT to raise it)", path, limit);
+        return qs_fail(err, QS_ERR_LIMIT, 0, "input larger than the limit of %zu bytes (set "
+                       "QS_MAX_INPUT to raise it)", limit);
     }
     if (n > most) {
         free(b);
-        return qs_fail_at(err, QS_ERR_FORMAT, 24, "%s: the file is longer than the %llu bytes "
-                          "its header records (padded)", path, (unsigned long long)most);
+        return qs_fail_at(err, QS_ERR_FORMAT, 24, "the file is longer than the %llu bytes its "
+                          "header records (padded)", (unsigned long long)most);
     }
     b[n] = 0;
     *out = b;
@@ -127,8 +121,8 @@ static int unzstd(const unsigned char *buf, size_t len, size_t cap, unsigned cha
 {
     unsigned long long claim = ZSTD_getFrameContentSize(buf, len);
     if (claim != ZSTD_CONTENTSIZE_UNKNOWN && claim != ZSTD_CONTENTSIZE_ERROR && claim > cap)
-        return qs_fail(err, QS_ERR_LIMIT, 0, "the decompressed model is larger than the limit "
-                       "of %zu bytes (set QS_MAX_INPUT to raise it)", cap);
+        return qs_fail(err, QS_ERR_LIMIT, 0, "decompressed content larger than the limit of "
+                       "%zu bytes (set QS_MAX_INPUT to raise it)", cap);
     ZSTD_DStream *z = ZSTD_createDStream();
     if (!z)
         return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (starting to decompress)");
@@ -142,8 +136,8 @@ static int unzstd(const unsigned char *buf, size_t len, size_t cap, unsigned cha
     while (o && !ZSTD_isError(rc)) {
         if (have == room) {
             if (room >= cap) {
-                qs_fail(err, QS_ERR_LIMIT, 0, "the decompressed model is larger than the limit "
-                        "of %zu bytes (set QS_MAX_INPUT to raise it)", cap);
+                qs_fail(err, QS_ERR_LIMIT, 0, "decompressed content larger than the limit of "
+                        "%zu bytes (set QS_MAX_INPUT to raise it)", cap);
                 goto done;
             }
             room = room > cap / 2 ? cap : room * 2;
@@ -171,7 +165,7 @@ static int unzstd(const unsigned char *buf, size_t len, size_t cap, unsigned cha
             goto done;
         }
         if (!progress && in.pos == in.size) {
-            qs_fail(err, QS_ERR_FORMAT, 0, "truncated zstd frame");
+            qs_fail(err, QS_ERR_FORMAT, 0, "truncated zstd stream");
             goto done;
         }
     }
@@ -180,7 +174,7 @@ static int unzstd(const unsigned char *buf, size_t len, size_t cap, unsigned cha
     else if (ZSTD_getErrorCode(rc) == ZSTD_error_memory_allocation)
         qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (decompressing)");
     else
-        qs_fail(err, QS_ERR_FORMAT, 0, "bad zstd data: %s", ZSTD_getErrorName(rc));
+        qs_fail(err, QS_ERR_FORMAT, 0, "zstd: %s", ZSTD_getErrorName(rc));
 done:
     free(o);
     ZSTD_freeDStream(z);
@@ -197,18 +191,26 @@ void qs_opened_free(qs_opened *o)
     memset(o, 0, sizeof *o);
 }
 
-/* The image of plain (decompressed) bytes into o: a .qsm copied, another
- * model converted and compiled.  plain is the caller's. */
+/* The image of plain (decompressed) bytes into o: a .qsm taken, another
+ * model converted and compiled (with QS_OPEN_NO_CONVERT: its bytes kept,
+ * recognised only).  *own, when not NULL, is plain itself, malloc'd with
+ * room for a NUL after len: taken (and set to NULL) where o keeps the
+ * bytes, instead of a copy. */
 static int image_of(const unsigned char *plain, size_t len, qs_format fmt, qs_opened *o,
-                    int keep_source, qs_error *err)
+                    unsigned flags, unsigned char **own, qs_error *err)
 {
     if (fmt == QS_FMT_UNKNOWN && len >= 8 && memcmp(plain, QSM_MAGIC, 8) == 0) {
         o->is_qsm = 1;
         snprintf(o->kind, sizeof o->kind, "a compiled .qsm model");
-        o->qsm = malloc(len ? len : 1);
-        if (!o->qsm)
-            return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (%zu bytes)", len);
-        memcpy(o->qsm, plain, len);
+        if (own && *own) {
+            o->qsm = *own;
+            *own = NULL;
+        } else {
+            o->qsm = malloc(len ? len : 1);
+            if (!o->qsm)
+                return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (%zu bytes)", len);
+            memcpy(o->qsm, plain, len);
+        }
         o->qsm_len = len;
         qs_error terr;
         qs_error_clear(&terr);
@@ -220,6 +222,11 @@ static int image_of(const unsigned char *plain, size_t len, qs_format fmt, qs_op
         fmt = qs_detect_format((const char *)plain, len);
     o->format = fmt;
     const qs_reader_info *r = qs_reader_by_format(fmt);
+    if (r)
+        snprintf(o->kind, sizeof o->kind, "%s", r->kind);
+    const int keep = (flags & (QS_OPEN_KEEP_SOURCE | QS_OPEN_NO_CONVERT)) != 0;
+    if (flags & QS_OPEN_NO_CONVERT)
+        goto kept;
     if (!r && fmt == QS_FMT_UNKNOWN) {
         qs_error cerr;
         qs_error_clear(&cerr);
@@ -233,7 +240,8 @@ static int image_of(const unsigned char *plain, size_t len, qs_format fmt, qs_op
         }
         return qs_fail(err, QS_ERR_FORMAT, 0, "not a .qsm, and an %s", cerr.msg);
     }
-    snprintf(o->kind, sizeof o->kind, "%s", r ? r->kind : "a model");
+    if (!r)
+        snprintf(o->kind, sizeof o->kind, "a model");
     if (qs_source_version((const char *)plain, len, o->source_version,
                           sizeof o->source_version) != 0)
         o->source_version[0] = 0;
@@ -246,52 +254,85 @@ static int image_of(const unsigned char *plain, size_t len, qs_format fmt, qs_op
     qs_model_free(m);
     if (rc != 0)
         return -1;
-    if (keep_source) {
-        o->source = malloc(len + 1);
-        if (!o->source)
-            return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (%zu bytes)", len);
-        memcpy(o->source, plain, len);
+kept:
+    if (keep) {
+        if (own && *own) {
+            o->source = *own;
+            *own = NULL;
+        } else {
+            o->source = malloc(len + 1);
+            if (!o->source)
+                return qs_fail(err, QS_ERR_NOMEM, 0, "out of memory (%zu bytes)", len);
+            memcpy(o->source, plain, len);
+        }
         o->source[len] = 0;
         o->source_len = len;
     }
     return 0;
 }
 
-int qs_open(const char *path, const unsigned char *buf, size_t len, const qs_open_options *opt,
-            qs_opened *out, qs_error *err)
+/* An error about the input `name` (NULL: unnamed) named, as "NAME: what",
+ * unless opt says QS_OPEN_UNNAMED (out of memory and a bad QS_MAX_INPUT
+ * are not the input's). */
+static void named(const char *name, const qs_open_options *opt, qs_error *err)
+{
+    if (!name || !err || (opt && (opt->flags & QS_OPEN_UNNAMED)) || err->code == QS_ERR_NOMEM ||
+        err->code == QS_ERR_ARG)
+        return;
+    char m[sizeof err->msg];
+    size_t k = strlen(name), rest = strlen(err->msg);
+    if (k > sizeof m / 2)
+        k = sizeof m / 2;
+    if (rest > sizeof m - k - 3)
+        rest = sizeof m - k - 3;
+    memcpy(m, name, k);
+    memcpy(m + k, ": ", 2);
+    memcpy(m + k + 2, err->msg, rest);
+    m[k + 2 + rest] = '\0';
+    memcpy(err->msg, m, sizeof m);
+}
+
+/* qs_open and qs_open_file: the bytes from f (when not NULL) or buf, named
+ * `name` (NULL: unnamed) in messages. */
+static int open_common(FILE *f, const char *name, const unsigned char *buf, size_t len,
+                       const qs_open_options *opt, qs_opened *out, qs_error *err)
 {
     static const qs_open_options none = { QS_FMT_UNKNOWN, 0, 0, 0, 0, 0 };
-    if (!out)
-        return qs_fail(err, QS_ERR_ARG, 0, "qs_open: no result to fill");
-    memset(out, 0, sizeof *out);
     if (!opt)
         opt = &none;
-    if (!path && !buf)
-        return qs_fail(err, QS_ERR_ARG, 0, "qs_open: neither a path nor bytes");
     size_t limit = opt->max_input;
     if (!limit && qs_max_input(&limit, err) != 0)
         return -1;
     unsigned char *file = NULL, *plain = NULL;
     int rc = -1;
-    if (path) {
-        if (read_model_file(path, limit, &file, &len, err) != 0)
-            return -1;
+    int ioerr = 0;
+    if (f) {
+        if (read_model_stream(f, limit, &file, &len, err) != 0) {
+            if (err && err->code == QS_ERR_IO)
+                ioerr = errno;
+            goto done;
+        }
         buf = file;
     } else if (len > limit) {
-        return qs_fail(err, QS_ERR_LIMIT, 0, "the model's %zu bytes are beyond the limit of %zu "
-                       "(set QS_MAX_INPUT to raise it)", len, limit);
+        qs_fail(err, QS_ERR_LIMIT, 0, "the model's %zu bytes are beyond the limit of %zu "
+                "(set QS_MAX_INPUT to raise it)", len, limit);
+        goto done;
     }
     const unsigned char *p = buf;
+    unsigned char **own = file ? &file : NULL;
     if (is_zstd(buf, len)) {
         if (unzstd(buf, len, limit, &plain, &len, err) != 0)
             goto done;
+        free(file); /* (not needed any more: the peak is one copy less) */
+        file = NULL;
         p = plain;
+        own = &plain;
     }
-    if (image_of(p, len, opt->format, out, (opt->flags & QS_OPEN_KEEP_SOURCE) != 0, err) != 0)
+    if (image_of(p, len, opt->format, out, opt->flags, own, err) != 0)
         goto done;
     if (opt->flags & QS_OPEN_IGNORE_TUNING)
         out->tuned = 0;
-    if (!(opt->flags & QS_OPEN_NO_SCORER)) {
+    if (!(opt->flags & (QS_OPEN_NO_SCORER | QS_OPEN_NO_CONVERT))) {
         out->scorer = qs_opened_load(out, opt->threads, opt->tree_block, opt->delta, err);
         if (!out->scorer)
             goto done;
@@ -301,24 +342,48 @@ done:
     free(file);
     free(plain);
     if (rc != 0) {
-        if (path && err && err->code != QS_ERR_NOMEM && err->code != QS_ERR_ARG &&
-            strncmp(err->msg, path, strlen(path)) != 0) {
-            /* name the file: "PATH: what" */
-            char m[sizeof err->msg];
-            size_t k = strlen(path), rest = strlen(err->msg);
-            if (k > sizeof m / 2)
-                k = sizeof m / 2;
-            if (rest > sizeof m - k - 3)
-                rest = sizeof m - k - 3;
-            memcpy(m, path, k);
-            memcpy(m + k, ": ", 2);
-            memcpy(m + k + 2, err->msg, rest);
-            m[k + 2 + rest] = '\0';
-            memcpy(err->msg, m, sizeof m);
-        }
+        named(name, opt, err);
         qs_opened_free(out);
     }
+    if (rc != 0 && ioerr)
+        errno = ioerr; /* (the system's reason, as qs.h promises) */
     return rc;
+}
+
+int qs_open(const char *path, const unsigned char *buf, size_t len, const qs_open_options *opt,
+            qs_opened *out, qs_error *err)
+{
+    if (!out)
+        return qs_fail(err, QS_ERR_ARG, 0, "qs_open: no result to fill");
+    memset(out, 0, sizeof *out);
+    if (!path && !buf)
+        return qs_fail(err, QS_ERR_ARG, 0, "qs_open: neither a path nor bytes");
+    if (!path)
+        return open_common(NULL, NULL, buf, len, opt, out, err);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        const int e = errno;
+        qs_fail(err, QS_ERR_IO, 0, "cannot open: %s", strerror(e));
+        named(path, opt, err);
+        errno = e;
+        return -1;
+    }
+    int rc = open_common(f, path, NULL, 0, opt, out, err);
+    const int e = errno;
+    fclose(f);
+    errno = e;
+    return rc;
+}
+
+int qs_open_file(FILE *f, const char *name, const qs_open_options *opt, qs_opened *out,
+                 qs_error *err)
+{
+    if (!out)
+        return qs_fail(err, QS_ERR_ARG, 0, "qs_open_file: no result to fill");
+    memset(out, 0, sizeof *out);
+    if (!f)
+        return qs_fail(err, QS_ERR_ARG, 0, "qs_open_file: no stream");
+    return open_common(f, name, NULL, 0, opt, out, err);
 }
 
 qs_scorer *qs_opened_load(const qs_opened *o, unsigned threads, uint32_t tree_block,

@@ -136,7 +136,8 @@ def test_catboost_numbering_and_names(tmp_path):
     rng = np.random.default_rng(4)
     df = pd.DataFrame({"p": rng.normal(size=N), "q": rng.normal(size=N), "r": rng.normal(size=N)})
     y = df.p * 2 + df.q - (df.r > 0.3)
-    model = cb.CatBoostRegressor(iterations=30, depth=4, verbose=0, random_seed=1).fit(df, y)
+    model = cb.CatBoostRegressor(iterations=30, depth=4, verbose=0, random_seed=1,
+                                  allow_writing_files=False).fit(df, y)
     p = str(tmp_path / "m.json")
     model.save_model(p, format="json")
     m = qs.Model(p)

@@ -80,3 +80,24 @@ def test_spark_local_mode():
                               m.predict(X, transform=True))
     finally:
         spark.stop()
+
+
+def test_spark_batch_joined_without_fragmentation_warning():
+    # mapInPandas hands over Arrow batches whose columns are blocks of their
+    # own: the scores are joined in one step, with no PerformanceWarning,
+    # after the batch's columns, an output's name replacing a column of it
+    pd = pytest.importorskip("pandas")
+    import warnings
+    from qs_toolkit.scale import _joined
+    n, F = 50, 301
+    pdf = pd.concat([pd.DataFrame({"c%d" % j: np.full(n, float(j))}) for j in range(F)], axis=1)
+    s = np.arange(2.0 * n).reshape(n, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = _joined(pdf, s, ["s_0", "s_1"])
+        again = _joined(out, s + 1, ["s_1"])
+    assert list(out.columns) == list(pdf.columns) + ["s_0", "s_1"]
+    assert np.array_equal(out[["s_0", "s_1"]].to_numpy(), s)
+    assert np.array_equal(out[list(pdf.columns)].to_numpy(), pdf.to_numpy())
+    assert list(again.columns) == list(pdf.columns) + ["s_0", "s_1"]
+    assert np.array_equal(again["s_1"].to_numpy(), s[:, 0] + 1)

@@ -315,15 +315,12 @@ size_t tool_max_input(void)
     static size_t cached;
     if (cached)
         return cached;
-    const char *v = getenv("QS_MAX_INPUT");
-    size_t lim = TOOL_MAX_INPUT_DEFAULT;
-    if (v && *v) {
-        uint64_t x;
-        if (qs_parse_bytes(v, 1, SIZE_MAX >> 1, &x) != 0)
-            tool_die(EXIT_USAGE, "bad QS_MAX_INPUT '%s' (expected a byte count such as "
-                                 "1000000, 64K, 512M or 2G)", v);
-        lim = (size_t)x;
-    }
+    /* the library's rule, as qs_open applies it to models */
+    qs_error err;
+    qs_error_clear(&err);
+    size_t lim;
+    if (qs_max_input(&lim, &err) != 0)
+        tool_die(EXIT_USAGE, "%s", err.msg);
     return cached = lim;
 }
 
@@ -386,8 +383,8 @@ static char *decompress(const char *name, char *src, size_t n, size_t *len)
     return dst;
 }
 
-/* A whole file, or (model) what it takes to see that it is none. */
-static char *read_whole(const char *path, size_t *len, int model)
+/* A whole file (a model is read by the library: tool_open_model). */
+char *tool_read_all(const char *path, size_t *len)
 {
     int use_stdin = !path || strcmp(path, "-") == 0;
     const char *name = use_stdin ? "(stdin)" : path;
@@ -397,13 +394,6 @@ static char *read_whole(const char *path, size_t *len, int model)
     if (!f)
         tool_die(EXIT_SYSTEM, "%s: cannot open: %s", path, strerror(errno));
     const size_t limit = tool_max_input();
-    /* With model set, the first bytes decide whether to read on
-     * (qs_sniff_model): a wrong start stops the read, and what was read
-     * is all the caller gets (its checks then refuse it as they would the
-     * whole file); a .qsm's header bounds the read by the size it records
-     * (one byte more tells a padded file). */
-    int sniff = model ? QS_SNIFF_MORE : QS_SNIFF_MODEL;
-    uint64_t most = limit;
     size_t cap = 1 << 16, n = 0;
     char *b = tool_hold(malloc(cap + 1), free);
     if (!b)
@@ -423,29 +413,15 @@ static char *read_whole(const char *path, size_t *len, int model)
             b = tool_hold(nb, free);
             cap = nc;
         }
-        size_t want = cap - n;
-        if (most < (uint64_t)n + want)
-            want = (size_t)(most - n) + 1;
-        size_t r = fread(b + n, 1, want, f);
+        size_t r = fread(b + n, 1, cap - n, f);
         n += r;
-        if (sniff == QS_SNIFF_MORE && !ferror(f)) {
-            uint64_t m;
-            sniff = qs_sniff_model((const unsigned char *)b, n, r == 0, &m);
-            if (sniff == QS_SNIFF_NOT)
-                break;
-            if (sniff == QS_SNIFF_MODEL && m < most)
-                most = m;
-        }
-        if (r == 0 || n > most)
+        if (r == 0)
             break;
     }
     if (ferror(f))
         tool_die(EXIT_SYSTEM, "%s: read error: %s", name, strerror(errno));
     if (n > limit)
         too_big(name, "input");
-    if (n > most)
-        tool_die(EXIT_DATA, "%s: byte 24: the file is longer than the %llu bytes its header "
-                            "records (padded)", name, (unsigned long long)most);
     if (!use_stdin)
         fclose(f);
     b[n] = '\0';
@@ -457,16 +433,60 @@ static char *read_whole(const char *path, size_t *len, int model)
     return b;
 }
 
-char *tool_read_all(const char *path, size_t *len)
+static void release_opened(void *p) { qs_opened_free(p); }
+
+void tool_open_model(const char *path, const qs_open_options *opt, qs_opened *o)
 {
-    return read_whole(path, len, 0);
+    qs_open_options oo = opt ? *opt : (qs_open_options){ QS_FMT_UNKNOWN, 0, 0, 0, 0, 0 };
+    oo.flags |= QS_OPEN_UNNAMED;
+    const int use_stdin = !path || strcmp(path, "-") == 0;
+    const char *name = use_stdin ? "(stdin)" : path;
+    if (use_stdin)
+        tool_check_stdin();
+    qs_error err;
+    qs_error_clear(&err);
+    int rc = use_stdin ? qs_open_file(stdin, name, &oo, o, &err)
+                       : qs_open(path, NULL, 0, &oo, o, &err);
+    if (rc != 0)
+        tool_die_err(name, &err);
+    tool_hold(o, release_opened);
+}
+
+void tool_compile_opened(const char *name, qs_opened *mo)
+{
+    if (mo->is_qsm)
+        return;
+    qs_error err;
+    qs_error_clear(&err);
+    if (!mo->kind[0]) {
+        /* neither a .qsm nor a model a reader takes: what the .qsm loader
+         * says of its first bytes (the bad magic number) */
+        qs_scorer *bad = qs_scorer_load(mo->source, mo->source_len, &err);
+        qs_scorer_free(bad);
+        if (bad)
+            tool_die(EXIT_DATA, "%s: not a .qsm file", name);
+        tool_die_err(name, &err);
+    }
+    const qs_open_options co = { mo->format, QS_OPEN_NO_SCORER | QS_OPEN_IGNORE_TUNING |
+                                             QS_OPEN_UNNAMED, 0, 0, 0, 0 };
+    qs_opened conv;
+    if (qs_open(NULL, mo->source, mo->source_len, &co, &conv, &err) != 0)
+        tool_die_err(name, &err);
+    qs_opened_free(mo); /* (still held: it now holds the image) */
+    *mo = conv;
 }
 
 char *tool_read_model(const char *path, size_t *len)
 {
-    return read_whole(path, len, 1);
+    qs_open_options oo = { QS_FMT_UNKNOWN, QS_OPEN_NO_CONVERT | QS_OPEN_IGNORE_TUNING, 0, 0, 0, 0 };
+    qs_opened o;
+    tool_open_model(path, &oo, &o);
+    char *b = (char *)(o.is_qsm ? o.qsm : o.source);
+    *len = o.is_qsm ? o.qsm_len : o.source_len;
+    o.qsm = o.source = NULL; /* the caller's now */
+    tool_release(&o);
+    return b;
 }
-
 /* ------------------------------------------------------------ lines */
 
 static size_t read_raw(tool_reader *r, void *dst, size_t n)
@@ -610,14 +630,6 @@ static const unsigned char qsm_magic[8];
 int tool_is_qsm(const char *buf, size_t len)
 {
     return len >= 8 && memcmp(buf, qsm_magic, 8) == 0;
-}
-
-const char *tool_model_kind(const char *buf, size_t len)
-{
-    if (tool_is_qsm(buf, len))
-        return "a compiled .qsm model";
-    const qs_reader_info *r = qs_reader_by_format(qs_detect_format(buf, len));
-    return r ? r->kind : NULL;
 }
 
 const char *tool_reader_list(char *buf, size_t cap, int names)

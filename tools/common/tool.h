@@ -93,20 +93,36 @@ void tool_check_stdin(void);
 /* Read a whole file ("-" = stdin) into memory, NUL-terminated; a zstd frame
  * is decompressed transparently.  Dies with a message on failure: exit 1
  * when the input, or its decompressed content, is larger than
- * tool_max_input() bytes. */
+ * tool_max_input() bytes.  (Documents and samples: a model is opened by
+ * the library, tool_open_model.) */
 char *tool_read_all(const char *path, size_t *len);
-/* The same for a model file (a .qsm, canonical text or a model some reader
- * takes): the read stops where the first bytes show that no model starts
- * so, or a .qsm header is wrong (qs_sniff_model), and what was read is
- * returned (the caller's checks refuse it as they would the whole file:
- * /dev/zero is refused after its first 64 KiB); a .qsm is read no further
- * than one byte past the size its header records. */
+/* Open the model file at path ("-" = stdin) through the library's one open
+ * path, as the Python binding opens one (qs_open, qs_open_file; opt as
+ * there, NULL: the defaults): read within QS_MAX_INPUT and stopped where
+ * the first bytes show that no model starts so (/dev/zero is refused after
+ * its first 64 KiB), a .qsm no further than one byte past the size its
+ * header records, a zstd frame decompressed to the same bound, then (as
+ * opt's flags say) recognised only (QS_OPEN_NO_CONVERT), or converted,
+ * compiled and loaded.  Dies with the library's message, the file named
+ * ("PATH:LINE: what"), and the exit code of its status.  *o is held
+ * (tool_hold): tool_release(o) frees it, and so does every exit. */
+void tool_open_model(const char *path, const qs_open_options *opt, qs_opened *o);
+/* A model opened with QS_OPEN_NO_CONVERT (by tool_open_model) made a .qsm
+ * image in place: a .qsm left as it is, any other model converted and
+ * compiled in memory with qs-compile's defaults (the image `qs-compile
+ * MODEL` writes: the same scores), no scorer loaded.  Dies, naming the
+ * input `name`, where it is no model (the .qsm loader's message: "byte 0:
+ * not a .qsm file (bad magic number)") or its reader refuses it. */
+void tool_compile_opened(const char *name, qs_opened *mo);
+/* The bytes of the model file at path, as tool_open_model reads them with
+ * QS_OPEN_NO_CONVERT (a .qsm's, or the plain bytes of anything else),
+ * NUL-terminated; the caller frees them. */
 char *tool_read_model(const char *path, size_t *len);
 
 /* The limit on whole-file inputs (models, .qsm files, reversal samples):
- * the environment variable QS_MAX_INPUT (bytes; suffixes K, M, G), default
- * TOOL_MAX_INPUT_DEFAULT.  A bad value is a usage error. */
-#define TOOL_MAX_INPUT_DEFAULT ((size_t)1 << 30)
+ * the environment variable QS_MAX_INPUT (bytes; suffixes K, M, G), 1 GiB
+ * when unset (qs_max_input, the limit qs_open applies).  A bad value is a
+ * usage error. */
 size_t tool_max_input(void);
 
 /* Streaming line reader over a file or "-" (stdin): plain text or a zstd
@@ -158,10 +174,9 @@ _Noreturn void tool_input_error(const char *name, int err);
 /* (Internal: record a decompression failure for tool_input_error.) */
 void tool_input_failed(const char *name, const char *what);
 
-/* Whether buf holds a .qsm (its magic number); what kind of model file it is
- * ("a LightGBM text model", "a compiled .qsm model", ...), or NULL. */
+/* Whether buf holds a .qsm (its magic number).  (What kind of model a file
+ * is: qs_opened's kind, tool_open_model.) */
 int tool_is_qsm(const char *buf, size_t len);
-const char *tool_model_kind(const char *buf, size_t len);
 /* The foreign formats of the readers' table, for messages, into buf[cap]:
  * their command-line names ("lightgbm, ..., or quickrank (ranklib)") when
  * names is nonzero, else their descriptions ("LightGBM text, ..."). */

@@ -807,14 +807,18 @@ int main(int argc, char **argv)
     tool_check_env();
     const char *mpath = argv[optind];
     const char *dpath = optind + 1 < argc ? argv[optind + 1] : "-";
-    size_t mlen;
-    /* Every block is held (tool_hold) until freed, so that each exit frees it. */
-    char *mbuf = tool_hold(tool_read_model(mpath, &mlen), free);
-    if (!tool_is_qsm(mbuf, mlen)) {
-        const char *kind = tool_model_kind(mbuf, mlen);
+    /* Every block is held (tool_hold) until freed, so that each exit frees
+     * it.  The model: the library's one open path (as qs-score's and the
+     * Python binding's), recognised, not converted (a .qsm is tuned). */
+    qs_opened mo;
+    const qs_open_options oo = { QS_FMT_UNKNOWN, QS_OPEN_NO_CONVERT | QS_OPEN_IGNORE_TUNING,
+                                 0, 0, 0, 0 };
+    tool_open_model(mpath, &oo, &mo);
+    if (!mo.is_qsm)
         tool_die(EXIT_DATA, "%s: %s%s, not a .qsm: compile it first (qs-compile -o MODEL.qsm)",
-                 mpath, kind ? "this is " : "", kind ? kind : "unknown format");
-    }
+                 mpath, mo.kind[0] ? "this is " : "", mo.kind[0] ? mo.kind : "unknown format");
+    const unsigned char *mbuf = mo.qsm;
+    const size_t mlen = mo.qsm_len;
     if (strcmp(dpath, "-") == 0)
         tool_check_stdin();
     /* A TUNED.qsm given as MODEL: tune from its stored defaults (the old
@@ -824,7 +828,7 @@ int main(int argc, char **argv)
     tuner T;
     memset(&T, 0, sizeof T);
     tool_hold(&T, release_tuner);
-    T.qsm = (const unsigned char *)mbuf;
+    T.qsm = mbuf;
     T.qsm_len = mlen;
     T.repeat = repeat;
     T.progress = isatty(2) && !time_only;
@@ -878,7 +882,7 @@ int main(int argc, char **argv)
         printf("%.4f\t%s\n", ns, setting_str(&def, b, sizeof b));
         tool_close_stdout();
         tool_release(&T);
-        tool_release(mbuf);
+        tool_release(&mo);
         return EXIT_OK;
     }
 
@@ -1104,6 +1108,6 @@ int main(int argc, char **argv)
     tool_release(img);
     tool_close_stdout();
     tool_release(&T);
-    tool_release(mbuf);
+    tool_release(&mo);
     return EXIT_OK;
 }

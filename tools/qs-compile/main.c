@@ -177,15 +177,24 @@ int main(int argc, char **argv)
     tool_out out;
     /* Refuse a terminal before reading anything (the report is text). */
     tool_out_open(&out, outpath, !show_info);
-    size_t len;
-    char *buf = tool_hold(tool_read_model(in, &len), free); /* (tool_hold: freed on any exit) */
+    /* The library's open path (as qs-score's and the Python binding's):
+     * read within QS_MAX_INPUT, stopped at a wrong start, a zstd frame
+     * decompressed, recognised; converted here, with this command line's
+     * options.  (held: freed on any exit) */
+    qs_opened mo;
+    const qs_open_options oo = { QS_FMT_UNKNOWN, QS_OPEN_NO_CONVERT | QS_OPEN_IGNORE_TUNING,
+                                 0, 0, 0, 0 };
+    tool_open_model(in, &oo, &mo);
+    const int is_qsm = mo.is_qsm;
+    const char *buf = (const char *)(is_qsm ? mo.qsm : mo.source);
+    const size_t len = is_qsm ? mo.qsm_len : mo.source_len;
     qs_error err;
     qs_error_clear(&err);
-    info_input ii = { name, tool_model_kind(buf, len), len, NULL, NULL, NULL, NULL, 0 };
+    info_input ii = { name, mo.kind[0] ? mo.kind : NULL, len, NULL, NULL, NULL, NULL, 0 };
     qs_tuning tune;
     char version[64];
     qs_qsm_file_info fi;
-    if (show_info && tool_is_qsm(buf, len)) {
+    if (show_info && is_qsm) {
         if (qs_qsm_get_file_info((const unsigned char *)buf, len, &fi, &err) != 0)
             tool_die_err(name, &err);
         qs_scorer *s = tool_hold(qs_scorer_load((const unsigned char *)buf, len, &err),
@@ -200,7 +209,7 @@ int main(int argc, char **argv)
         tool_progress_done();
         info_report(out.fp, json, &ii, s);
         tool_release(s);
-        tool_release(buf);
+        tool_release(&mo);
         tool_out_commit(&out);
         return EXIT_OK;
     }
@@ -211,10 +220,10 @@ int main(int argc, char **argv)
         tool_die(EXIT_DATA, "%s: not a model qs reads (expected a .qsm, canonical ensemble "
                             "text, or a model in %s)", name, tool_reader_list(list, sizeof list, 0));
     }
-    if (tool_is_qsm(buf, len))
+    if (is_qsm)
         tool_die(EXIT_DATA, "%s: this is a compiled .qsm model already (score it with qs-score)",
                  name);
-    if (qs_detect_format(buf, len) == QS_FMT_UNKNOWN)
+    if (mo.format == QS_FMT_UNKNOWN)
         tool_die(EXIT_DATA, "%s: not canonical ensemble text (expected 'qs-ensemble 1' on the "
                             "first line; convert models with qs-convert)", name);
     tool_progress_phase("reading the trees of %s (%zu bytes)", name, len);
@@ -223,7 +232,7 @@ int main(int argc, char **argv)
         ii.src = buf;   /* kept for the report (an XGBoost model's categories) */
         ii.src_len = len;
     } else {
-        tool_release(buf);
+        tool_release(&mo);
     }
     if (!m)
         tool_die_err(name, &err);
@@ -270,7 +279,7 @@ int main(int argc, char **argv)
         tool_release(img);
         tool_progress_done();
         info_report(out.fp, json, &ii, s);
-        tool_release(buf);
+        tool_release(&mo);
         tool_release(s);
         tool_out_commit(&out);
         return EXIT_OK;

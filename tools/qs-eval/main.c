@@ -84,9 +84,10 @@ static void help(void)
         "      sklearn             --gain=linear --ties=average        (ndcg_score)\n"
         "      rankeval            --ties=reverse --norel=1\n"
         "      letor               --discount=letor --beyond=zero --group=qid\n"
-        "  --like-model MODEL.qsm      as --like the library that trained MODEL (its\n"
-        "                              .qsm says: LightGBM, XGBoost, QuickRank); CatBoost\n"
-        "                              and ONNX models have no preset (exit 2)\n"
+        "  --like-model MODEL          as --like the library that trained MODEL (a .qsm\n"
+        "                              or any model qs-compile reads: LightGBM, XGBoost,\n"
+        "                              QuickRank); CatBoost and ONNX models have no\n"
+        "                              preset (exit 2)\n"
         "  --progress         show progress on standard error (lines, MB, rate)\n"
         "  --no-progress      do not (default: shown when standard error is a terminal\n"
         "                     and standard output is not); SIGUSR1 prints one line\n"
@@ -367,18 +368,23 @@ int main(int argc, char **argv)
                 usage_die("%s", err.msg);
             break;
         case O_LIKEMODEL: {
-            /* --like the library that trained the model (its .qsm's source) */
-            /* read as every tool reads a model (QS_MAX_INPUT, zstd, a
-             * wrong start stops the read) */
-            size_t mlen;
-            char *mbuf = tool_hold(tool_read_model(optarg, &mlen), free);
-            qs_scorer *s = qs_scorer_load((const unsigned char *)mbuf, mlen, &err);
-            tool_release(mbuf);
+            /* --like the library that trained the model (a .qsm's source,
+             * or any model's): opened by the library's one open path, as
+             * qs-score and the Python binding open one (QS_MAX_INPUT,
+             * zstd, a wrong start stops the read; converted and compiled
+             * when it is not a .qsm) */
+            qs_opened mo;
+            const qs_open_options oo = { QS_FMT_UNKNOWN,
+                                         QS_OPEN_NO_CONVERT | QS_OPEN_IGNORE_TUNING, 0, 0, 0, 0 };
+            tool_open_model(optarg, &oo, &mo);
+            tool_compile_opened(optarg, &mo);
+            qs_scorer *s = qs_opened_load(&mo, 1, 0, 0, &err);
             if (!s)
                 tool_die_err(optarg, &err);
             qs_model_info mi;
             qs_model_get_info(qs_scorer_model(s), &mi);
             qs_scorer_free(s);
+            tool_release(&mo);
             const char *like = qs_eval_preset_of_source(mi.source);
             if (!like)
                 usage_die("--like-model %s: qs-eval has no convention for the library of this "

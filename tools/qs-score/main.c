@@ -24,6 +24,10 @@ static void usage(FILE *f)
             "per document: the raw score (the model's margin), printed with 17 significant\n"
             "digits for double-accumulated models and 9 for float32 ones; one tab-separated\n"
             "column per class for multiclass models.  Blank and comment-only lines are skipped.\n"
+            "MODEL may also be any model qs-compile reads (LightGBM, XGBoost, CatBoost, ONNX,\n"
+            "QuickRank/RankLib, canonical text; zstd-compressed or not): it is converted and\n"
+            "compiled in memory at every run, as qs-compile compiles it (the same scores);\n"
+            "compile it once (qs-compile -o MODEL.qsm) to score it often.\n"
             "\n"
             "  --input FORMAT         letor (default), csv, tsv (one document per row, the\n"
             "                         cells features 0, 1, ... less the label column; empty,\n"
@@ -226,8 +230,7 @@ static int takes_batches(qs_backend b)
 
 /* What loading the model needs, and what it gives (load_model). */
 typedef struct load_ctx {
-    char *mbuf;                 /* the .qsm image: freed by load_model */
-    size_t mlen;
+    qs_opened *mo;              /* the opened .qsm (held): released by load_model */
     const char *mpath, *dname;
     uint32_t tree_block, doc_block, delta;
     uint64_t iterations;
@@ -267,8 +270,9 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
     for (unsigned r = 0; r < c->nrep; r++) {
         if (r)
             numa_enter(c->by_node ? (int)r : -1);
-        qs_scorer *s = qs_scorer_load_layout((const unsigned char *)c->mbuf, c->mlen, threads,
-                                             tree_block, delta, &err);
+        /* (the tuning record is applied here, as the command line leaves it:
+         * the image was opened with QS_OPEN_IGNORE_TUNING) */
+        qs_scorer *s = qs_opened_load(c->mo, threads, tree_block, delta, &err);
         if (!s)
             tool_die_err(mpath, &err);
         c->rep[r] = s; /* freed by any exit from now on (release_replicas) */
@@ -308,8 +312,8 @@ static void load_model(void *ctx, unsigned threads, pipe_job *job)
             tool_die(EXIT_UNSUPPORTED, "%s: the model's output transform cannot be reproduced "
                                        "exactly; score without --transform", mpath);
     }
-    tool_release(c->mbuf);
-    c->mbuf = NULL;
+    tool_release(c->mo);
+    c->mo = NULL;
 
     const qs_model_info *info = &c->info;
     const char *dname = c->dname;
@@ -594,26 +598,30 @@ int main(int argc, char **argv)
             (bi.flags & QS_BACKEND_F_DEVICE) && bi.available)
             qs_backend_warm_up(backend, device);
     }
-    size_t mlen;
-    char *mbuf = tool_hold(tool_read_model(mpath, &mlen), free);
-    const int is_qsm = tool_is_qsm(mbuf, mlen);
-    if (!is_qsm && strcmp(dpath, "-") != 0 && tool_file_is_qsm(dpath))
+    /* The library's open path (as the Python binding's): the file read
+     * within QS_MAX_INPUT, stopped at a wrong start, a zstd frame
+     * decompressed, recognised; a foreign model or canonical text is then
+     * converted and compiled in memory with qs-compile's defaults (the
+     * image `qs-compile MODEL` writes), a .qsm taken as it is.  The tuning
+     * record is applied below, as the command line leaves it. */
+    qs_opened mo;
+    const qs_open_options oo = { QS_FMT_UNKNOWN, QS_OPEN_NO_CONVERT | QS_OPEN_IGNORE_TUNING,
+                                 0, 0, 0, 0 };
+    tool_open_model(mpath, &oo, &mo);
+    const int is_qsm = mo.is_qsm;
+    const int is_model = is_qsm || mo.kind[0];
+    if (!is_model && strcmp(dpath, "-") != 0 && tool_file_is_qsm(dpath))
         tool_die(EXIT_USAGE, "%s is not a model but %s is: the model comes first (qs-score %s %s)",
                  mpath, dpath, dpath, mpath);
-    const char *kind = is_qsm ? NULL : tool_model_kind(mbuf, mlen);
-    if (kind && qs_detect_format(mbuf, mlen) == QS_FMT_CANONICAL)
-        tool_die(EXIT_DATA, "%s: this is %s, not a .qsm: compile it first "
-                            "(qs-compile -o MODEL.qsm %s)", mpath, kind, mpath);
-    if (kind)
-        tool_die(EXIT_DATA, "%s: this is %s, not a .qsm: convert and compile it first "
-                            "(qs-convert %s | qs-compile -o MODEL.qsm)", mpath, kind, mpath);
+    tool_compile_opened(mpath, &mo);
     qs_error err;
     qs_error_clear(&err);
+    const unsigned char *mbuf = mo.qsm;
+    const size_t mlen = mo.qsm_len;
     /* A tuning record (qs-blocktune) fills in what the command line leaves
      * open, when it was measured on a machine like this one. */
     qs_tuning tune;
-    /* (not a .qsm: the load below says what is wrong with it) */
-    int tuned = ignore_tuning || !is_qsm ? 0 : qs_qsm_get_tuning((const unsigned char *)mbuf, mlen, &tune, &err);
+    int tuned = ignore_tuning ? 0 : qs_qsm_get_tuning(mbuf, mlen, &tune, &err);
     if (tuned < 0) {
         tool_warn("%s: the tuning record is unreadable (%s): using the stored defaults", mpath,
                   err.msg);
@@ -670,7 +678,7 @@ int main(int argc, char **argv)
         }
     }
     load_ctx lc = {
-        .mbuf = mbuf, .mlen = mlen, .mpath = mpath, .dname = dname,
+        .mo = &mo, .mpath = mpath, .dname = dname,
         .tree_block = tree_block, .doc_block = doc_block, .delta = delta,
         .iterations = iterations, .order = order, .order_s = order_s, .order_d = order_d,
         .backend = backend, .device = device, .transform = transform,
@@ -690,7 +698,7 @@ int main(int argc, char **argv)
     int ahead = threads > 1 && threads <= PIPE_AHEAD_MAX_THREADS && input == PIPE_LETOR &&
                 !leaves && nrep == 1 &&
                 !(pa && strcmp(pa, "0") == 0) &&
-                qs_qsm_get_row_format((const unsigned char *)mbuf, mlen, absent, &rowf, &err) == 0;
+                qs_qsm_get_row_format(mbuf, mlen, absent, &rowf, &err) == 0;
     qs_error_clear(&err);
     pipe_job job = {
         .info = &lc.info,

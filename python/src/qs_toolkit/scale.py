@@ -39,6 +39,18 @@ def _names(model, kw, name: str):
     return [name] if k == 1 else ["%s_%d" % (name, c) for c in range(k)]
 
 
+def _joined(pdf, s, names):
+    """The batch pdf with the scores s (one column per name) after its
+    columns, joined in one step: assign inserts them one by one, and pandas
+    warns ("PerformanceWarning: DataFrame is highly fragmented") on every
+    wide Arrow batch, whose columns are blocks of their own.  A column of an
+    output's name is replaced, as assign replaces it."""
+    import pandas as pd
+    new = pd.DataFrame({n: s[:, i] for i, n in enumerate(names)}, index=pdf.index)
+    keep = [c for c in pdf.columns if c not in new.columns]
+    return pd.concat([pdf[keep], new], axis=1)
+
+
 def dask_predict(ddf, model, columns: Optional[Sequence[str]] = None, *, name: str = "score",
                  client=None, **predict_kw: Any):
     """Scores of every row of a Dask DataFrame: a Dask Series (or a
@@ -93,7 +105,7 @@ def spark_predict(df, model, columns: Optional[Sequence[str]] = None, *, name: s
         for pdf in batches:
             s = m.predict(pdf[columns].to_numpy(dtype=np.float64), **kw)
             s = s.reshape(len(pdf), -1)
-            yield pdf.assign(**{n: s[:, i] for i, n in enumerate(names)})
+            yield _joined(pdf, s, names)
 
     schema = StructType(list(df.schema.fields) + [StructField(n, DoubleType()) for n in names])
     return df.mapInPandas(score, schema)
