@@ -41,7 +41,7 @@ cp "$root"/scripts/probe-*.sh "$st/libqs/scripts/" 2>/dev/null || true
 find "$st/libqs" -name '*.o' -delete
 # the license in PEP 639's form (setuptools >= 77 builds the sdist)
 sed -i -e 's/^requires = \["setuptools>=61", "numpy"\]/requires = ["setuptools>=77", "numpy>=2"]/' \
-    -e 's/^dependencies = \["numpy"\]/dependencies = ["numpy"]\nlicense = "LicenseRef-qs-proprietary"/' \
+    -e 's/^dependencies = \["numpy"\]/dependencies = ["numpy"]\nlicense = "LicenseRef-qs-unstated"/' \
     "$st/pyproject.toml"
 grep -q '^license = ' "$st/pyproject.toml" || die "pyproject.toml: no license line written"
 echo "wheel.sh: sdist" >&2
