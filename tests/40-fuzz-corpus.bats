@@ -28,6 +28,7 @@ replay() {
 @test "fuzz corpus: xgboost converter (json, ubjson)" { replay xgboost; }
 @test "fuzz corpus: xgboost binary-format reader" { replay xgboost_bin; }
 @test "fuzz corpus: catboost converter" { replay catboost; }
+@test "fuzz corpus: catboost .cbm reader" { replay cbm; }
 @test "fuzz corpus: onnx converter (protobuf)" { replay onnx; }
 @test "fuzz corpus: quickrank converter" { replay quickrank; }
 @test "fuzz corpus: canonical text reader and round trip" { replay text; }
@@ -37,6 +38,14 @@ replay() {
 @test "fuzz corpus: csv/tsv document reader against its LETOR twin" { replay dsv; }
 @test "fuzz corpus: XGBoost category encoders and the tools' JSON writer" { replay cats; }
 @test "fuzz corpus: the Python binding's array checks and row copies (args.h)" { replay binding; }
+
+@test "fuzz corpus: every fuzz target's corpus is replayed by a test above" {
+    local t
+    for t in $(sed -n 's/^FUZZ_TARGETS := //p' "$QS_ROOT/fuzz/fuzz.mk"); do
+        grep -q "{ replay $t; }" "$BATS_TEST_FILENAME" || { echo "no replay test for $t"; return 1; }
+        [ -d "$QS_ROOT/fuzz/corpus/$t" ] || { echo "no corpus for $t"; return 1; }
+    done
+}
 
 @test "fuzz replay driver: refuses a missing input" {
     local bin="$QS_ROOT/bin/fuzz/replay_text"
