@@ -484,6 +484,21 @@ static int put(PyObject *d, const char *k, PyObject *v)
     return rc;
 }
 
+/* A histogram as a list of {key: value, "trees": count}, or NULL. */
+static PyObject *hist_list(const char *key, const qs_hist_bin *h, size_t n)
+{
+    PyObject *l = PyList_New(0);
+    for (size_t i = 0; l && i < n; i++) {
+        PyObject *e = Py_BuildValue("{s:K,s:K}", key, (unsigned long long)h[i].value, "trees",
+                                    (unsigned long long)h[i].count);
+        const int bad = !e || PyList_Append(l, e) != 0;
+        Py_XDECREF(e);
+        if (bad)
+            Py_CLEAR(l);
+    }
+    return l;
+}
+
 static PyObject *str_or_none(const char *s)
 {
     if (s && *s)
@@ -534,32 +549,9 @@ static PyObject *build_info(ModelObject *self, const qs_scorer *s)
         put(d, "max_leaves", PyLong_FromUnsignedLong(mi.max_leaves)) ||
         put(d, "max_depth", PyLong_FromUnsignedLong(mi.max_depth)))
         goto fail;
-    if (!(l = PyList_New(0)))
+    if (put(d, "leaves_histogram", hist_list("leaves", st.leaves_hist, st.n_leaves_hist)) ||
+        put(d, "depth_histogram", hist_list("depth", st.depth_hist, st.n_depth_hist)))
         goto fail;
-    for (size_t i = 0; i < st.n_leaves_hist; i++) {
-        PyObject *e = Py_BuildValue("{s:K,s:K}", "leaves", (unsigned long long)st.leaves_hist[i].value,
-                                    "trees", (unsigned long long)st.leaves_hist[i].count);
-        if (!e || PyList_Append(l, e)) {
-            Py_XDECREF(e);
-            goto fail;
-        }
-        Py_DECREF(e);
-    }
-    if (put(d, "leaves_histogram", l))
-        goto fail_nol;
-    if (!(l = PyList_New(0)))
-        goto fail;
-    for (size_t i = 0; i < st.n_depth_hist; i++) {
-        PyObject *e = Py_BuildValue("{s:K,s:K}", "depth", (unsigned long long)st.depth_hist[i].value,
-                                    "trees", (unsigned long long)st.depth_hist[i].count);
-        if (!e || PyList_Append(l, e)) {
-            Py_XDECREF(e);
-            goto fail;
-        }
-        Py_DECREF(e);
-    }
-    if (put(d, "depth_histogram", l))
-        goto fail_nol;
     if (put(d, "oblivious", PyBool_FromLong(mi.oblivious)) ||
         put(d, "oblivious_trees", PyLong_FromUnsignedLongLong(st.oblivious_trees)))
         goto fail;
