@@ -97,8 +97,16 @@ void qs_doc_reset(qs_workspace *w, qs_absent absent)
     double fill = absent_fill(absent, m->absent_missing);
     /* Refill only what the last document touched, unless the fill changed. */
     if (sl->all_dirty || !sl->filled || (isnan(fill) != isnan(sl->fill))) {
-        for (uint32_t f = 0; f < m->num_features; f++)
-            sl->x[f] = fill;
+        /* +0.0 is all zero bytes; NaN by doubling copies (a model may have
+         * 2^20 features, mostly absent) */
+        const size_t n = m->num_features;
+        if (!isnan(fill)) {
+            memset(sl->x, 0, n * sizeof *sl->x);
+        } else if (n) {
+            sl->x[0] = fill;
+            for (size_t have = 1; have < n; have *= 2)
+                memcpy(sl->x + have, sl->x, (have < n - have ? have : n - have) * sizeof *sl->x);
+        }
     } else {
         for (uint32_t i = 0; i < sl->ntouched; i++)
             sl->x[sl->touched[i]] = fill;
