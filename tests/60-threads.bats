@@ -79,6 +79,80 @@ same_bytes() {
     [ ! -e "$BATS_TEST_TMPDIR/o" ]
 }
 
+@test "a regular file read by the threads themselves (a range each): the same bytes at every chunk size, every line shape" {
+    local q d="$BATS_TEST_TMPDIR" t cb f
+    q=$(compiled lgb-l8 model.txt.zst)
+    head -n 200 "$FIX/lgb-l8/docs.letor" > "$d/plain"
+    # no newline at the end; CRLF; blank lines and comments; one line far
+    # longer than a chunk (feature ids past the model's are ignored)
+    head -c -1 "$d/plain" > "$d/nonl"
+    sed 's/$/\r/' "$d/plain" > "$d/crlf"
+    awk '{ print; if (NR % 7 == 0) print ""; if (NR % 11 == 0) print "# a comment" }' "$d/plain" > "$d/blank"
+    { head -n 50 "$d/plain"
+      awk 'BEGIN { printf "0 qid:1"; for (i = 1; i <= 3000; i++) printf " %d:0.5", i; print "" }'
+      tail -n +51 "$d/plain"; } > "$d/long"
+    for f in plain nonl crlf blank long; do
+        QS_CHUNK_BYTES=1000000 qs-score --threads 1 "$q" "$d/$f" > "$d/$f.1" 2> "$d/err"
+        [ -s "$d/$f.1" ]
+        QS_READ_STREAM=1 QS_CHUNK_BYTES=300 qs-score --threads 3 "$q" "$d/$f" > "$d/$f.s" 2> "$d/err"
+        cmp "$d/$f.1" "$d/$f.s" || { echo "$f: read through one reader differs"; return 1; }
+        for t in 2 3 5; do
+            for cb in 1 2 7 300 4096; do
+                QS_CHUNK_BYTES=$cb qs-score --threads $t "$q" "$d/$f" > "$d/$f.$t" 2> "$d/err" ||
+                    { echo "$f --threads $t, chunks of $cb: failed: $(cat "$d/err")"; return 1; }
+                cmp "$d/$f.1" "$d/$f.$t" || { echo "$f --threads $t, chunks of $cb: differs"; return 1; }
+            done
+        done
+    done
+    cmp "$d/plain.1" <(head -n 200 "$FIX/lgb-l8/expected.txt")
+    run --separate-stderr env QS_READ_STREAM=yes qs-score --threads 2 "$q" "$d/plain"
+    assert_failure 2
+    [ "$stderr" = "qs-score: bad QS_READ_STREAM 'yes' (expected 0 or 1)" ]
+    # empty, and only newlines: nothing written
+    : > "$d/empty"
+    printf '\n\n\n' > "$d/nl"
+    for f in empty nl; do
+        run --separate-stderr env QS_CHUNK_BYTES=1 qs-score --threads 3 "$q" "$d/$f"
+        assert_success
+        [ -z "$output" ] && [ -z "$stderr" ]
+    done
+}
+
+@test "standard input that is a regular file: read by ranges from where it stands, and left at its end" {
+    local q d="$BATS_TEST_TMPDIR" t
+    q=$(compiled lgb-l8 model.txt.zst)
+    # the first line read by the shell before: the rest is scored, and a
+    # reader after qs-score finds nothing left
+    (read -r _; qs-score --threads 1 "$q" -; echo "after: $(wc -c)") < "$FIX/lgb-l8/docs.letor" > "$d/one"
+    [ "$(tail -n 1 "$d/one")" = "after: 0" ]
+    cmp <(head -n -1 "$d/one") <(tail -n +2 "$FIX/lgb-l8/expected.txt")
+    for t in 2 3; do
+        (read -r _; QS_CHUNK_BYTES=500 qs-score --threads $t "$q" -; echo "after: $(wc -c)") < "$FIX/lgb-l8/docs.letor" > "$d/t$t"
+        cmp "$d/one" "$d/t$t"
+    done
+}
+
+@test "read by ranges: a bad line, a line over 256 MiB: what comes before is written, then the error, as one thread" {
+    local q d="$BATS_TEST_TMPDIR" t
+    q=$(compiled lgb-l8 model.txt.zst)
+    { head -n 120 "$FIX/lgb-l8/docs.letor"; echo "1 qid:9 abc:1"; tail -n +121 "$FIX/lgb-l8/docs.letor"; } > "$d/bad"
+    for t in 1 2 3 5; do
+        run --separate-stderr env QS_CHUNK_BYTES=37 qs-score --threads $t "$q" "$d/bad"
+        [ "$status" = 1 ]
+        [ "$stderr" = "qs-score: $d/bad:121: bad feature token 'abc:1' (expected INDEX:VALUE)" ]
+        [ "$output" = "$(head -n 120 "$FIX/lgb-l8/expected.txt")" ]
+    done
+    # 30 documents, then one line longer than the limit, then more
+    { head -n 30 "$FIX/lgb-l8/docs.letor"; head -c 270000000 /dev/zero | tr '\0' 1; echo; head -n 5 "$FIX/lgb-l8/docs.letor"; } > "$d/huge"
+    for t in 1 3; do
+        run --separate-stderr env QS_CHUNK_BYTES=65536 qs-score --threads $t "$q" "$d/huge"
+        [ "$status" = 1 ]
+        [ "$stderr" = "qs-score: $d/huge:31: line longer than 256 MiB" ]
+        [ "$output" = "$(head -n 30 "$FIX/lgb-l8/expected.txt")" ]
+    done
+    rm -f "$d/huge"
+}
+
 @test "--threads and QS_THREADS: range checked; the default is the CPUs this process may run on" {
     local q
     q=$(compiled lgb-l8 model.txt.zst)

@@ -78,6 +78,8 @@ run[thread-score3]="$T/scores -- qs-score --threads 3 -o @OUT@ $T/lgb.qsm $T/doc
 run[thread-blocktune]="- -- qs-blocktune --repeat 1 --budget 0.05 --threads 4 -o @OUT@ $T/lgb.qsm $T/sample"
 # read errors at every byte offset (models and documents, plain and zstd)
 run[read-score]="$T/xgb.scores -- qs-score --threads 1 -o @OUT@ $T/xgb.qsm $T/xgb.docs"
+# (two threads: the documents read by ranges, pread, while the model loads)
+run[read-score-threads]="$T/xgb.scores -- qs-score --threads 2 -o @OUT@ $T/xgb.qsm $T/xgb.docs"
 run[read-convert]="$T/qr.txt -- qs-convert -o @OUT@ $fix/quickrank/tiny.xml"
 # (a zstd frame: the reads of the file and of the decompressed stream)
 if command -v zstd > /dev/null; then

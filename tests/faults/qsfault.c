@@ -13,7 +13,10 @@
  *   QS_FAULT_THREAD=N   the Nth pthread_create made by qs fails (EAGAIN).
  *   QS_FAULT_READ=K     fread fails (EIO, the stream's error flag set) once
  *                       K bytes have been read through it, counted over
- *                       every fread of the program.
+ *                       every fread and pread of the program (pread: the
+ *                       documents of a regular file read by several
+ *                       threads, a range each) and pread fails so too
+ *                       (-1, EIO, or the bytes before the point).
  *   QS_FAULT_REPORT=F   at exit, append "allocs A threads T bytes B" (the
  *                       points this run passed) to file F.
  *   QS_FAULT_OBJECT=P   fault a shared object instead of a program: in any
@@ -52,6 +55,7 @@ static void *(*real_aligned_alloc)(size_t, size_t);
 static void *(*real_memalign)(size_t, size_t);
 static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 static size_t (*real_fread)(void *, size_t, size_t, FILE *);
+static ssize_t (*real_pread)(int, void *, size_t, off_t);
 
 static long fail_alloc = -1, fail_thread = -1;
 static long long fail_read = -1;
@@ -121,6 +125,7 @@ static void init(void)
     real_memalign = dlsym(RTLD_NEXT, "memalign");
     real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
     real_fread = dlsym(RTLD_NEXT, "fread");
+    real_pread = dlsym(RTLD_NEXT, "pread");
     ready = 1;
     in_init = 0;
 }
@@ -320,7 +325,7 @@ size_t fread(void *buf, size_t size, size_t n, FILE *f)
         return real_fread(buf, size, n, f);
     if (fail_read < 0 || size == 0 || !real_fread) {
         size_t got = real_fread(buf, size, n, f);
-        n_bytes += (long long)(got * size);
+        __atomic_add_fetch(&n_bytes, (long long)(got * size), __ATOMIC_RELAXED);
         return got;
     }
     /* read up to the fault point, then fail */
@@ -334,10 +339,41 @@ size_t fread(void *buf, size_t size, size_t n, FILE *f)
     if ((long long)(n * size) > left)
         want = (size_t)left / size;
     size_t got = want ? real_fread(buf, size, want, f) : 0;
-    n_bytes += (long long)(got * size);
+    __atomic_add_fetch(&n_bytes, (long long)(got * size), __ATOMIC_RELAXED);
     if (got < n && !feof(f) && !ferror(f)) {
         f->_flags |= 0x20;
         errno = EIO;
     }
     return got;
 }
+
+/* The threads that read ranges call it at once: the count is atomic, and
+ * which range meets the point is theirs to race for. */
+ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+    if (!ready)
+        init();
+    if (!real_pread) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if ((object && (!in_main || !armed || !from_qs(__builtin_return_address(0)))) ||
+        fail_read < 0 || n == 0) {
+        ssize_t got = real_pread(fd, buf, n, off);
+        if (got > 0 && (fail_read >= 0 || report) && in_main)
+            __atomic_add_fetch(&n_bytes, (long long)got, __ATOMIC_RELAXED);
+        return got;
+    }
+    long long before = __atomic_load_n(&n_bytes, __ATOMIC_RELAXED);
+    long long left = fail_read - before;
+    if (left <= 0) {
+        errno = EIO;
+        return -1;
+    }
+    size_t want = (long long)n > left ? (size_t)left : n;
+    ssize_t got = real_pread(fd, buf, want, off);
+    if (got > 0)
+        __atomic_add_fetch(&n_bytes, (long long)got, __ATOMIC_RELAXED);
+    return got;
+}
+ssize_t pread64(int fd, void *buf, size_t n, off_t off) __attribute__((alias("pread")));

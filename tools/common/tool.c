@@ -670,6 +670,7 @@ typedef struct zin {
     char *rbuf;                /* its buffer */
     long long size;            /* plain text from a regular file: its bytes from
                                   where reading began; else -1 */
+    long long base;            /* then the file offset where reading began */
 } zin;
 
 /* The streams open now (so that an exit with one open is not a leak). */
@@ -793,6 +794,7 @@ FILE *tool_open_input(const char *path, const char **name)
     off_t pos0 = ftello(f);
     if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && pos0 >= 0 && st.st_size >= pos0)
         z->size = (long long)(st.st_size - pos0);
+    z->base = pos0 >= 0 ? (long long)pos0 : 0;
     /* The first four bytes say whether it is zstd: read them whole (a
      * pipe may deliver fewer at a time). */
     while (z->raw_len < 4) {
@@ -833,6 +835,34 @@ long long tool_input_size(FILE *in)
         if (open_zin[i] && open_zin[i]->r == in)
             return open_zin[i]->size;
     return -1;
+}
+
+int tool_input_file(FILE *in, int *fd, long long *base)
+{
+    for (size_t i = 0; i < sizeof open_zin / sizeof open_zin[0]; i++) {
+        const zin *z = open_zin[i];
+        if (!z || z->r != in)
+            continue;
+        /* plain, a regular file, and nothing handed out yet (the first
+         * read hands out the bytes read ahead first) */
+        if (z->zs || z->size < 0 || z->raw_pos != 0 || z->bad)
+            return 0;
+        *fd = fileno(z->f);
+        *base = z->base;
+        return *fd >= 0;
+    }
+    return 0;
+}
+
+void tool_input_file_read(FILE *in, long long n)
+{
+    for (size_t i = 0; i < sizeof open_zin / sizeof open_zin[0]; i++) {
+        zin *z = open_zin[i];
+        if (z && z->r == in && !z->zs && z->size >= 0) {
+            z->raw_pos = z->raw_len;
+            (void)fseeko(z->f, (off_t)(z->base + n), SEEK_SET);
+        }
+    }
 }
 
 static const unsigned char qsm_magic[8] = { 0x89, 'Q', 'S', 'M', '\r', '\n', 0x1A, '\n' };

@@ -162,6 +162,14 @@ FILE *tool_open_input(const char *path, const char **name);
  * is plain text from a regular file (counted from where reading began),
  * else -1 (zstd, a pipe, a terminal). */
 long long tool_input_size(FILE *in);
+/* Whether `in` (tool_open_input) is the plain text of a regular file of
+ * which nothing has been read yet: 1 with its descriptor and the file
+ * offset where the input begins (a caller may then read it with pread(2),
+ * ranges at a time, from several threads), else 0. */
+int tool_input_file(FILE *in, int *fd, long long *base);
+/* After such reads: the input's first n bytes were read (a standard input
+ * shared with others is left where reading ended, as stdio leaves it). */
+void tool_input_file_read(FILE *in, long long n);
 /* For a stream from tool_open_input: whether its first bytes are a .qsm's
  * magic number (a model given where documents belong). */
 int tool_input_is_qsm(FILE *in);

@@ -700,6 +700,11 @@ int main(int argc, char **argv)
                 !(pa && strcmp(pa, "0") == 0) &&
                 qs_qsm_get_row_format(mbuf, mlen, absent, &rowf, &err) == 0;
     qs_error_clear(&err);
+    /* QS_READ_STREAM=1: a regular file through one reader, as a pipe is
+     * read (for comparisons; the threads read ranges of it otherwise). */
+    const char *rs = getenv("QS_READ_STREAM");
+    if (rs && *rs && strcmp(rs, "0") != 0 && strcmp(rs, "1") != 0)
+        tool_die(EXIT_USAGE, "bad QS_READ_STREAM '%s' (expected 0 or 1)", rs);
     pipe_job job = {
         .info = &lc.info,
         .backend = backend,
@@ -723,6 +728,7 @@ int main(int argc, char **argv)
         .load_ctx = &lc,
         .ahead = ahead ? &rowf : NULL,
         .ahead_wait = pa && strcmp(pa, "wait") == 0,
+        .read_stream = rs && strcmp(rs, "1") == 0,
     };
     if (!ahead)
         load_model(&lc, threads, &job);

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef _OPENMP
@@ -52,6 +53,10 @@ typedef struct doc_meta {
 typedef struct chunk {
     char *in;
     size_t in_len, in_cap;
+    size_t in_skip;    /* the chunk's text: in[in_skip .. in_skip + in_len) */
+    size_t range_len;  /* read by its thread (reader.fd): bytes of the range
+                          in_off .. in_off + range_len whose lines are its;
+                          0: read already */
     char *out;
     size_t out_len, out_cap;
     long lines;        /* lines processed */
@@ -62,7 +67,8 @@ typedef struct chunk {
     long extra_line;   /* first line with a feature id beyond the model (0: none) */
     long long extra_id;
     size_t partial;    /* f32: bytes of a last, incomplete row (0: none) */
-    unsigned long long in_off; /* byte offset of the chunk in the input */
+    unsigned long long in_off; /* byte offset of the chunk in the input (f32;
+                                  text read by ranges: of its range) */
     qs_error err;
     int state;         /* SLOT_*, atomic */
     uint64_t seq;
@@ -90,6 +96,13 @@ typedef struct reader {
                           read (the last chunks shrink so that the threads end
                           together); -1: unknown, chunks stay chunk_bytes */
     unsigned threads;
+    /* Text from a regular file, with threads: the workers read it
+     * themselves, each its chunk's range with pread(2) (fill_range); the
+     * reader only hands out ranges (claim_range).  -1: through f. */
+    int fd;
+    unsigned long long base;  /* the file offset where the input begins */
+    unsigned long long pos;   /* the next range's start, from base */
+    unsigned long long size;  /* the input's bytes, as last seen */
     size_t ramp;       /* with threads: the size of the next of the first
                           chunks, from PIPE_FIRST_CHUNK, doubling after one
                           chunk per thread, so that every thread has work
@@ -126,7 +139,9 @@ typedef struct worker {
  * hold whole rows before an incomplete last one (f32). */
 static int chunk_usable(const chunk *c)
 {
-    return c->bad_line == 0 && !c->too_long && !c->read_errno && !c->oom;
+    /* (a chunk read by ranges may hold whole lines before a line over the
+     * limit; read_text's holds none then) */
+    return c->bad_line == 0 && !c->read_errno && !c->oom;
 }
 
 static int chunk_failed(const chunk *c)
@@ -151,16 +166,21 @@ static int reserve(char **p, size_t *cap, size_t need)
     return 0;
 }
 
+static void chunk_reset(chunk *c)
+{
+    c->in_len = c->out_len = c->in_skip = c->range_len = 0;
+    c->lines = 0;
+    c->too_long = c->read_errno = c->oom = 0;
+    c->bad_line = 0;
+    c->extra_line = 0;
+}
+
 /* f32: the next chunk of whole rows (about r->chunk_bytes, at least one
  * row); a last, incomplete row is left out and recorded in c->partial.
  * Returns 0 when the input is done. */
 static int read_rows(reader *r, chunk *c)
 {
-    c->in_len = c->out_len = 0;
-    c->lines = 0;
-    c->too_long = c->read_errno = c->oom = 0;
-    c->bad_line = 0;
-    c->extra_line = 0;
+    chunk_reset(c);
     c->partial = 0;
     if (r->eof)
         return 0;
@@ -193,15 +213,10 @@ static int read_rows(reader *r, chunk *c)
 
 /* The next chunk of text: whole lines (the last one may lack its newline
  * at the end of the input).  Returns 0 when the input is done. */
-static int read_text(reader *r, chunk *c)
+/* The size of the next chunk: chunk_bytes, smaller among the first ones
+ * (ramp) and near the end (left). */
+static size_t next_want(reader *r)
 {
-    c->in_len = c->out_len = 0;
-    c->lines = 0;
-    c->too_long = c->read_errno = c->oom = 0;
-    c->bad_line = 0;
-    c->extra_line = 0;
-    if (r->eof && r->carry_len == 0)
-        return 0;
     size_t want = r->chunk_bytes;
     if (r->ramp) {
         if (r->ramp < want)
@@ -218,6 +233,15 @@ static int read_text(reader *r, chunk *c)
         if (share < want)
             want = share < PIPE_MIN_TAIL ? (want < PIPE_MIN_TAIL ? want : PIPE_MIN_TAIL) : (size_t)share;
     }
+    return want;
+}
+
+static int read_text(reader *r, chunk *c)
+{
+    chunk_reset(c);
+    if (r->eof && r->carry_len == 0)
+        return 0;
+    size_t want = next_want(r);
     size_t target = want > r->carry_len ? want : r->carry_len + 1;
     if (reserve(&c->in, &c->in_cap, target) != 0) {
         c->oom = 1;
@@ -281,7 +305,7 @@ static int read_text(reader *r, chunk *c)
  * usual chunk, at most PIPE_BATCH_BYTES). */
 static void grow_for_batch(reader *r, const chunk *c)
 {
-    const char *p = c->in, *end = c->in + c->in_len;
+    const char *p = c->in + c->in_skip, *end = p + c->in_len;
     unsigned long long lines = 0;
     while (p < end && (p = memchr(p, '\n', (size_t)(end - p))) != NULL) {
         lines++;
@@ -310,6 +334,128 @@ static int read_chunk(reader *r, chunk *c)
     if (got && r->batch_docs)
         grow_for_batch(r, c);
     return got;
+}
+
+/* Text from a regular file, read by the threads (reader.fd): under the
+ * reader's lock only the next range of bytes is handed out (its size as
+ * read_text's chunks: ramp, tail); the thread that got it reads it
+ * itself (fill_range), with no lock.  A chunk's lines are those that begin
+ * in its range: it skips the end of a line begun before (it reads the byte
+ * before its range to know) and reads on past its range to the end of its
+ * last line.  Returns 0 when the input is done (a file that grew is read
+ * on, as far as it has grown). */
+static int claim_range(reader *r, chunk *c)
+{
+    chunk_reset(c);
+    c->ahead = 0;
+    c->nrows = 0;
+    if (r->eof)
+        return 0;
+    if (r->pos >= r->size) {
+        struct stat st;
+        if (fstat(r->fd, &st) == 0 && (unsigned long long)st.st_size > r->base + r->pos)
+            r->size = (unsigned long long)st.st_size - r->base;
+        if (r->pos >= r->size) {
+            r->eof = 1;
+            return 0;
+        }
+    }
+    r->left = (long long)(r->size - r->pos);
+    size_t want = next_want(r);
+    if (want == 0)
+        want = 1;
+    if (want > r->size - r->pos)
+        want = (size_t)(r->size - r->pos);
+    c->in_off = r->pos;
+    c->range_len = want;
+    r->pos += want;
+    r->left = (long long)(r->size - r->pos);
+    return 1;
+}
+
+/* pread(2) until n bytes, the end of the file, or an error (errno in *err). */
+static size_t pread_full(int fd, char *buf, size_t n, unsigned long long off, int *err)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = pread(fd, buf + got, n - got, (off_t)(off + got));
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            *err = errno ? errno : EIO;
+            return got;
+        }
+        if (k == 0)
+            break;
+        got += (size_t)k;
+    }
+    return got;
+}
+
+static void fill_range(const reader *r, chunk *c)
+{
+    const unsigned long long a = c->in_off;
+    const size_t lead = a > 0, n = c->range_len + lead;
+    const unsigned long long at = r->base + a - lead; /* file offset of c->in[0] */
+    c->range_len = 0;
+    if (reserve(&c->in, &c->in_cap, n) != 0) {
+        c->oom = 1;
+        return;
+    }
+    int err = 0;
+    size_t len = pread_full(r->fd, c->in, n, at, &err);
+    if (err) {
+        c->read_errno = err;
+        return;
+    }
+    int eof = len < n;
+    /* The first line that begins in the range (none: nothing is ours). */
+    size_t s = 0;
+    if (lead) {
+        if (len == 0)
+            return;
+        const char *nl = c->in[0] == '\n' ? c->in : memchr(c->in + 1, '\n', len - 1);
+        s = nl ? (size_t)(nl - c->in) + 1 : len;
+    }
+    if (s >= len)
+        return;
+    /* The last one, read to its end (a newline, or the end of the input);
+     * no further than PIPE_MAX_LINE. */
+    if (!eof && c->in[len - 1] != '\n') {
+        const char *lnl = memrchr(c->in + s, '\n', len - s);
+        const size_t ls = lnl ? (size_t)(lnl - c->in) + 1 : s; /* where it begins */
+        size_t step = (size_t)64 << 10;
+        for (;;) {
+            if (len - ls >= PIPE_MAX_LINE) {
+                c->too_long = 1; /* after the lines before it */
+                len = ls;
+                break;
+            }
+            if (step > PIPE_MAX_LINE - (len - ls))
+                step = PIPE_MAX_LINE - (len - ls);
+            if (reserve(&c->in, &c->in_cap, len + step) != 0) {
+                c->oom = 1;
+                return;
+            }
+            size_t got = pread_full(r->fd, c->in + len, step, at + len, &err);
+            if (err) {
+                c->read_errno = err;
+                return;
+            }
+            const char *nl = memchr(c->in + len, '\n', got);
+            len += got;
+            if (nl) {
+                len = (size_t)(nl - c->in) + 1;
+                break;
+            }
+            if (got < step)
+                break; /* the end of the input: a last line without a newline */
+            if (step < ((size_t)16 << 20))
+                step *= 2;
+        }
+    }
+    c->in_skip = s;
+    c->in_len = len - s;
 }
 
 /* ------------------------------------------------------------ workers */
@@ -561,7 +707,7 @@ static void preparse(const pipe_job *job, chunk *c)
     size_t most = job->chunk_bytes / (sizeof(double) * nf);
     if (most == 0)
         most = 1;
-    const char *p = c->in, *end = c->in + c->in_len;
+    const char *p = c->in + c->in_skip, *end = p + c->in_len;
     long line = 0;
     c->ahead = 1;
     c->nrows = 0;
@@ -595,7 +741,7 @@ static void preparse(const pipe_job *job, chunk *c)
         if (is_doc)
             meta_of(&c->rmeta[c->nrows++], &lm);
     }
-    c->resume = (size_t)(p - c->in);
+    c->resume = (size_t)(p - (c->in + c->in_skip));
     c->resume_line = line;
 }
 
@@ -651,7 +797,7 @@ static void process(worker *wk, chunk *c)
         process_rows(wk, c);
         return;
     }
-    const char *p = c->in, *end = c->in + c->in_len;
+    const char *p = c->in + c->in_skip, *end = p + c->in_len;
     uint32_t n = 0;
     long line = 0;
     if (c->ahead) {
@@ -979,7 +1125,7 @@ static void run_threads(pipe_job *job, reader *rd, writer *wr)
                         i++;
                     if (i < R) {
                         chunk *slot = &ring[i];
-                        if (read_chunk(rd, slot)) {
+                        if (rd->fd >= 0 ? claim_range(rd, slot) : read_chunk(rd, slot)) {
                             slot->seq = nr;
                             at[nr % R] = i;
                             __atomic_store_n(&slot->state, SLOT_BUSY, __ATOMIC_RELEASE);
@@ -994,6 +1140,11 @@ static void run_threads(pipe_job *job, reader *rd, writer *wr)
                     }
                 }
                 omp_unset_lock(&rlock);
+                if (c && c->range_len) {
+                    fill_range(rd, c);
+                    if (chunk_failed(c))
+                        __atomic_store_n(&stop, 1, __ATOMIC_SEQ_CST);
+                }
             }
             if (c) {
                 /* A chunk read before the model was loaded is parsed now and
@@ -1252,7 +1403,7 @@ void pipe_run(const pipe_job *job_in)
         local.load = NULL;
     }
     reader rd = { .f = job->in, .chunk_bytes = job->chunk_bytes, .left = -1,
-                  .threads = job->threads };
+                  .threads = job->threads, .fd = -1 };
     tool_hold(&rd, reader_release); /* (so is every buffer below: tool_hold) */
     writer wr = { job, 0, 0, 0 };
     if (job->input == PIPE_CSV || job->input == PIPE_TSV) {
@@ -1281,11 +1432,23 @@ void pipe_run(const pipe_job *job_in)
     if (job->threads > 1) {
         if (job->input != PIPE_F32) {
             rd.left = tool_input_size(job->in);
+            /* LETOR text from a regular file: the threads read it (a
+             * whole-batch back end sizes its chunks by the lines read) */
+            int fd;
+            long long base;
+            if (job->input == PIPE_LETOR && !job->gpu_batch && rd.left >= 0 &&
+                !job->read_stream && tool_input_file(job->in, &fd, &base)) {
+                rd.fd = fd;
+                rd.base = (unsigned long long)base;
+                rd.size = (unsigned long long)rd.left;
+            }
             /* Parsed ahead, the first chunks are ready when the model is;
              * whole batches are wanted from the start. */
             rd.ramp = ahead || job->gpu_batch ? 0 : PIPE_FIRST_CHUNK;
         }
         run_threads(&local, &rd, &wr);
+        if (rd.fd >= 0)
+            tool_input_file_read(job->in, (long long)rd.pos);
         tool_release(&rd);
         return;
     }

@@ -86,6 +86,9 @@ struct pipe_job {
     int ahead_wait;          /* tests: load only once the reading ahead has
                                 stopped (the slots full, the input ended or
                                 a chunk failed), so that it always happens */
+    int read_stream;         /* LETOR text from a regular file with threads:
+                                through one reader, as from a pipe, not by
+                                ranges (QS_READ_STREAM=1) */
 };
 
 /* Score every document of job->in into job->out.  Returns only on success:
