@@ -107,7 +107,7 @@ same_bytes() {
     cmp "$d/plain.1" <(head -n 200 "$FIX/lgb-l8/expected.txt")
     run --separate-stderr env QS_READ_STREAM=yes qs-score --threads 2 "$q" "$d/plain"
     assert_failure 2
-    [ "$stderr" = "qs-score: bad QS_READ_STREAM 'yes' (expected 0 or 1)" ]
+    [ "${stderr%%$'\n'*}" = "qs-score: bad QS_READ_STREAM 'yes' (expected 0 or 1)" ]
     # empty, and only newlines: nothing written
     : > "$d/empty"
     printf '\n\n\n' > "$d/nl"
