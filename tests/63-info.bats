@@ -259,3 +259,27 @@ open('$T/utf.want', 'w').write(json.dumps(n))"
     assert_failure 3
     assert_output --partial "is not supported"
 }
+
+@test "--info: the back end auto runs on this machine and why; a tuning record measured here that names one says qs-score runs it" {
+    command -v python3 > /dev/null || skip "python3 not installed"
+    local T="$BATS_TEST_TMPDIR" d="$FIX/lgb-l8/docs.letor" want
+    python3 "$QS_ROOT/bench/gen_forest.py" 12 768 "$d" 3 | qs-compile -o "$T/f.qsm" -
+    # what qs-score -v says auto runs is what --info says
+    want=$(qs-score -v "$T/f.qsm" /dev/null 2>&1 | sed -n 's/^qs-score: .*: auto runs \([a-z0-9-]*\) .*/\1/p')
+    [ -n "$want" ]
+    run qs-compile --info "$T/f.qsm"
+    assert_success
+    assert_line --regexp "^auto: runs $want on this machine \(.+\)$"
+    [ "$(qs-compile --info --json "$T/f.qsm" | jq -r '.auto.backend + " " + .auto.qs_score_runs')" = "$want $want" ]
+    if qs-score --version -v | grep -q '^default: auto = vqs'; then
+        assert_line --partial "auto: runs vpred on this machine (vpred: trees of 768 leaves on average"
+    fi
+    # a record naming walk, measured here
+    for i in 1 2 3; do cat "$d"; done > "$T/sample.letor"
+    qs-blocktune --budget 0.2 --repeat 1 -o "$T/t.qsm" "$T/f.qsm" "$T/sample.letor" > /dev/null
+    python3 "$BATS_TEST_DIRNAME/tools/qsm_tune.py" "$T/t.qsm" "$T/w.qsm" backend walk
+    run qs-compile --info "$T/w.qsm"
+    assert_success
+    assert_line --regexp "^auto: runs $want on this machine \(.+\); qs-score runs walk here, as the tuning record says$"
+    [ "$(qs-compile --info --json "$T/w.qsm" | jq -r .auto.qs_score_runs)" = walk ]
+}

@@ -274,3 +274,42 @@ tune_setup() {
     assert_line --regexp '^winner: '
     qs-score "$T/t.qsm" "$FIX/lightgbm/mixed.docs.letor" | cmp - <(qs-score "$T/m.qsm" "$FIX/lightgbm/mixed.docs.letor")
 }
+
+@test "qs-blocktune: every exact back end this machine runs is measured or probed (vpred, struct, walk too); the winner's record scores the same" {
+    command -v python3 > /dev/null || skip "python3 not installed"
+    local T="$BATS_TEST_TMPDIR" d="$FIX/lgb-l8/docs.letor" b
+    for i in 1 2 3; do cat "$d"; done > "$T/sample.letor"
+    # 12 trees of 768 leaves: auto runs vpred where auto is vqs
+    python3 "$QS_ROOT/bench/gen_forest.py" 12 768 "$d" 3 | qs-compile -o "$T/f.qsm" -
+    run qs-blocktune --budget 1 --repeat 1 -o "$T/t.qsm" "$T/f.qsm" "$T/sample.letor"
+    assert_success
+    # one line each (the defaults' own back end is the defaults' line)
+    for b in walk qs struct vpred $(qs-score --list-backends | awk -F'\t' '$1 ~ /^vqs-/ && $2 == "yes" { print $1 }'); do
+        grep -Eq "^(SD|probe)	SD	.*	$b	[0-9.]+" <<< "$output" ||
+            grep -Eq "^SD	SD	.*	$b	[0-9.]+	\(defaults\)" <<< "$output" ||
+            { echo "back end $b not in the report"; return 1; }
+    done
+    # not measured: aliases, devices, whole batches, oblivious-only (this
+    # model's trees are not oblivious)
+    for b in cuda cuda-emu walk-batch oblivious; do
+        ! grep -Eq "^(SD|probe)	SD	.*	$b	" <<< "$output" || { echo "$b measured"; return 1; }
+    done
+    assert_line --regexp '^winner: SD s=0 d=0 tau=[0-9]+ delta=[0-9]+ batch=[0-9]+ [a-z0-9-]+'
+    qs-score "$T/f.qsm" "$d" > "$T/a"
+    qs-score "$T/t.qsm" "$d" | cmp - "$T/a"
+    qs-score --backend walk "$T/f.qsm" "$d" | cmp - "$T/a"
+    # one back end named: measured in full (never only probed), no layout
+    # search for a back end that does not read the layout
+    run qs-blocktune --budget 1 --repeat 1 --backend struct -o "$T/s.qsm" "$T/f.qsm" "$T/sample.letor"
+    assert_success
+    assert_line --regexp '^SD	SD	0	0	[0-9]+	[0-9]+	[0-9]+	struct	[0-9.]+'
+    assert_line --regexp '^points: 2, '
+    qs-score "$T/s.qsm" "$d" | cmp - "$T/a"
+    # a back end it does not measure, or that cannot take the model: exit 3
+    for b in oblivious walk-batch; do
+        run qs-blocktune --budget 1 --repeat 1 --backend $b -o "$T/x.qsm" "$T/f.qsm" "$T/sample.letor"
+        assert_failure 3
+        assert_output --partial "back end '$b' is not measured here"
+        [ ! -e "$T/x.qsm" ]
+    done
+}

@@ -41,8 +41,9 @@ static void usage(FILE *f)
             "  --sample-docs N        a reproducible random subsample of N documents\n"
             "  --seed N               its seed (default 1)\n"
             "  --repeat N             timed runs per point, the median kept (default 3)\n"
-            "  --backend NAME         measure this back end only (default: every back end\n"
-            "                         that reads the QuickScorer layout and this machine runs)\n"
+            "  --backend NAME         measure this back end only (default: every exact back\n"
+            "                         end this machine runs for the model, but aliases,\n"
+            "                         devices and whole batches)\n"
             "  --threads N            also try the winner with 2..N threads (default: one\n"
             "                         thread; the record then leaves threads to qs-score)\n"
             "  --absent zero|missing  what an absent feature means (default: the source\n"
@@ -165,11 +166,15 @@ typedef struct setting {
     uint32_t s, d;
 } setting;
 
+enum { STAGE_PROBED = 6, PROBE_DOCS = 512 };
+
 typedef struct point {
     setting st;
     double ns;          /* ns per document per tree (median) */
     char rc[12];        /* range case, "DSD2S1" */
-    int stage;          /* 0 defaults, 1 back end, 2 τ/Δ, 3 sampled, 4 refined, 5 grid */
+    int stage;          /* 0 defaults, 1 back end, 2 τ/Δ, 3 sampled, 4 refined, 5 grid,
+                           6 a back end probed on a few documents only, far
+                           slower than the defaults (never a candidate) */
 } point;
 
 typedef struct tuner {
@@ -295,6 +300,16 @@ static const char *range_case(tuner *T, const setting *st, char *buf, size_t cap
     return buf;
 }
 
+/* Whether back end b reads the QuickScorer layout (qs, the vqs kernels):
+ * the orders, τ and Δ are its settings. */
+static int reads_layout(qs_backend b)
+{
+    qs_backend_info bi;
+    return qs_backend_get_info(b, &bi) == 0 &&
+           !(bi.flags & (QS_BACKEND_F_REFERENCE | QS_BACKEND_F_BASELINE | QS_BACKEND_F_BATCH |
+                         QS_BACKEND_F_DEVICE));
+}
+
 static int over_budget(const tuner *T) { return now_ns() - T->t0 > T->budget_ns; }
 
 static point *find(tuner *T, const setting *st)
@@ -305,11 +320,8 @@ static point *find(tuner *T, const setting *st)
     return NULL;
 }
 
-static point *measure(tuner *T, const setting *st, int stage)
+static point *new_point(tuner *T, const setting *st, int stage)
 {
-    point *p = find(T, st);
-    if (p)
-        return p;
     /* Allocated once (points are referred to by address): the grids stay
      * far below (6 τ x 4 orders x 64 x 64 at most). */
     if (!T->pts) {
@@ -320,10 +332,19 @@ static point *measure(tuner *T, const setting *st, int stage)
     }
     if (T->npts == T->cap)
         tool_die(EXIT_SYSTEM, "more than %zu points to measure", T->cap);
-    p = &T->pts[T->npts];
+    point *p = &T->pts[T->npts];
     memset(p, 0, sizeof *p);
     p->st = *st;
     p->stage = stage;
+    return p;
+}
+
+static point *measure(tuner *T, const setting *st, int stage)
+{
+    point *p = find(T, st);
+    if (p)
+        return p;
+    p = new_point(T, st, stage);
     range_case(T, st, p->rc, sizeof p->rc);
     p->ns = measure_threads(T, st, 1);
     T->npts++;
@@ -337,9 +358,36 @@ static point *best_point(tuner *T)
 {
     point *b = NULL;
     for (size_t i = 0; i < T->npts; i++)
-        if (!b || T->pts[i].ns < b->ns)
+        if (T->pts[i].stage != STAGE_PROBED && (!b || T->pts[i].ns < b->ns))
             b = &T->pts[i];
     return b;
+}
+
+/* A back end that does not read the layout, before it is measured: one
+ * pass over the sample's first PROBE_DOCS documents (its scores checked
+ * against the defaults').  Slower than `limit` ns/doc/tree, it is recorded
+ * as probed (a walk of thousands of trees would spend the budget on the
+ * whole sample) and 1 is returned; else 0 and it is measured in full. */
+static int probed_slow(tuner *T, const setting *st, double limit)
+{
+    const size_t n = T->S.n < PROBE_DOCS ? T->S.n : PROBE_DOCS;
+    qs_error err;
+    qs_error_clear(&err);
+    apply(T, st);
+    double t = now_ns();
+    if (qs_score_matrix(T->sc, st->backend, T->S.x, n, T->S.F, T->out, 1, &err) != 0)
+        die_err(&err);
+    double ns = (now_ns() - t) / (double)n / (double)(T->ntrees ? T->ntrees : 1);
+    if (memcmp(T->out, T->ref, n * T->K * sizeof *T->out) != 0)
+        tool_die(EXIT_DATA, "internal error: back end %s gives other scores than the defaults",
+                 qs_backend_name(st->backend));
+    if (ns <= limit)
+        return 0;
+    point *p = new_point(T, st, STAGE_PROBED);
+    snprintf(p->rc, sizeof p->rc, "probe");
+    p->ns = ns;
+    T->npts++;
+    return 1;
 }
 
 /* ------------------------------------------------------------ the search */
@@ -902,36 +950,59 @@ int main(int argc, char **argv)
         tool_die(EXIT_SYSTEM, "out of memory");
     memcpy(T.ref, T.out, T.S.n * T.K * sizeof *T.ref);
 
-    /* 1. Back ends: those that read the QuickScorer layout (the orders are
-     * theirs), measured with the defaults. */
+    /* 1. Back ends: every exact back end this machine runs for the model
+     * (not an alias of another, not a device's or a whole batch's),
+     * measured with the defaults: those that read the QuickScorer layout
+     * (qs, the vqs kernels), whose orders, τ and Δ are searched next, and
+     * the others (vpred, struct, walk; oblivious for oblivious models),
+     * which may win on their own (trees of thousands of leaves). */
     setting base = def;
     for (qs_backend b = 0; b < qs_backend_count(); b++) {
         qs_backend_info bi;
         if (qs_backend_get_info(b, &bi) != 0 || !bi.available ||
-            (bi.flags & (QS_BACKEND_F_REFERENCE | QS_BACKEND_F_BASELINE | QS_BACKEND_F_ALIAS)))
+            (bi.flags & (QS_BACKEND_F_ALIAS | QS_BACKEND_F_DEVICE | QS_BACKEND_F_BATCH)))
             continue;
         if (only != QS_BACKEND_UNKNOWN && b != only)
             continue;
-        if (strcmp(bi.name, "qs") != 0 && strncmp(bi.name, "vqs", 3) != 0)
-            continue;
+        qs_error perr;
+        qs_error_clear(&perr);
+        if (qs_scorer_prepare(T.sc, b, &perr) != 0) {
+            if (perr.code == QS_ERR_UNSUPPORTED)
+                continue; /* not for this model (oblivious only, say) */
+            tool_die_err(mpath, &perr);
+        }
         setting st = def;
         st.backend = b;
+        /* (three times the defaults' time cannot win) */
+        if (only == QS_BACKEND_UNKNOWN && !reads_layout(b) && !find(&T, &st) &&
+            probed_slow(&T, &st, 3 * def_ns))
+            continue;
         measure(&T, &st, 1);
     }
+    int search = 1; /* the layout's settings are searched */
     {
         point *b = NULL;
-        for (size_t i = 0; i < T.npts; i++)
-            if (T.pts[i].stage <= 1 && (only == QS_BACKEND_UNKNOWN || T.pts[i].st.backend == only) &&
-                (!b || T.pts[i].ns < b->ns))
+        int found = 0;
+        for (size_t i = 0; i < T.npts; i++) {
+            const point *p = &T.pts[i];
+            if ((p->stage > 1 && p->stage != STAGE_PROBED) ||
+                (only != QS_BACKEND_UNKNOWN && p->st.backend != only))
+                continue;
+            found = 1;
+            if (reads_layout(p->st.backend) && (!b || p->ns < b->ns))
                 b = &T.pts[i];
+        }
         if (b)
             base.backend = b->st.backend;
-        else if (only != QS_BACKEND_UNKNOWN)
-            tool_die(EXIT_UNSUPPORTED, "back end '%s' does not read the QuickScorer layout or "
-                                       "does not run here: nothing to tune", bname);
+        else if (only != QS_BACKEND_UNKNOWN && !found)
+            tool_die(EXIT_UNSUPPORTED, "back end '%s' is not measured here (a device's or a "
+                                       "whole batch's, one this machine does not run, or one "
+                                       "that cannot score this model): nothing to tune", bname);
+        else
+            search = 0; /* (--backend vpred, say: the back end is the setting) */
     }
     /* 2. τ: the default, halves and doubles of it, one block; then Δ. */
-    {
+    if (search) {
         uint64_t T0 = def_tau ? def_tau : T.ntrees;
         uint32_t taus[8];
         int nt = 0;
@@ -971,7 +1042,7 @@ int main(int argc, char **argv)
     {
         static const uint32_t deltas[] = { 4, 16 };
         setting cw = win->st;
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; search && reads_layout(cw.backend) && i < 2; i++) {
             if (!exhaustive && over_budget(&T))
                 break;
             setting st = cw;
@@ -997,7 +1068,7 @@ int main(int argc, char **argv)
                 int taken = 0;
                 for (int j = 0; j < nc; j++)
                     taken |= cand[j] == p;
-                if (!taken && (!b || p->ns < b->ns))
+                if (!taken && p->stage != STAGE_PROBED && (!b || p->ns < b->ns))
                     b = p;
             }
             if (b)

@@ -102,6 +102,24 @@ static void gpu_plan(const qs_scorer *s, char *out, size_t cap)
         snprintf(out, cap, "the cuda back end would run %s", plan);
 }
 
+/* The back end `auto` runs for the model on this machine, and why; and
+ * the one qs-score runs: a tuning record measured here that names one
+ * this machine runs wins over auto. */
+static qs_backend auto_choice(const qs_scorer *s, const info_input *in, char *why, size_t cap,
+                              qs_backend *runs)
+{
+    const qs_backend a = qs_scorer_auto_backend(s, why, cap);
+    *runs = a;
+    const qs_tuning *t = in->tuning;
+    if (t && t->backend[0] && qs_tuning_matches(t)) {
+        const qs_backend b = qs_backend_find(t->backend);
+        qs_backend_info bi;
+        if (b >= 0 && qs_backend_get_info(b, &bi) == 0 && bi.available)
+            *runs = b;
+    }
+    return a;
+}
+
 static void text_report(tool_buf *f, const info_input *in, const qs_scorer *s)
 {
     const qs_model *m = qs_scorer_model(s);
@@ -186,6 +204,16 @@ static void text_report(tool_buf *f, const info_input *in, const qs_scorer *s)
     }
     if (li.nblocks > TEXT_BLOCKS)
         tool_buf_printf(f, "  ... %u more blocks (--json lists every one)\n", li.nblocks - TEXT_BLOCKS);
+    {
+        char why[200];
+        qs_backend runs;
+        const qs_backend a = auto_choice(s, in, why, sizeof why, &runs);
+        tool_buf_printf(f, "auto: runs %s on this machine (%s)", qs_backend_name(a), why);
+        if (runs != a)
+            tool_buf_printf(f, "; qs-score runs %s here, as the tuning record says",
+                            qs_backend_name(runs));
+        tool_buf_printf(f, "\n");
+    }
     char gpu[640];
     gpu_plan(s, gpu, sizeof gpu);
     tool_buf_printf(f, "gpu: %s\n", gpu);
@@ -379,6 +407,20 @@ static void json_report(tool_json *j, const info_input *in, const qs_scorer *s)
         tool_json_break(j, 4);
     tool_json_end(j);
     tool_json_end(j);
+    MEMBER("auto");
+    {
+        char why[200];
+        qs_backend runs;
+        const qs_backend a = auto_choice(s, in, why, sizeof why, &runs);
+        tool_json_object(j);
+        tool_json_key(j, "backend");
+        tool_json_str(j, qs_backend_name(a));
+        tool_json_key(j, "why");
+        tool_json_str(j, why);
+        tool_json_key(j, "qs_score_runs");
+        tool_json_str(j, qs_backend_name(runs));
+        tool_json_end(j);
+    }
     MEMBER("gpu");
     char gpu[640];
     gpu_plan(s, gpu, sizeof gpu);
