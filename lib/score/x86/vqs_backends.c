@@ -28,7 +28,12 @@ static void vqs_rule_text(char *why, size_t cap)
     if (cls == QS_CPU_GENERIC)
         snprintf(why, cap, "auto: vqs-avx512 for every model (generic CPU: %s)",
                  qs_cpu_class_source());
-    else if (cls == QS_CPU_ZEN5 || cls == QS_CPU_INTEL)
+    else if (cls == QS_CPU_INTEL)
+        snprintf(why, cap,
+                 "auto: vqs, AVX-512 for batches < %u docs or >= 50%% of leaves in QS-Omega, "
+                 "rank blocks, 1-%u or 65+ leaf trees, else AVX2 (%s: %s)",
+                 QS_VQS_NARROW_BELOW, VQS_SMALL_TREE, qs_cpu_class_name(cls), qs_cpu_class_source());
+    else if (cls == QS_CPU_ZEN5)
         snprintf(why, cap,
                  "auto: vqs, AVX-512 for batches < %u docs or >= 50%% of leaves in QS-Omega, "
                  "<= %u-leaf trees or rank blocks, else AVX2 (%s: %s)",
@@ -99,6 +104,12 @@ static unsigned vqs_rule(const qs_scorer *s, char *why, size_t cap)
      * same side, unmeasured since; Zen 4 (AVX-512 as two 256-bit halves)
      * keeps the rule measured before them. */
     const int ranks = cls == QS_CPU_ZEN5 || cls == QS_CPU_INTEL;
+    /* Intel: trees of more than 64 leaves (multi-word masks, 16 planes or
+     * more) on the AVX-512 side too: measured 1.04-1.09x faster than AVX2
+     * on an Emerald Rapids Xeon (bench/auto-grid.sh, one thread: 1,000
+     * trees of 128 leaves, 512 of 256, 256 of 512; and before the rank
+     * kernels 1,000 x 256 and 20,000 x 64, 1.04x).  Not measured on Zen. */
+    const int multi = cls == QS_CPU_INTEL;
     const qs_layout *L = s->L;
     uint64_t small = 0, all = 0;
     for (uint32_t b = 0; b < L->nblocks; b++) {
@@ -108,12 +119,17 @@ static unsigned vqs_rule(const qs_scorer *s, char *why, size_t cap)
         const int rk = ranks && qs_vqs_rank_ok(s->m, L, B);
         for (uint64_t t = B->tree_begin; t < B->tree_end; t++) {
             all += L->nleaves[t];
-            if (rk || B->kind == QS_BLOCK_OMEGA || L->nleaves[t] <= VQS_SMALL_TREE)
+            if (rk || B->kind == QS_BLOCK_OMEGA || L->nleaves[t] <= VQS_SMALL_TREE ||
+                (multi && B->kind == QS_BLOCK_QS && B->width == 0))
                 small += L->nleaves[t];
         }
     }
     const int wide = all && 2 * small >= all;
-    if (ranks)
+    if (multi)
+        snprintf(why, cap, "%s (%llu%% of leaves in rank blocks, QS-Omega, 1-%u or 65+ leaf trees)",
+                 wide ? "AVX-512" : "AVX2", all ? (unsigned long long)(100 * small / all) : 0ull,
+                 VQS_SMALL_TREE);
+    else if (ranks)
         snprintf(why, cap, "%s (%llu%% of leaves in rank blocks, QS-Omega or <= %u-leaf trees)",
                  wide ? "AVX-512" : "AVX2", all ? (unsigned long long)(100 * small / all) : 0ull,
                  VQS_SMALL_TREE);
