@@ -12,11 +12,12 @@
 # again, in interleaved rounds, medians; the first stage measures the
 # defaults first, a little cold); then every back end's first-stage time.
 #
-#   bench/auto-grid.sh [--docs FILE] [--repeat N] [--dir DIR] [--quick]
+#   bench/auto-grid.sh [--docs FILE] [--repeat N] [--dir DIR] [--quick | --only M,M...]
 #
 # --docs: LETOR documents (default: MQ2008's test set from the oracle data,
-# $QS_ORACLE_DATA or build/oracle); --quick: every second model.  The
-# markdown table goes to standard output, progress to standard error.
+# $QS_ORACLE_DATA or build/oracle); --quick: every second model; --only:
+# the models named (forest-64, depth10, ...).  The markdown table goes to
+# standard output, progress to standard error.
 set -eu
 
 here=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)
@@ -25,13 +26,15 @@ docs=${QS_ORACLE_DATA:-$repo/build/oracle}/letor/mq2008/test.txt
 repeat=5
 dir=${QS_BENCH_DIR:-/tmp/qs-bench}/auto-grid
 quick=0
+only=
 while [ $# -gt 0 ]; do
     case $1 in
         --docs) docs=$2; shift 2 ;;
         --repeat) repeat=$2; shift 2 ;;
         --dir) dir=$2; shift 2 ;;
         --quick) quick=1; shift ;;
-        -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --only) only=,$2,; shift 2 ;;
+        -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench/auto-grid.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -67,6 +70,7 @@ n=0
 echo "$grid" | while read -r name opt trees leaves; do
     n=$((n + 1))
     if [ $quick = 1 ] && [ $((n % 2)) = 0 ]; then continue; fi
+    case $only in ''|*,"$name",*) ;; *) continue ;; esac
     q=$dir/$name.qsm
     if [ ! -f "$q" ]; then
         set --

@@ -209,6 +209,22 @@ assert len(a) == 50 and list(a) == want, (len(a), a[:3], want[:3])
 PY
 }
 
+@test "bench/auto-grid.sh: auto against every exact back end, one row a model" {
+    command -v python3 > /dev/null || skip "python3 not installed"
+    local t="$BATS_TEST_TMPDIR"
+    for i in 1 2 3; do cat "$FIX/lgb-l8/docs.letor"; done > "$t/docs"
+    run --separate-stderr "$QS_ROOT/bench/auto-grid.sh" --docs "$t/docs" --repeat 1 --dir "$t/g" --only forest-8,oblivious-d6
+    assert_success
+    assert_line --index 0 --partial "| model | trees x leaves | auto runs | auto ns/doc/tree | fastest |"
+    assert_line --regexp '^\| forest-8 \| 1000 x 8 \| [a-z0-9-]+ \| [0-9.]+ \| [a-z0-9-]+ \| [0-9.]+ \| [0-9.]+ \| .*walk [0-9.]+.*vpred [0-9.]+'
+    assert_line --regexp '^\| oblivious-d6 \| 1000 x 64 \| [a-z0-9-]+ \| .*oblivious [0-9.]+'
+    [ "$(grep -c '^|' <<< "$output")" = 4 ]
+    # the models are what the grid says
+    qs-compile --info "$t/g/oblivious-d6.qsm" | grep -q '^oblivious: yes (1000 of 1000 trees)'
+    run "$QS_ROOT/bench/auto-grid.sh" --bogus
+    assert_failure 2
+}
+
 @test "auto on trees of >= 640 leaves on average runs vpred (vQS's planes lose there), below them vqs; oblivious trees stay with vqs" {
     command -v python3 > /dev/null || skip "python3 not installed"
     qs-score --version -v | grep -q '^default: auto = vqs' || skip "auto is not vqs on this machine"
