@@ -211,8 +211,6 @@ static int read_rows(reader *r, chunk *c)
     return c->in_len > 0 || chunk_failed(c);
 }
 
-/* The next chunk of text: whole lines (the last one may lack its newline
- * at the end of the input).  Returns 0 when the input is done. */
 /* The size of the next chunk: chunk_bytes, smaller among the first ones
  * (ramp) and near the end (left). */
 static size_t next_want(reader *r)
@@ -236,6 +234,8 @@ static size_t next_want(reader *r)
     return want;
 }
 
+/* The next chunk of text: whole lines (the last one may lack its newline
+ * at the end of the input).  Returns 0 when the input is done. */
 static int read_text(reader *r, chunk *c)
 {
     chunk_reset(c);
@@ -361,9 +361,17 @@ static int claim_range(reader *r, chunk *c)
         }
     }
     r->left = (long long)(r->size - r->pos);
-    size_t want = next_want(r);
-    if (want == 0)
-        want = 1;
+    size_t want;
+    if (r->row_bytes) {
+        /* f32: whole rows, as read_rows reads them */
+        want = r->chunk_bytes / r->row_bytes * r->row_bytes;
+        if (want == 0)
+            want = r->row_bytes;
+    } else {
+        want = next_want(r);
+        if (want == 0)
+            want = 1;
+    }
     if (want > r->size - r->pos)
         want = (size_t)(r->size - r->pos);
     c->in_off = r->pos;
@@ -392,8 +400,33 @@ static size_t pread_full(int fd, char *buf, size_t n, unsigned long long off, in
     return got;
 }
 
+/* f32: the range's rows; a last, incomplete one left out and recorded in
+ * c->partial (whole rows read before a read error are kept). */
+static void fill_rows(const reader *r, chunk *c)
+{
+    const size_t n = c->range_len, rb = r->row_bytes;
+    c->range_len = 0;
+    c->partial = 0;
+    if (reserve(&c->in, &c->in_cap, n) != 0) {
+        c->oom = 1;
+        return;
+    }
+    int err = 0;
+    size_t got = pread_full(r->fd, c->in, n, r->base + c->in_off, &err);
+    if (err) {
+        c->read_errno = err;
+        got -= got % rb;
+    }
+    c->partial = got % rb;
+    c->in_len = got - c->partial;
+}
+
 static void fill_range(const reader *r, chunk *c)
 {
+    if (r->row_bytes) {
+        fill_rows(r, c);
+        return;
+    }
     const unsigned long long a = c->in_off;
     const size_t lead = a > 0, n = c->range_len + lead;
     const unsigned long long at = r->base + a - lead; /* file offset of c->in[0] */
@@ -1445,6 +1478,16 @@ void pipe_run(const pipe_job *job_in)
             /* Parsed ahead, the first chunks are ready when the model is;
              * whole batches are wanted from the start. */
             rd.ramp = ahead || job->gpu_batch ? 0 : PIPE_FIRST_CHUNK;
+        } else {
+            /* f32 rows from a regular file: read by ranges too, whatever
+             * the back end (a chunk is whole rows of a fixed size) */
+            int fd;
+            long long base, size = tool_input_size(job->in);
+            if (size >= 0 && !job->read_stream && tool_input_file(job->in, &fd, &base)) {
+                rd.fd = fd;
+                rd.base = (unsigned long long)base;
+                rd.size = (unsigned long long)size;
+            }
         }
         run_threads(&local, &rd, &wr);
         if (rd.fd >= 0)

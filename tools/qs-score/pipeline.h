@@ -86,7 +86,7 @@ struct pipe_job {
     int ahead_wait;          /* tests: load only once the reading ahead has
                                 stopped (the slots full, the input ended or
                                 a chunk failed), so that it always happens */
-    int read_stream;         /* LETOR text from a regular file with threads:
+    int read_stream;         /* LETOR text or f32 rows from a regular file, threads:
                                 through one reader, as from a pipe, not by
                                 ranges (QS_READ_STREAM=1) */
 };
