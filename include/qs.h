@@ -132,6 +132,14 @@ QS_API const qs_reader_info *qs_reader_get(size_t i);
  * NULL when none. */
 QS_API const qs_reader_info *qs_reader_by_name(const char *name);
 QS_API const qs_reader_info *qs_reader_by_format(qs_format fmt);
+/* The foreign formats of the table (those with a command-line name), as
+ * one list for messages, into buf[cap] (cut to fit; returns buf):
+ * QS_READERS_DESCRIPTIONS "LightGBM text, XGBoost JSON, ... or ONNX";
+ * QS_READERS_NAMES "lightgbm, xgboost, ... or quickrank (ranklib)";
+ * QS_READERS_EVERY_NAME the names and aliases alike, "... quickrank or
+ * ranklib". */
+enum { QS_READERS_DESCRIPTIONS = 0, QS_READERS_NAMES = 1, QS_READERS_EVERY_NAME = 2 };
+QS_API const char *qs_reader_list(char *buf, size_t cap, int style);
 /* A source's name as canonical text and qs-compile --info write it
  * ("lightgbm", ..., "unknown"), and back (0, or -1 for a name none has). */
 QS_API const char *qs_source_name(qs_source s);
@@ -607,6 +615,10 @@ QS_API void qs_tuning_fingerprint(qs_tuning *t);
 /* 1 when t was measured on a machine like this one (same CPU model, caches
  * and cores), else 0. */
 QS_API int qs_tuning_matches(const qs_tuning *t);
+/* The back end tuning record t names, where it was measured on a machine
+ * like this one and this machine runs that back end (what qs-score runs
+ * unless told otherwise); QS_BACKEND_AUTO otherwise, and for NULL. */
+QS_API qs_backend qs_tuning_backend(const qs_tuning *t);
 /* The tuning record of a .qsm image: 1 and *t, 0 when it has none, -1 with
  * err when the record is malformed. */
 QS_API int qs_qsm_get_tuning(const unsigned char *buf, size_t len, qs_tuning *t, qs_error *err);

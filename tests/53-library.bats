@@ -75,7 +75,8 @@ PY
     run qs-convert --from nosuch /dev/null
     assert_failure 2
     assert_output --partial "catboost-cbm (cbm)"
-    grep -q 'qs_reader_get' "$QS_ROOT"/python/src/qs_toolkit/c-ext/model.c
+    grep -q 'qs_reader_list(.*QS_READERS_EVERY_NAME)' "$QS_ROOT"/python/src/qs_toolkit/c-ext/model.c
+    grep -q 'qs_reader_list(' "$QS_ROOT"/tools/common/tool.c
     ! grep -q '"unknown model format .* (expected lightgbm' "$QS_ROOT"/python/src/qs_toolkit/c-ext/*.c
     # no part of qs names a source library outside the tables but where a
     # reader or a source-specific rule lives

@@ -243,23 +243,40 @@ qs_model *qs_convert(qs_format fmt, const char *buf, size_t len, qs_error *err)
                 "qs-convert reads it", r->info.description);
         return NULL;
     }
-    /* "expected LightGBM text, XGBoost JSON, UBJSON or binary, ... or ONNX": the
-     * foreign formats, from the table */
+    /* "expected LightGBM text, XGBoost JSON, UBJSON or binary, ... or ONNX" */
     char list[256];
+    qs_fail(err, QS_ERR_FORMAT, 0, "unrecognised model format (expected %s)",
+            qs_reader_list(list, sizeof list, QS_READERS_DESCRIPTIONS));
+    return NULL;
+}
+
+const char *qs_reader_list(char *buf, size_t cap, int style)
+{
+    if (!cap)
+        return buf;
     size_t k = 0, total = 0, seen = 0;
     for (size_t i = 0; i < N_READERS; i++)
-        total += readers[i].info.name != NULL;
-    list[0] = '\0';
-    for (size_t i = 0; i < N_READERS && k < sizeof list; i++) {
-        if (!readers[i].info.name)
+        if (readers[i].info.name)
+            total += 1 + (style == QS_READERS_EVERY_NAME && readers[i].info.alias);
+    buf[0] = '\0';
+    for (size_t i = 0; i < N_READERS && k < cap; i++) {
+        const qs_reader_info *r = &readers[i].info;
+        if (!r->name)
             continue;
-        seen++;
-        int w = snprintf(list + k, sizeof list - k, "%s%s", seen == 1 ? "" : seen == total ? " or " : ", ",
-                         readers[i].info.description);
-        k += w > 0 ? (size_t)w : 0;
+        const char *item[2] = { style == QS_READERS_DESCRIPTIONS ? r->description : r->name,
+                                style == QS_READERS_EVERY_NAME ? r->alias : NULL };
+        for (int j = 0; j < 2 && k < cap; j++) {
+            if (!item[j])
+                continue;
+            seen++;
+            const char *sep = seen == 1 ? "" : seen == total ? " or " : ", ";
+            int w = style == QS_READERS_NAMES && r->alias
+                        ? snprintf(buf + k, cap - k, "%s%s (%s)", sep, item[j], r->alias)
+                        : snprintf(buf + k, cap - k, "%s%s", sep, item[j]);
+            k += w > 0 ? (size_t)w : 0;
+        }
     }
-    qs_fail(err, QS_ERR_FORMAT, 0, "unrecognised model format (expected %s)", list);
-    return NULL;
+    return buf;
 }
 
 int qs_source_version(const char *buf, size_t len, char *out, size_t cap)

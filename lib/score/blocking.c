@@ -144,6 +144,15 @@ int qs_tuning_matches(const qs_tuning *t)
            memcmp(me.cache, t->cache, sizeof me.cache) == 0;
 }
 
+qs_backend qs_tuning_backend(const qs_tuning *t)
+{
+    if (!t || !t->backend[0] || !qs_tuning_matches(t))
+        return QS_BACKEND_AUTO;
+    const qs_backend b = qs_backend_find(t->backend);
+    qs_backend_info bi;
+    return b >= 0 && qs_backend_get_info(b, &bi) == 0 && bi.available ? b : QS_BACKEND_AUTO;
+}
+
 int qs_qsm_get_tuning(const unsigned char *buf, size_t len, qs_tuning *t, qs_error *err)
 {
     const int r = qs_qsm_read_tuning(buf, len, t, err);

@@ -195,6 +195,50 @@ int main(void)
     CHECK(nrows == maxfmt, "%d rows for %d formats", nrows, maxfmt);
     CHECK(qs_reader_by_format(QS_FMT_CATBOOST_CBM) != NULL, "no .cbm row");
 
+    /* qs_reader_list: every foreign row in each style, "a, b or c", cut
+     * to fit whatever the buffer */
+    char list[3][512];
+    for (int st = 0; st < 3; st++)
+        qs_reader_list(list[st], sizeof list[st], st);
+    const char *last_desc = NULL, *last_name = NULL;
+    for (size_t i = 0; (ri = qs_reader_get(i)) != NULL; i++) {
+        if (!ri->name)
+            continue;
+        CHECK(strstr(list[QS_READERS_DESCRIPTIONS], ri->description) != NULL,
+              "descriptions lack '%s'", ri->description);
+        char want[128];
+        if (ri->alias)
+            snprintf(want, sizeof want, "%s (%s)", ri->name, ri->alias);
+        else
+            snprintf(want, sizeof want, "%s", ri->name);
+        CHECK(strstr(list[QS_READERS_NAMES], want) != NULL, "names lack '%s'", want);
+        CHECK(strstr(list[QS_READERS_EVERY_NAME], ri->name) != NULL, "every name lacks '%s'",
+              ri->name);
+        CHECK(!ri->alias || strstr(list[QS_READERS_EVERY_NAME], ri->alias) != NULL,
+              "every name lacks '%s'", ri->alias ? ri->alias : "");
+        last_desc = ri->description;
+        last_name = ri->alias ? ri->alias : ri->name;
+    }
+    if (last_desc && last_name) {
+        char tail[160];
+        snprintf(tail, sizeof tail, " or %s", last_desc);
+        const size_t n = strlen(list[0]), k = strlen(tail);
+        CHECK(n > k && strcmp(list[0] + n - k, tail) == 0, "descriptions end '%s'", list[0]);
+        snprintf(tail, sizeof tail, " or %s", last_name);
+        const size_t n2 = strlen(list[2]), k2 = strlen(tail);
+        CHECK(n2 > k2 && strcmp(list[2] + n2 - k2, tail) == 0, "every name ends '%s'", list[2]);
+    }
+    for (size_t cap = 1; cap < 40; cap++) {
+        char small[48];
+        memset(small, 'x', sizeof small);
+        qs_reader_list(small, cap, QS_READERS_NAMES);
+        CHECK(memchr(small, '\0', cap) != NULL && small[cap] == 'x',
+              "qs_reader_list in %zu bytes: not terminated, or past them", cap);
+    }
+    char none = 'x';
+    CHECK(qs_reader_list(&none, 0, QS_READERS_NAMES) == &none && none == 'x',
+          "qs_reader_list in 0 bytes wrote");
+
     printf("%u checks, %u failures\n", checks, fails);
     return fails ? 1 : 0;
 }

@@ -634,22 +634,7 @@ int tool_is_qsm(const char *buf, size_t len)
 
 const char *tool_reader_list(char *buf, size_t cap, int names)
 {
-    size_t k = 0, total = 0, seen = 0;
-    const qs_reader_info *r;
-    for (size_t i = 0; (r = qs_reader_get(i)) != NULL; i++)
-        total += r->name != NULL;
-    buf[0] = '\0';
-    for (size_t i = 0; (r = qs_reader_get(i)) != NULL && k < cap; i++) {
-        if (!r->name)
-            continue;
-        seen++;
-        const char *sep = seen == 1 ? "" : seen == total ? " or " : ", ";
-        int w = names && r->alias
-                    ? snprintf(buf + k, cap - k, "%s%s (%s)", sep, r->name, r->alias)
-                    : snprintf(buf + k, cap - k, "%s%s", sep, names ? r->name : r->description);
-        k += w > 0 ? (size_t)w : 0;
-    }
-    return buf;
+    return qs_reader_list(buf, cap, names ? QS_READERS_NAMES : QS_READERS_DESCRIPTIONS);
 }
 
 /* ------------------------------------------------------------ streams */

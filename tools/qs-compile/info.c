@@ -109,14 +109,8 @@ static qs_backend auto_choice(const qs_scorer *s, const info_input *in, char *wh
                               qs_backend *runs)
 {
     const qs_backend a = qs_scorer_auto_backend(s, why, cap);
-    *runs = a;
-    const qs_tuning *t = in->tuning;
-    if (t && t->backend[0] && qs_tuning_matches(t)) {
-        const qs_backend b = qs_backend_find(t->backend);
-        qs_backend_info bi;
-        if (b >= 0 && qs_backend_get_info(b, &bi) == 0 && bi.available)
-            *runs = b;
-    }
+    const qs_backend t = qs_tuning_backend(in->tuning);
+    *runs = t == QS_BACKEND_AUTO ? a : t;
     return a;
 }
 

@@ -646,12 +646,8 @@ int main(int argc, char **argv)
             order_s = tune.inner_s;
             order_d = tune.inner_d;
         }
-        if (!(bname && *bname) && tune.backend[0]) {
-            qs_backend tb = qs_backend_find(tune.backend);
-            qs_backend_info bi;
-            if (tb != QS_BACKEND_UNKNOWN && qs_backend_get_info(tb, &bi) == 0 && bi.available)
-                backend = tb;
-        }
+        if (!(bname && *bname) && qs_tuning_backend(&tune) != QS_BACKEND_AUTO)
+            backend = qs_tuning_backend(&tune);
 #ifdef _OPENMP
         if (!threads_arg && tune.threads)
             threads = tune.threads < pipe_cpus() ? tune.threads : pipe_cpus();

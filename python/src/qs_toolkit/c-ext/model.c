@@ -137,24 +137,8 @@ static int Model_init(ModelObject *self, PyObject *args, PyObject *kw)
         if (!r) {
             /* the names the readers' table gives (lib/convert/convert.c) */
             char names[256];
-            size_t k = 0, total = 0, seen = 0;
-            const qs_reader_info *ri;
-            for (size_t i = 0; (ri = qs_reader_get(i)) != NULL; i++)
-                total += (ri->name != NULL) + (ri->alias != NULL);
-            names[0] = '\0';
-            for (size_t i = 0; (ri = qs_reader_get(i)) != NULL; i++) {
-                const char *nm[2] = { ri->name, ri->alias };
-                for (int j = 0; j < 2; j++) {
-                    if (!nm[j] || k >= sizeof names)
-                        continue;
-                    seen++;
-                    int w = snprintf(names + k, sizeof names - k, "%s%s",
-                                     seen == 1 ? "" : seen == total ? " or " : ", ", nm[j]);
-                    k += w > 0 ? (size_t)w : 0;
-                }
-            }
             PyErr_Format(PyExc_ValueError, "unknown model format '%s' (expected %s)", fmt_name,
-                         names);
+                         qs_reader_list(names, sizeof names, QS_READERS_EVERY_NAME));
             return -1;
         }
         opt.format = r->format;
@@ -602,6 +586,18 @@ static PyObject *build_info(ModelObject *self, const qs_scorer *s)
         } else
             snprintf(gpu, sizeof gpu, "the cuda back end would run %s", plan);
         if (put(d, "gpu", PyUnicode_FromString(gpu)))
+            goto fail;
+    }
+    {
+        /* the back end auto runs here and why, and the one qs-score runs
+         * (a tuning record measured here may name another), as qs-compile
+         * --info says them */
+        char why[200];
+        const qs_backend a = qs_scorer_auto_backend(s, why, sizeof why);
+        const qs_backend t = qs_tuning_backend(self->o.has_tuning ? &self->o.tuning : NULL);
+        if (put(d, "auto", Py_BuildValue("{s:s,s:s,s:s}", "backend", qs_backend_name(a), "why", why,
+                                         "qs_score_runs",
+                                         qs_backend_name(t == QS_BACKEND_AUTO ? a : t))))
             goto fail;
     }
     if (self->o.has_tuning) {
