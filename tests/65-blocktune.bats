@@ -167,6 +167,10 @@ tune_setup() {
     assert_success
     assert_output --partial ' (exhaustive)'
     [ "$(grep -c '^SDS[1-4]D[1-4]	SDSD	' <<< "$output")" -gt 20 ]
+    # documents per call of plain BWQS: 2 and 4 times the default batch
+    # (8 times is past this sample)
+    grep -Eq '^SD	SD	0	0	[0-9]+	[0-9]+	128	' <<< "$output"
+    grep -Eq '^SD	SD	0	0	[0-9]+	[0-9]+	256	' <<< "$output"
     qs-score "$T/e.qsm" "$FIX/lightgbm/mixed.docs.letor" | cmp - "$T/a"
 }
 
