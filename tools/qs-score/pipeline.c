@@ -175,6 +175,14 @@ static void chunk_reset(chunk *c)
     c->extra_line = 0;
 }
 
+/* f32: the bytes of a chunk, whole rows (about r->chunk_bytes, at least
+ * one row). */
+static size_t rows_want(const reader *r)
+{
+    const size_t want = r->chunk_bytes / r->row_bytes * r->row_bytes;
+    return want ? want : r->row_bytes;
+}
+
 /* f32: the next chunk of whole rows (about r->chunk_bytes, at least one
  * row); a last, incomplete row is left out and recorded in c->partial.
  * Returns 0 when the input is done. */
@@ -185,9 +193,7 @@ static int read_rows(reader *r, chunk *c)
     if (r->eof)
         return 0;
     const size_t rb = r->row_bytes;
-    size_t target = r->chunk_bytes / rb * rb;
-    if (target == 0)
-        target = rb;
+    const size_t target = rows_want(r);
     if (reserve(&c->in, &c->in_cap, target) != 0) {
         c->oom = 1;
         r->eof = 1;
@@ -363,10 +369,7 @@ static int claim_range(reader *r, chunk *c)
     r->left = (long long)(r->size - r->pos);
     size_t want;
     if (r->row_bytes) {
-        /* f32: whole rows, as read_rows reads them */
-        want = r->chunk_bytes / r->row_bytes * r->row_bytes;
-        if (want == 0)
-            want = r->row_bytes;
+        want = rows_want(r); /* (f32: as read_rows reads them) */
     } else {
         want = next_want(r);
         if (want == 0)
@@ -1463,31 +1466,24 @@ void pipe_run(const pipe_job *job_in)
     }
 #ifdef _OPENMP
     if (job->threads > 1) {
+        const long long size = tool_input_size(job->in);
         if (job->input != PIPE_F32) {
-            rd.left = tool_input_size(job->in);
-            /* LETOR text from a regular file: the threads read it (a
-             * whole-batch back end sizes its chunks by the lines read) */
-            int fd;
-            long long base;
-            if (job->input == PIPE_LETOR && !job->gpu_batch && rd.left >= 0 &&
-                !job->read_stream && tool_input_file(job->in, &fd, &base)) {
-                rd.fd = fd;
-                rd.base = (unsigned long long)base;
-                rd.size = (unsigned long long)rd.left;
-            }
+            rd.left = size;
             /* Parsed ahead, the first chunks are ready when the model is;
              * whole batches are wanted from the start. */
             rd.ramp = ahead || job->gpu_batch ? 0 : PIPE_FIRST_CHUNK;
-        } else {
-            /* f32 rows from a regular file: read by ranges too, whatever
-             * the back end (a chunk is whole rows of a fixed size) */
-            int fd;
-            long long base, size = tool_input_size(job->in);
-            if (size >= 0 && !job->read_stream && tool_input_file(job->in, &fd, &base)) {
-                rd.fd = fd;
-                rd.base = (unsigned long long)base;
-                rd.size = (unsigned long long)size;
-            }
+        }
+        /* LETOR text or f32 rows from a regular file: the threads read it,
+         * by ranges (f32 whatever the back end: a chunk is whole rows;
+         * text not for a whole-batch back end, which sizes its chunks by
+         * the lines read so far) */
+        int fd;
+        long long base;
+        if ((job->input == PIPE_F32 || (job->input == PIPE_LETOR && !job->gpu_batch)) &&
+            size >= 0 && !job->read_stream && tool_input_file(job->in, &fd, &base)) {
+            rd.fd = fd;
+            rd.base = (unsigned long long)base;
+            rd.size = (unsigned long long)size;
         }
         run_threads(&local, &rd, &wr);
         if (rd.fd >= 0)
