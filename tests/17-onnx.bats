@@ -299,7 +299,12 @@ compiled() {
         [ -n "$D" ] || continue   # one tree: nothing to cut
         ! biased_multi "$A/avg$i.onnx" || continue
         [ "$T" = $((D * K)) ] || { echo "avg$i: $T trees, $D ONNX trees, $K targets"; return 1; }
-        for n in $(seq 1 $((D - 1))); do
+        local cuts
+        cuts=$(seq 1 $((D - 1)))
+        # the sanitizer pass: the first and the last cut (the same code
+        # for the others)
+        [ -z "${SANITIZE:-}" ] || cuts=$(printf '%s\n' $cuts | sed -n '1p;$p' | sort -un)
+        for n in $cuts; do
             cut_text "$t/m.txt" $((n * K)) "$n" "$t/cut.txt"
             qs-compile -o "$t/cut.qsm" "$t/cut.txt"
             qs-score "$t/cut.qsm" "$A/docs.letor" > "$t/want"
