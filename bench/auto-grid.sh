@@ -99,6 +99,7 @@ echo "$grid" | while read -r name opt trees leaves; do
             sub(/^[^:]*: /, "")
             k = split($0, c, "; ")
             for (i = 1; i <= k; i++) {
+                sub(/ \(faster in [0-9]+ of [0-9]+\)$/, "", c[i])
                 m = split(c[i], w, " ")
                 if (i == 1) { cauto = w[m - 1]; cauto_ns = w[m] }
                 if (i == 1 || w[m] + 0 < cbest_ns + 0) { cbest = w[m - 1]; cbest_ns = w[m] }

@@ -129,6 +129,9 @@ tune_setup() {
     assert_line --partial "(defaults)"
     assert_line --regexp '^winner: '
     assert_line --regexp '^gain over the defaults: '
+    # the confirmation: the defaults, then each candidate with the rounds it
+    # was faster in (a winner must be faster in 4 of the 5)
+    assert_line --regexp '^confirmation \(5 interleaved rounds, medians\): [^;]+ [0-9.]+(; [^;]+ [0-9.]+ \(faster in [0-5] of 5\))+$'
     grep -q '^<svg' "$T/p.svg" && grep -q '</svg>' "$T/p.svg"
     # the plot: four panels with their axes, one colour bar with its unit,
     # the defaults and the winner marked on it and named below

@@ -1066,7 +1066,9 @@ int main(int argc, char **argv)
     /* Confirmation: the best few points and the defaults again, in
      * interleaved rounds (A B C D A B C D ...), medians: a point that was
      * fast by chance once does not win.  The winner must then beat the
-     * defaults beyond noise (2%), else the defaults are kept. */
+     * defaults beyond noise: its median by 2%, and in at least 4 of the 5
+     * rounds (each round measures both under the same conditions), else
+     * the defaults are kept. */
     {
         enum { NC = 4, ROUNDS = 5 };
         point *cand[NC];
@@ -1086,12 +1088,14 @@ int main(int argc, char **argv)
                 cand[nc++] = b;
         }
         double v[NC][ROUNDS];
+        int wins[NC] = { 0 }; /* rounds in which each was faster than the defaults */
         for (int r = 0; r < ROUNDS; r++)
             for (int j = 0; j < nc; j++) {
                 apply(&T, &cand[j]->st);
                 run_once(&T, &cand[j]->st, 1); /* warm after the switch */
                 v[j][r] = run_once(&T, &cand[j]->st, 1) / T.inner / (double)T.S.n /
                           (double)(T.ntrees ? T.ntrees : 1);
+                wins[j] += j > 0 && v[j][r] < v[0][r];
             }
         double med[NC];
         for (int j = 0; j < nc; j++) {
@@ -1100,14 +1104,18 @@ int main(int argc, char **argv)
         }
         int w = 0;
         for (int j = 1; j < nc; j++)
-            if (med[j] < med[w])
+            if (med[j] < med[w] && wins[j] >= ROUNDS - 1)
                 w = j;
         size_t k = (size_t)snprintf(confirm, sizeof confirm,
                                     "confirmation (%d interleaved rounds, medians):", ROUNDS);
         for (int j = 0; j < nc && k < sizeof confirm; j++) {
             char b[200];
-            k += (size_t)snprintf(confirm + k, sizeof confirm - k, "%s %s %.4f", j ? ";" : "",
-                                  setting_str(&cand[j]->st, b, sizeof b), med[j]);
+            if (j)
+                k += (size_t)snprintf(confirm + k, sizeof confirm - k, "; %s %.4f (faster in %d of %d)",
+                                      setting_str(&cand[j]->st, b, sizeof b), med[j], wins[j], ROUNDS);
+            else
+                k += (size_t)snprintf(confirm + k, sizeof confirm - k, " %s %.4f",
+                                      setting_str(&cand[j]->st, b, sizeof b), med[j]);
         }
         def_ns_confirmed = med[0];
         win = med[w] < med[0] * 0.98 ? cand[w] : pd;
