@@ -474,3 +474,21 @@ ahead_bytes() {
     [ "$status" = 0 ] || [ "$status" = 4 ]
     [ "$status" = 4 ] || [[ "$stderr" == *"threads could start"* ]]
 }
+
+@test "bench/threads.sh: --threads N against N independent processes, one row, every output the one thread's bytes" {
+    local t="$BATS_TEST_TMPDIR"
+    qs-compile -o "$t/m.qsm" "$FIX/lgb-l8/model.txt.zst"
+    for i in 1 2 3; do cat "$FIX/lgb-l8/docs.letor"; done > "$t/docs"
+    run --separate-stderr "$QS_ROOT/bench/threads.sh" --model "$t/m.qsm" --docs "$t/docs" --rounds 2 --threads 3 --dir "$t/b"
+    assert_success
+    assert_line --index 0 "| threads | one thread ms | 3 independent processes ms | --threads 3 ms | team speed-up | independent speed-up | team / independent | scores |"
+    assert_line --regexp '^\| 3 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| same bytes \|$'
+    [ "$(grep -c '^|' <<< "$output")" = 3 ]
+    # each round on standard error, and the machine and method
+    [ "$(grep -c '^round [12]: one [0-9]* us, 3 independent [0-9]* us, --threads 3 [0-9]* us$' <<< "$stderr")" = 2 ]
+    grep -q "^threads: .*, model m.qsm, $(wc -l < "$t/docs") documents" <<< "$stderr"
+    run "$QS_ROOT/bench/threads.sh" --threads 1
+    assert_failure 2
+    run "$QS_ROOT/bench/threads.sh" --bogus
+    assert_failure 2
+}
