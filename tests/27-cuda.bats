@@ -107,7 +107,7 @@ fixture_qsm() {
     command -v python3 > /dev/null || skip "python3 not found"
     local d="$BATS_FILE_TMPDIR/gen" q docs i=0
     for q in "$d"/*.qsm; do
-        # the sanitizer pass (a memory check, ~20x slower here): each model
+        # the sanitizer pass (a memory check, slower): each model
         # in one of its two layouts (NAME.alt.qsm, NAME.qsm), by turns
         i=$((i + 1))
         [ -z "${SANITIZE:-}" ] || [ $((i % 2)) = $(((i + 1) / 2 % 2)) ] || continue
