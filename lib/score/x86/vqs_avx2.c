@@ -455,8 +455,6 @@ VQS_ATTR BP_INLINE const uint32_t *rk_tree_avx2(const uint8_t *cnt, const uint32
     return op;
 }
 
-#include "score/x86/vqs_kernel.h"
-
 /* ---- QS-Ω by ranks */
 
 /* How many of the ascending thresholds a[0 .. n) (n >= 1) each of the four
@@ -624,19 +622,9 @@ VQS_ATTR static void block_om_avx2(const qs_model *m, const qs_layout *L, const 
         }
 }
 
-void qs_vqs_block_avx2(const qs_simd_kernel *k, unsigned lanes, const qs_model *m,
-                       const qs_layout *L, const qs_block *B, uint64_t *v,
-                       const double *const *xs, unsigned nreal, double *acc, float *accf)
-{
-    const qs_vqs_plan *P = k->data;
-    if (lanes == BP_LANES && P && P->om_ok && P->om_ok[B - L->blocks])
-        block_om_avx2(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
-    else if (lanes == BP_LANES && P && P->rk_ok && P->rk_ok[B - L->blocks])
-        block_rk_avx2(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
-    else if (lanes == BP_LANES && qs_vqs_planes(B) && P && P->off)
-        block_bp_avx2(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
-    else
-        block_narrow_avx2(m, L, B, v, xs, nreal, acc, accf);
-}
+/* the template's entry sends the blocks the plan has by QS-Ω ranks here */
+#define VQS_OM 1
+
+#include "score/x86/vqs_kernel.h"
 
 #endif /* QS_VQS_HAVE_KERNELS */

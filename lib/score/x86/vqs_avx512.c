@@ -492,17 +492,4 @@ VQS_ATTR BP_INLINE void rk_sum_avx512(const qs_model *m, const qs_layout *L, uin
 
 #include "score/x86/vqs_kernel.h"
 
-void qs_vqs_block_avx512(const qs_simd_kernel *k, unsigned lanes, const qs_model *m,
-                         const qs_layout *L, const qs_block *B, uint64_t *v,
-                         const double *const *xs, unsigned nreal, double *acc, float *accf)
-{
-    const qs_vqs_plan *P = k->data;
-    if (lanes == BP_LANES && P && P->rk_ok && P->rk_ok[B - L->blocks])
-        block_rk_avx512(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
-    else if (lanes == BP_LANES && qs_vqs_planes(B) && P && P->off)
-        block_bp_avx512(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
-    else
-        block_narrow_avx512(m, L, B, v, xs, nreal, acc, accf);
-}
-
 #endif /* QS_VQS_HAVE_KERNELS */

@@ -261,3 +261,29 @@ VQS_ATTR static void VQS_FN(block_rk)(const qs_model *m, const qs_layout *L, con
 }
 
 #undef VQS_BP_SCAN
+
+/* ---- the ISA's entry (vqs.h: qs_vqs_block_avx2, ...; qs_simd_kernel.block)
+ *
+ * A block of `lanes` documents to the kernel that takes it: with 64
+ * lanes, the ISA's own kernel where it has one (VQS_OM: QS-Ω blocks by
+ * ranks, where the plan has them), then by ranks, then on byte planes;
+ * else, and for blocks the planes do not take, the small-batch kernel.
+ * The plan is the back end's (k->data; NULL: no byte planes). */
+void VQS_FN(qs_vqs_block)(const qs_simd_kernel *k, unsigned lanes, const qs_model *m,
+                          const qs_layout *L, const qs_block *B, uint64_t *v,
+                          const double *const *xs, unsigned nreal, double *acc, float *accf)
+{
+    const qs_vqs_plan *P = k->data;
+#ifdef VQS_OM
+    if (lanes == BP_LANES && P && P->om_ok && P->om_ok[B - L->blocks]) {
+        VQS_FN(block_om)(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
+        return;
+    }
+#endif
+    if (lanes == BP_LANES && P && P->rk_ok && P->rk_ok[B - L->blocks])
+        VQS_FN(block_rk)(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
+    else if (lanes == BP_LANES && qs_vqs_planes(B) && P && P->off)
+        VQS_FN(block_bp)(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
+    else
+        VQS_FN(block_narrow)(m, L, B, v, xs, nreal, acc, accf);
+}
