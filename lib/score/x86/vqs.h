@@ -21,16 +21,6 @@
 #define QS_VQS_HAVE_KERNELS 1
 #else /* no SIMD kernels, and the back ends' probe says so */
 #define QS_VQS_HAVE_KERNELS 0
-/* The categorical features of a narrow block on 64 documents' byte planes
- * (row: bytes per tree, `planes` per tree), through the plan's byte
- * lookups (vqs_cat.c). */
-void qs_vqs_cat_bp_avx512(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
-                          const qs_block *B, uint8_t *v, size_t row, uint32_t planes,
-                          const double *const *xs);
-void qs_vqs_cat_bp_avx2(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
-                        const qs_block *B, uint8_t *v, size_t row, uint32_t planes,
-                        const double *const *xs);
-
 #endif
 
 /* The kernel sets' block functions (qs_simd_kernel.block; its data: the
@@ -43,15 +33,5 @@ void qs_vqs_block_avx2(const qs_simd_kernel *k, unsigned lanes, const qs_model *
 void qs_vqs_block_avx512(const qs_simd_kernel *k, unsigned lanes, const qs_model *m,
                          const qs_layout *L, const qs_block *B, uint64_t *v,
                          const double *const *xs, unsigned nreal, double *acc, float *accf);
-
-/* The categorical features of a narrow block on 64 documents' byte planes
- * (row: bytes per tree, `planes` per tree), through the plan's byte
- * lookups (vqs_cat.c). */
-void qs_vqs_cat_bp_avx512(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
-                          const qs_block *B, uint8_t *v, size_t row, uint32_t planes,
-                          const double *const *xs);
-void qs_vqs_cat_bp_avx2(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P,
-                        const qs_block *B, uint8_t *v, size_t row, uint32_t planes,
-                        const double *const *xs);
 
 #endif

@@ -455,6 +455,38 @@ VQS_ATTR BP_INLINE const uint32_t *rk_tree_avx2(const uint8_t *cnt, const uint32
     return op;
 }
 
+/* ---- categorical features: one feature's lookups (vqs_plan.h, cv_*)
+ * applied to the 64 documents' planes: idx the documents' shuffle indices
+ * (vqs_common.h, lane_classes), tr[0 .. nt) its trees, tab their tables
+ * (planes of nq * 16 bytes each); two vpshufb a quarter of the lookup for
+ * the 64 documents (32 each), the quarters ORed, one AND a plane. */
+VQS_ATTR static void cat_apply_avx2(const uint8_t idx[4][64], uint32_t nq, const uint32_t *tr,
+                                    uint64_t nt, const uint8_t *tab, uint8_t *v, size_t row,
+                                    uint32_t planes)
+{
+    __m256i ia[4], ib[4];
+    for (uint32_t q = 0; q < 4; q++) {
+        ia[q] = _mm256_load_si256((const __m256i *)(const void *)idx[q]);
+        ib[q] = _mm256_load_si256((const __m256i *)(const void *)(idx[q] + 32));
+    }
+    const size_t step = (size_t)nq * 16;
+    for (uint64_t k = 0; k < nt; k++) {
+        uint8_t *p = v + (size_t)tr[k] * row;
+        for (uint32_t j = 0; j < planes; j++, tab += step) {
+            __m256i t = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)tab));
+            __m256i ga = _mm256_shuffle_epi8(t, ia[0]), gb = _mm256_shuffle_epi8(t, ib[0]);
+            for (uint32_t q = 1; q < nq; q++) {
+                t = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(tab + 16 * q)));
+                ga = _mm256_or_si256(ga, _mm256_shuffle_epi8(t, ia[q]));
+                gb = _mm256_or_si256(gb, _mm256_shuffle_epi8(t, ib[q]));
+            }
+            __m256i *qa = (__m256i *)(void *)(p + (size_t)j * 64), *qb = qa + 1;
+            _mm256_store_si256(qa, _mm256_and_si256(_mm256_load_si256(qa), ga));
+            _mm256_store_si256(qb, _mm256_and_si256(_mm256_load_si256(qb), gb));
+        }
+    }
+}
+
 /* ---- QS-Ω by ranks */
 
 /* How many of the ascending thresholds a[0 .. n) (n >= 1) each of the four

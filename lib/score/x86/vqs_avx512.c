@@ -487,6 +487,37 @@ VQS_ATTR BP_INLINE void rk_sum_avx512(const qs_model *m, const qs_layout *L, uin
     }
 }
 #undef RK_SUM_LOOP
+/* ---- categorical features: one feature's lookups (vqs_plan.h, cv_*)
+ * applied to the 64 documents' planes: idx the documents' shuffle indices
+ * (vqs_common.h, lane_classes), tr[0 .. nt) its trees, tab their tables
+ * (planes of nq * 16 bytes each); one vpshufb a quarter of the lookup for
+ * the 64 documents, the quarters ORed, one AND a plane. */
+VQS_ATTR static void cat_apply_avx512(const uint8_t idx[4][64], uint32_t nq, const uint32_t *tr,
+                                      uint64_t nt, const uint8_t *tab, uint8_t *v, size_t row,
+                                      uint32_t planes)
+{
+    const __m512i i0 = _mm512_load_si512(idx[0]), i1 = _mm512_load_si512(idx[1]),
+                  i2 = _mm512_load_si512(idx[2]), i3 = _mm512_load_si512(idx[3]);
+    const size_t step = (size_t)nq * 16;
+#define LOOKUP512(q, iq)                                                                       \
+    _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(tab + 16 * (q)))), iq)
+    for (uint64_t k = 0; k < nt; k++) {
+        uint8_t *p = v + (size_t)tr[k] * row;
+        for (uint32_t j = 0; j < planes; j++, tab += step) {
+            __m512i g = LOOKUP512(0, i0);
+            if (nq > 1)
+                g = _mm512_or_si512(g, LOOKUP512(1, i1));
+            if (nq > 2)
+                g = _mm512_or_si512(g, LOOKUP512(2, i2));
+            if (nq > 3)
+                g = _mm512_or_si512(g, LOOKUP512(3, i3));
+            __m512i *q = (__m512i *)(void *)(p + (size_t)j * 64);
+            _mm512_store_si512(q, _mm512_and_si512(_mm512_load_si512(q), g));
+        }
+    }
+#undef LOOKUP512
+}
+
 #define VQS_RK_SUM 1
 #define VQS_RK_TABLE 1
 

@@ -220,7 +220,7 @@ bp_acc_unrows(uint32_t K, double *acc, float *accf, unsigned nreal, const double
 }
 
 /* Categorical nodes on byte planes (both kernels; narrow blocks go through
- * the tables instead, vqs_cat.c): for each lane whose document the node
+ * the tables instead, vqs_kernel.h: cat_bp): for each lane whose document the node
  * sends the other way, its mask's bytes (narrow trees)
  * or its leaf range (multi-word trees) cleared in the tree's planes.
  * Inlined: a call from the kernels costs their vector registers (~8% on
@@ -239,6 +239,61 @@ bp_categorical(const qs_model *m, const qs_layout *L, const qs_block *B, uint8_t
                 for (uint32_t j = 0; j < planes; j++)
                     r[(size_t)j * 64 + l] &= B->width ? (uint8_t)(C->mask >> (8 * j))
                                                       : qs_vqs_range_byte(lo, hi, j);
+    }
+}
+
+/* Categorical features of narrow blocks on byte planes (vqs_kernel.h,
+ * cat_bp): the layout's tables (layout/cattab.c) map a value to a class, a
+ * list of (tree, AND mask); the plan (score/vqs_plan.c, qs_vqs_cat_build)
+ * turns each class into one byte of a lookup per tree and plane, so the 64
+ * documents' classes, found once per feature, fetch their mask bytes with
+ * byte shuffles (16 entries per shuffle, up to 4 shuffles for 63 classes),
+ * and one AND per plane applies them to the 64 documents at once.  Class
+ * numbers are shifted by one: entry 0 is 0xFF (nothing), for the documents
+ * whose value (NaN, negative) the table does not stand for; those take the
+ * feature's nodes afterwards, one by one.  An AND is order-free, so the
+ * leaf vectors are those of the nodes one by one, bit for bit. */
+
+/* The 64 documents' shuffle indices for feature F: per quarter q of the
+ * lookup, byte l is (class + 1) - 16q where that falls in 0 .. 15, else
+ * 0x80 (vpshufb then gives 0, and the quarters are ORed); *fb gets the
+ * documents that take the nodes. */
+static inline uint32_t lane_classes(const qs_layout *L, const qs_catfeat *F, uint32_t nq,
+                                    const double *const *xs, uint8_t idx[4][64], uint64_t *fb)
+{
+    uint64_t f = 0;
+    for (unsigned l = 0; l < 64; l++) {
+        const double x = xs[l][F->feature];
+        uint32_t c = 0;
+        if (x >= 0.0) {
+            const uint32_t r = x < (double)F->rows ? (uint32_t)x : F->rows;
+            c = L->cat_cls[F->cls_off + r] + 1;
+        } else {
+            f |= 1ull << l;
+        }
+        for (uint32_t q = 0; q < nq; q++)
+            idx[q][l] = (c >> 4) == q ? (uint8_t)(c & 15) : 0x80;
+    }
+    *fb = f;
+    return nq;
+}
+
+/* The documents in fb, and every document of a feature without lookups:
+ * through the feature's table rows or nodes, a byte at a time. */
+static void lanes_rest(const qs_model *m, const qs_layout *L, const qs_catfeat *F, uint8_t *v,
+                       size_t row, uint32_t planes, const double *const *xs, uint64_t lanes)
+{
+    for (; lanes; lanes &= lanes - 1) {
+        const unsigned l = (unsigned)__builtin_ctzll(lanes);
+#define BP_AND_(t, mask)                                                                       \
+    do {                                                                                       \
+        uint8_t *r_ = v + (size_t)(t) * row + l;                                               \
+        const uint64_t mk_ = (mask);                                                           \
+        for (uint32_t j = 0; j < planes; j++)                                                  \
+            r_[(size_t)j * 64] &= (uint8_t)(mk_ >> (8 * j));                                   \
+    } while (0)
+        QS_CATFEAT_FOR_DOC(L, m, F, xs[l], BP_AND_);
+#undef BP_AND_
     }
 }
 

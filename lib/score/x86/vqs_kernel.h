@@ -78,6 +78,36 @@ VQS_ATTR static void VQS_FN(block_narrow)(const qs_model *m, const qs_layout *L,
         }                                                                                      \
     } while (0)
 
+/* ---- categorical features by byte lookups (vqs_common.h, lane_classes)
+ *
+ * A narrow block's categorical features on 64 documents' byte planes (row:
+ * bytes per tree, `planes` per tree): the plan's lookups (vqs_plan.h, cv_*)
+ * through the ISA's cat_apply where it has them, then the documents they
+ * cannot stand for; the rows or nodes lane by lane elsewhere.  Not inlined
+ * into block_bp: its vector registers stay the scan's. */
+VQS_ATTR static __attribute__((noinline)) void
+VQS_FN(cat_bp)(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P, const qs_block *B,
+               uint8_t *v, size_t row, uint32_t planes, const double *const *xs)
+{
+    const uint32_t bi = (uint32_t)(B - L->blocks);
+    for (uint32_t f = L->block_catfeat[bi]; f < L->block_catfeat[bi + 1]; f++) {
+        const qs_catfeat *F = &L->catfeats[f];
+        const uint32_t nq = P->cv_nq ? P->cv_nq[f] : 0;
+        if (!nq) {
+            lanes_rest(m, L, F, v, row, planes, xs, ~0ull);
+            continue;
+        }
+        uint8_t idx[4][64] __attribute__((aligned(64)));
+        uint64_t fb;
+        lane_classes(L, F, nq, xs, idx, &fb);
+        VQS_FN(cat_apply)((const uint8_t(*)[64])idx, nq, P->cv_tree + P->cv_toff[f],
+                          P->cv_toff[f + 1] - P->cv_toff[f], P->cv_tab + P->cv_boff[f], v, row,
+                          planes);
+        if (fb)
+            lanes_rest(m, L, F, v, row, planes, xs, fb);
+    }
+}
+
 /* ---- byte planes
  *
  * 64 documents at once, the leaf vectors stored as byte planes (as
@@ -143,7 +173,7 @@ VQS_ATTR static void VQS_FN(block_bp)(const qs_model *m, const qs_layout *L, con
         VQS_FN(bp_segments)(P, v, e, G->begin, G->end - G->begin, omega);
     }
     if (B->width && B->cat_begin != B->cat_end) /* narrow: the tables' byte lookups */
-        VQS_FN(qs_vqs_cat_bp)(m, L, P, B, v, row, planes, xs);
+        VQS_FN(cat_bp)(m, L, P, B, v, row, planes, xs);
     else
         bp_categorical(m, L, B, v, row, planes, xs);
     /* Exit leaves, per document (QS, the lowest set bit over the planes,
