@@ -39,19 +39,19 @@ static inline int qs_vqs_block_ok(unsigned level, const qs_block *B)
     return qs_vqs_planes(B) || (B->kind == QS_BLOCK_QS && B->width != 0);
 }
 
-/* Lanes (documents per call) for a batch of n documents through block B:
- * 64 on byte planes (AVX-512, or AVX2 two halves at a time), narrow QS
- * blocks only when the batch fills at least half of them (else 8 at a
- * time with AVX-512, 4 with AVX2).  QS-Ω blocks go only 64 at a time (on
+/* Lanes (documents per call) for a batch of n documents through block B,
+ * for an ISA whose small-batch kernel takes `narrow` lanes (its
+ * VQS_NARROW: 8 with AVX-512, 4 with AVX2): 64 on byte planes (AVX-512,
+ * or AVX2 two halves at a time), narrow QS blocks only when the batch
+ * fills at least half of them (else `narrow` at a time).  QS-Ω blocks go only 64 at a time (on
  * byte planes, or by ranks with AVX2):
  * 8 or 4 lanes of 64-bit vectors were slower than scalar QS-Ω (0.8x and
  * 0.64x on QuickRank's 1,000 oblivious trees).  (The driver scores a block
  * scalar when a batch fills under half of its lanes, unless the back end
  * was named.) */
 #define QS_VQS_NARROW_BELOW 32u
-static inline unsigned qs_vqs_lanes(unsigned level, const qs_block *B, uint32_t n)
+static inline unsigned qs_vqs_lanes(unsigned narrow, const qs_block *B, uint32_t n)
 {
-    const unsigned narrow = level == QS_SIMD_AVX512 ? 8u : 4u;
     if (!qs_vqs_planes(B))
         return narrow;
     return n >= QS_VQS_NARROW_BELOW || B->kind != QS_BLOCK_QS || B->width == 0 ? 64u : narrow;

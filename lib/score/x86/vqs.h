@@ -33,5 +33,9 @@ void qs_vqs_block_avx2(const qs_simd_kernel *k, unsigned lanes, const qs_model *
 void qs_vqs_block_avx512(const qs_simd_kernel *k, unsigned lanes, const qs_model *m,
                          const qs_layout *L, const qs_block *B, uint64_t *v,
                          const double *const *xs, unsigned nreal, double *acc, float *accf);
+/* Their lanes functions (qs_simd_kernel.lanes: qs_vqs_lanes with the
+ * ISA's small-batch lanes). */
+unsigned qs_vqs_lanes_avx2(unsigned level, const qs_block *B, uint32_t n);
+unsigned qs_vqs_lanes_avx512(unsigned level, const qs_block *B, uint32_t n);
 
 #endif

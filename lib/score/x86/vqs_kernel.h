@@ -317,3 +317,12 @@ void VQS_FN(qs_vqs_block)(const qs_simd_kernel *k, unsigned lanes, const qs_mode
     else
         VQS_FN(block_narrow)(m, L, B, v, xs, nreal, acc, accf);
 }
+
+/* The lanes of a batch of n documents through block B (vqs.h:
+ * qs_vqs_lanes_avx2, ...; qs_simd_kernel.lanes): VQS_NARROW where the
+ * batch is small. */
+unsigned VQS_FN(qs_vqs_lanes)(unsigned level, const qs_block *B, uint32_t n)
+{
+    (void)level;
+    return qs_vqs_lanes(VQS_NARROW, B, n);
+}
