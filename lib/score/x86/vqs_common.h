@@ -184,8 +184,8 @@ bp_scratch(const qs_vqs_plan *P, const qs_layout *L, const qs_block *B, uint8_t 
     *accTf = (float *)(void *)(*accT + (size_t)K * BP_LANES);
     v += qs_vqs_acc_bytes(K);
     const uint32_t bi = (uint32_t)(B - L->blocks);
-    *feats = P->feats + P->feat_off[bi];
-    *nfe = (uint32_t)(P->feat_off[bi + 1] - P->feat_off[bi]);
+    *feats = P->rows.feats + P->rows.off[bi];
+    *nfe = (uint32_t)(P->rows.off[bi + 1] - P->rows.off[bi]);
     *xT = (double *)(void *)v;
     *c0 = UINT32_MAX;
     v += qs_vqs_xrow_bytes(P);
@@ -312,7 +312,7 @@ BP_INLINE void bp_run_ends(const qs_layout *L, const qs_group *G, const double *
             e[l] = G->begin;
 }
 
-/* The counts of a group by ranks (vqs_plan.h, rk_*): for each of the 64
+/* The counts of a group by ranks (vqs_plan.h, rk): for each of the 64
  * values x[], how many of the group's nu >= 1 ascending distinct
  * thresholds u[] it passes (t < x for <=, t <= x for <: those whose
  * entries are false for it), by bisection, the lanes in lockstep; the

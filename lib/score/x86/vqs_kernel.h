@@ -81,7 +81,7 @@ VQS_ATTR static void VQS_FN(block_narrow)(const qs_model *m, const qs_layout *L,
 /* ---- categorical features by byte lookups (vqs_common.h, lane_classes)
  *
  * A narrow block's categorical features on 64 documents' byte planes (row:
- * bytes per tree, `planes` per tree): the plan's lookups (vqs_plan.h, cv_*)
+ * bytes per tree, `planes` per tree): the plan's lookups (vqs_plan.h, cv)
  * through the ISA's cat_apply where it has them, then the documents they
  * cannot stand for; the rows or nodes lane by lane elsewhere.  Not inlined
  * into block_bp: its vector registers stay the scan's. */
@@ -92,7 +92,7 @@ VQS_FN(cat_bp)(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P, cons
     const uint32_t bi = (uint32_t)(B - L->blocks);
     for (uint32_t f = L->block_catfeat[bi]; f < L->block_catfeat[bi + 1]; f++) {
         const qs_catfeat *F = &L->catfeats[f];
-        const uint32_t nq = P->cv_nq ? P->cv_nq[f] : 0;
+        const uint32_t nq = P->cv.nq ? P->cv.nq[f] : 0;
         if (!nq) {
             lanes_rest(m, L, F, v, row, planes, xs, ~0ull);
             continue;
@@ -100,8 +100,8 @@ VQS_FN(cat_bp)(const qs_model *m, const qs_layout *L, const qs_vqs_plan *P, cons
         uint8_t idx[4][64] __attribute__((aligned(64)));
         uint64_t fb;
         lane_classes(L, F, nq, xs, idx, &fb);
-        VQS_FN(cat_apply)((const uint8_t(*)[64])idx, nq, P->cv_tree + P->cv_toff[f],
-                          P->cv_toff[f + 1] - P->cv_toff[f], P->cv_tab + P->cv_boff[f], v, row,
+        VQS_FN(cat_apply)((const uint8_t(*)[64])idx, nq, P->cv.tree + P->cv.toff[f],
+                          P->cv.toff[f + 1] - P->cv.toff[f], P->cv.tab + P->cv.boff[f], v, row,
                           planes);
         if (fb)
             lanes_rest(m, L, F, v, row, planes, xs, fb);
@@ -137,7 +137,7 @@ VQS_ATTR static void VQS_FN(block_bp)(const qs_model *m, const qs_layout *L, con
     const uint32_t *feats;
     uint32_t nfe, c0;
     v = bp_scratch(P, L, B, v, K, omega, row * nt, xs, &accT, &accTf, &xT, &feats, &nfe, &c0);
-    const uint32_t *grow = P->grow;
+    const uint32_t *grow = P->rows.grow;
     for (uint32_t g = B->group_begin; g < B->group_end; g++) {
         const qs_group *G = &L->groups[g];
         const double *xr = bp_row(feats, nfe, xT, &c0, grow[g], xs);
@@ -213,7 +213,7 @@ VQS_ATTR static void VQS_FN(block_bp)(const qs_model *m, const qs_layout *L, con
         bp_acc_unrows(K, acc, accf, nreal, accT, accTf);
 }
 
-/* ---- QS blocks by ranks (vqs_plan.h, rk_*)
+/* ---- QS blocks by ranks (vqs_plan.h, rk)
  *
  * Each group's 64 values read once, as counts (how many of the group's
  * distinct thresholds each passes; a row of 64 signed bytes), then the
@@ -238,7 +238,7 @@ VQS_ATTR static void VQS_FN(block_rk)(const qs_model *m, const qs_layout *L, con
     /* no planes to clear: after the feature rows, the counts (rows 0 ..
      * ng - 1; special lists ng ..) and the ISA's table of masks */
     uint8_t *cnt = bp_scratch(P, L, B, v, K, 0, 0, xs, &accT, &accTf, &xT, &feats, &nfe, &c0);
-    const uint32_t *grow = P->grow;
+    const uint32_t *grow = P->rows.grow;
     uint64_t spany = 0; /* the documents that take a special list somewhere */
     for (uint32_t g = B->group_begin; g < B->group_end; g++) {
         const qs_group *G = &L->groups[g];
@@ -249,14 +249,14 @@ VQS_ATTR static void VQS_FN(block_rk)(const qs_model *m, const qs_layout *L, con
         if (G->sp_end > G->sp_begin)
             spany |= sp;
         double xb[BP_LANES] __attribute__((aligned(64)));
-        rk_counts(P->rk_u + P->rk_uoff[g], P->rk_uoff[g + 1] - P->rk_uoff[g],
+        rk_counts(P->rk.u + P->rk.uoff[g], P->rk.uoff[g + 1] - P->rk.uoff[g],
                   VQS_FN(bp_values)(&xv, xb), sp, lt, cnt + (size_t)r * 64);
         if (G->sp_end > G->sp_begin)
             for (unsigned l = 0; l < BP_LANES; l++)
                 cnt[(size_t)(ng + r) * 64 + l] = (uint8_t)(0x80u | ((sp >> l) & 1));
     }
 #ifdef VQS_RK_TABLE /* the ISA's table of masks, where it keeps one */
-    qs_vqs_u64a *tab = (qs_vqs_u64a *)(void *)(cnt + (size_t)P->rk_maxg * QS_VQS_RK_ROW);
+    qs_vqs_u64a *tab = (qs_vqs_u64a *)(void *)(cnt + (size_t)P->rk.maxg * QS_VQS_RK_ROW);
     const int table = VQS_FN(rk_table)(P, L, B, cnt, tab);
 #else
     const int table = 0;
@@ -266,16 +266,16 @@ VQS_ATTR static void VQS_FN(block_rk)(const qs_model *m, const qs_layout *L, con
     if (!regs)
         bp_acc_rows(K, acc, accf, nreal, accT, accTf);
     const uint32_t *nl = L->nleaves + B->tree_begin;
-    const uint32_t *op = (table ? P->rk_mt : P->rk_op) + P->rk_opoff[B->tree_begin];
+    const uint32_t *op = (table ? P->rk.mt : P->rk.op) + P->rk.opoff[B->tree_begin];
     for (uint32_t i = 0; i < nt; i++) {
         uint8_t lb0[BP_LANES] __attribute__((aligned(64)));
         const uint64_t t8 = (B->tree_begin + i) * 8;
 #ifdef VQS_RK_TABLE
         if (table)
-            op = VQS_FN(rk_tree_mt)(tab, op, P->rk_pn + t8, P->rk_ps + t8, spany != 0, nl[i], lb0);
+            op = VQS_FN(rk_tree_mt)(tab, op, P->rk.pn + t8, P->rk.ps + t8, spany != 0, nl[i], lb0);
         else
 #endif
-            op = VQS_FN(rk_tree)(cnt, op, P->rk_pn + t8, P->rk_ps + t8, spany != 0, nl[i], lb0);
+            op = VQS_FN(rk_tree)(cnt, op, P->rk.pn + t8, P->rk.ps + t8, spany != 0, nl[i], lb0);
 #ifdef VQS_RK_SUM
         if (regs) {
             VQS_FN(rk_sum)(m, L, B->tree_begin + i, lb0, &A);
@@ -305,14 +305,14 @@ void VQS_FN(qs_vqs_block)(const qs_simd_kernel *k, unsigned lanes, const qs_mode
 {
     const qs_vqs_plan *P = k->data;
 #ifdef VQS_OM
-    if (lanes == BP_LANES && P && P->om_ok && P->om_ok[B - L->blocks]) {
+    if (lanes == BP_LANES && P && P->om.ok && P->om.ok[B - L->blocks]) {
         VQS_FN(block_om)(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
         return;
     }
 #endif
-    if (lanes == BP_LANES && P && P->rk_ok && P->rk_ok[B - L->blocks])
+    if (lanes == BP_LANES && P && P->rk.ok && P->rk.ok[B - L->blocks])
         VQS_FN(block_rk)(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
-    else if (lanes == BP_LANES && qs_vqs_planes(B) && P && P->off)
+    else if (lanes == BP_LANES && qs_vqs_planes(B) && P && P->bp.off)
         VQS_FN(block_bp)(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
     else
         VQS_FN(block_narrow)(m, L, B, v, xs, nreal, acc, accf);
