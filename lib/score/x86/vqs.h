@@ -1,10 +1,11 @@
 /* vqs.h: the vQS kernels' entries, one per ISA, for the back ends
  * (vqs_backends.c).  vqs_avx2.c and vqs_avx512.c each compile the kernel
  * template (vqs_kernel.h) with their ISA's target attribute and
- * primitives; the plan they read is ISA-neutral (score/vqs_plan.h).
- * Built without -march: a kernel runs only where qs_cpu_simd()
- * (common/cpu.c: CPUID, and XGETBV for the vector registers being saved on
- * context switch) allows it.
+ * primitives, which gives the ISA's entries below; the plan they read is
+ * ISA-neutral (score/vqs_plan.h).  Built without -march: a kernel runs
+ * only where qs_cpu_simd() (common/cpu.c: CPUID, and XGETBV for the vector
+ * registers being saved on context switch) allows it, which the ISA table
+ * in vqs_backends.c checks once, when a back end is prepared.
  *
  * The kernels only change how the false nodes' masks reach the leaf
  * vectors: an AND (or the OR of QS-Ω) is order-free, so each document's
@@ -23,10 +24,11 @@
 #define QS_VQS_HAVE_KERNELS 0
 #endif
 
-/* The kernel sets' block functions (qs_simd_kernel.block; its data: the
- * back end's qs_vqs_plan): a block's `lanes` documents through the ISA's
- * kernels, on byte planes for 64, else VQS_NARROW lanes of 64-bit leaf
- * vectors (AVX2: QS-Ω blocks by ranks where the plan has them). */
+/* The ISAs' block functions (qs_simd_kernel.block; its data: the back
+ * end's qs_vqs_plan), one per row of the ISA table: a block's `lanes`
+ * documents through the ISA's kernels, by ranks or on byte planes for 64,
+ * else VQS_NARROW lanes of 64-bit leaf vectors (AVX2: QS-Ω blocks by ranks
+ * where the plan has them). */
 void qs_vqs_block_avx2(const qs_simd_kernel *k, unsigned lanes, const qs_model *m,
                        const qs_layout *L, const qs_block *B, uint64_t *v,
                        const double *const *xs, unsigned nreal, double *acc, float *accf);

@@ -1,8 +1,9 @@
 /* vqs_common.h: what the vQS kernels of every ISA share and that does not
  * depend on the ISA (plain C, no intrinsics): the lane-by-lane parts of the
  * small-batch kernels (categorical nodes, exit leaves, run ends) and the
- * byte-plane kernels' scratch, feature rows, categorical nodes and run
- * ends.  Included by each ISA's file (vqs_avx2.c, vqs_avx512.c) before its
+ * byte-plane kernels' scratch, feature rows, categorical nodes, the lane
+ * parts of the categorical lookups (each document's class, the documents
+ * the lookups leave out) and run ends.  Included by each ISA's file (vqs_avx2.c, vqs_avx512.c) before its
  * primitives and the template (vqs_kernel.h). */
 #ifndef QS_VQS_COMMON_H
 #define QS_VQS_COMMON_H

@@ -1,13 +1,17 @@
 /* vqs_kernel.h: the vQS kernels, one template for every ISA (as libdeflate
  * builds its per-ISA variants): vqs_avx2.c and vqs_avx512.c each define
  * their ISA's primitives and macros, then include this file once, which
- * compiles the kernels for that ISA under its target attribute.  What
- * does not depend on the ISA is in vqs_common.h.
+ * compiles the kernels and the ISA's entries under its target attribute.
+ * What does not depend on the ISA is in vqs_common.h; which ISA runs is
+ * chosen once, from the CPU's features, by the table in vqs_backends.c
+ * (lib/README.md, "Adding an ISA").
  *
- * An ISA file includes vqs_common.h, then defines, before including this
- * file (S: its suffix, _avx2):
+ * An ISA file includes vqs.h and vqs_common.h, then defines, before
+ * including this file (S: its suffix, _avx2):
  *
- *   VQS_ATTR           the target attribute of its functions
+ *   VQS_ATTR           the target attribute of its functions (every
+ *                      always_inline primitive below carries it too: GCC
+ *                      inlines one only into a caller of the same target)
  *   VQS_FN(name)       name##S
  *   VQS_SCAN_MAX       longest group the byte-plane kernel scans (longer:
  *                      run ends by binary search)
@@ -29,18 +33,34 @@
  *                      the ISA does so; else load returns 0)
  *   bp_exit##S         a tree's 64 exit leaves from its planes (lb0, lb1)
  *   bp_sum##S          their contributions added, in tree order
+ *   cat_apply##S       categorical features: one feature's byte lookups
+ *                      (vqs_plan.h, cv) ANDed into the 64 documents' planes
+ *                      from their shuffle indices (vqs_common.h,
+ *                      lane_classes)
  *   VQS_NARROW, VQS_NARROW_ONES, VQS_NARROW_APPLY, VQS_NARROW_AND,
- *   narrow_sums##S     the small-batch kernel's lanes, its all-ones rows,
- *                      its masked AND and its sums
+ *   narrow_sums##S     the small-batch kernel's lanes (also its entry's
+ *                      lanes for small batches), its all-ones rows, its
+ *                      masked AND and its sums
  *   rk_tree##S         by ranks: a tree's exit leaves from its operations
  *                      and the counts
  *
- * and may define VQS_RK_TABLE (rk_table##S, a block's table of masks from
- * the counts, and rk_tree_mt##S, a tree's exit leaves from it) and
- * VQS_RK_SUM (rk_sum##S, a tree's sums in the registers of VQS_ACC).
+ * and may define, for kernels or steps of its own:
  *
- * and gets VQS_FN(block_narrow), VQS_FN(block_bp) and VQS_FN(block_rk).  No include guard:
- * one inclusion per ISA file. */
+ *   VQS_RK_TABLE       rk_table##S (a block's table of masks from the
+ *                      counts) and rk_tree_mt##S (a tree's exit leaves
+ *                      from it)
+ *   VQS_RK_SUM         rk_sum##S (a tree's sums in the registers of
+ *                      VQS_ACC)
+ *   VQS_OM             block_om##S, a kernel for QS-Ω blocks by ranks
+ *                      (vqs_plan.h, om), which the entry runs for the
+ *                      blocks the plan has that way
+ *
+ * It gets the kernels VQS_FN(block_narrow), VQS_FN(block_bp),
+ * VQS_FN(block_rk) and VQS_FN(cat_bp) (static), and the ISA's two entries
+ * for its row of the ISA table, declared in vqs.h: VQS_FN(qs_vqs_block)
+ * (qs_simd_kernel.block: a block to the kernel that takes it) and
+ * VQS_FN(qs_vqs_lanes) (qs_simd_kernel.lanes).  No include guard: one
+ * inclusion per ISA file. */
 
 #if !defined(VQS_ATTR) || !defined(VQS_FN)
 #error "vqs_kernel.h: define the ISA's primitives first (see the top of this file)"
