@@ -381,7 +381,7 @@ int qs_vqs_leaves_float(const qs_scorer *s, qs_vqs_plan *P)
 }
 
 /* ---- categorical features as byte lookups (vqs_plan.h: cv), for
- * x86/vqs_cat.c: each class of a feature's table (layout/cattab.c) one
+ * x86/vqs_kernel.h, cat_bp: each class of a feature's table (layout/cattab.c) one
  * byte of a lookup per tree and plane. */
 #define CV_MAX_BYTES (64u << 20) /* all lookups of a plan */
 

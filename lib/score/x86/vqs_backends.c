@@ -1,7 +1,8 @@
-/* vqs_backends.c: the back ends `vqs`, `vqs-avx2` and `vqs-avx512`: which
- * level each runs, its probe, its state (the plan, score/vqs_plan.c), its
- * scratch, and the kernel set it hands the BWQS driver (the ISA's entry,
- * vqs_avx2.c or vqs_avx512.c). */
+/* vqs_backends.c: the ISA table (the kernel sets of vqs_avx2.c and
+ * vqs_avx512.c, the widest first) and the back ends `vqs`, `vqs-avx2` and
+ * `vqs-avx512`: which row each runs, its probe, its state (the plan,
+ * score/vqs_plan.c), its scratch, and the kernel set it hands the BWQS
+ * driver (its row's entries). */
 #include "score/x86/vqs.h"
 
 #include <stdio.h>
@@ -231,9 +232,9 @@ static const char *vqs_auto_pick(const qs_backend_def *d, const qs_scorer *s, ch
     return "vqs";
 }
 
-/* The state: the byte-plane plan (AVX-512 and AVX2; the kernels read it
- * as their data) and the level this back end runs for the scorer (`vqs`:
- * vqs_rule's). */
+/* The state: the byte-plane plan (every ISA; the kernels read it as their
+ * data) and the rows of the ISA table this back end runs for the scorer,
+ * picked once (`vqs`: vqs_rule's, and the widest for small batches). */
 typedef struct vqs_state {
     qs_vqs_plan plan;      /* first: the kernels' data */
     const vqs_isa *isa;    /* for batches of QS_VQS_NARROW_BELOW documents or more */
