@@ -65,7 +65,7 @@ FUZZ_BIN     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/bin/fuzz_%)
 # readers, the checks and the layout keep it.
 FUZZ_NO_CMP_SRC := lib/score/qs.c lib/score/walk.c lib/score/workspace.c lib/score/baselines.c \
                    lib/score/dense.c lib/score/matrix.c lib/score/x86/vqs_avx2.c \
-                   lib/score/x86/vqs_avx512.c lib/score/x86/vqs_cat.c lib/score/cuda/emu.c
+                   lib/score/x86/vqs_avx512.c lib/score/cuda/emu.c
 $(FUZZ_NO_CMP_SRC:%.c=$(FUZZ_BUILD)/%.o): FUZZ_CFLAGS += -fno-sanitize-coverage=trace-cmp
 $(FUZZ_NO_CMP_SRC:%.c=$(FUZZ_BUILD)/%.o): fuzz/fuzz.mk
 

@@ -44,8 +44,7 @@ LIB_SRC += lib/open/open.c
 
 # score/x86: vQS, picked at run time: the back ends, and the kernels of
 # each ISA, compiled from one template (vqs_kernel.h)
-LIB_SRC += lib/score/x86/vqs_backends.c lib/score/x86/vqs_avx2.c lib/score/x86/vqs_avx512.c \
-           lib/score/x86/vqs_cat.c
+LIB_SRC += lib/score/x86/vqs_backends.c lib/score/x86/vqs_avx2.c lib/score/x86/vqs_avx512.c
 
 # score/cuda: GPU-QS (the driver, the device tables, the emulator; the
 # kernels in kernels.cu are built by nvcc when found: Makefile, LIB_CU)

@@ -16,8 +16,8 @@
 static inline uint32_t plan_ops(const qs_vqs_plan *P, int omega, uint64_t i, uint32_t *out,
                                 uint8_t *outb)
 {
-    const uint32_t oa = (uint32_t)P->off[i], ob = (uint32_t)(P->off[i] >> 32);
-    const uint32_t ba = P->bytes[i] & 0xFF, bb = P->bytes[i] >> 8;
+    const uint32_t oa = (uint32_t)P->bp.off[i], ob = (uint32_t)(P->bp.off[i] >> 32);
+    const uint32_t ba = P->bp.bytes[i] & 0xFF, bb = P->bp.bytes[i] >> 8;
     uint32_t n = 0;
     if (oa == ob) {
         const uint32_t by = omega ? ba | bb : ba & bb;
@@ -41,9 +41,9 @@ static inline uint64_t group_entries(const qs_group *G)
 /* How many operations plan_ops gives entry i. */
 static inline uint32_t plan_count(const qs_vqs_plan *P, int omega, uint64_t i)
 {
-    const uint32_t oa = (uint32_t)P->off[i], ob = (uint32_t)(P->off[i] >> 32);
+    const uint32_t oa = (uint32_t)P->bp.off[i], ob = (uint32_t)(P->bp.off[i] >> 32);
     if (oa == ob) {
-        const uint32_t ba = P->bytes[i] & 0xFF, bb = P->bytes[i] >> 8;
+        const uint32_t ba = P->bp.bytes[i] & 0xFF, bb = P->bp.bytes[i] >> 8;
         const uint32_t by = omega ? ba | bb : ba & bb;
         return by != (omega ? 0u : 0xFFu);
     }
@@ -60,16 +60,16 @@ static unsigned plan_parts(uint64_t n, unsigned threads)
     return qs_work_parts(n, PLAN_MIN_ENTRIES, threads, PLAN_MAX_PARTS);
 }
 
-/* The per-plane operations of every entry (xidx, xop, xbyte): the count of
+/* The per-plane operations of every entry (xop: idx, off, byte): the count of
  * each part of the entries, then each part written from its offset (the
  * parts side by side with threads > 1; the arrays are the same). */
 static int plan_expand(const qs_layout *L, qs_vqs_plan *P, unsigned threads)
 {
     const uint64_t N = L->nentries;
-    P->xidx = malloc((N + 1) * sizeof *P->xidx);
+    P->xop.idx = malloc((N + 1) * sizeof *P->xop.idx);
     /* each entry's block kind: 0 not on byte planes, 1 QS, 2 QS-Ω */
     unsigned char *kind = calloc(N ? N : 1, 1);
-    if (!P->xidx || !kind) {
+    if (!P->xop.idx || !kind) {
         free(kind);
         return -1;
     }
@@ -100,9 +100,9 @@ static int plan_expand(const qs_layout *L, qs_vqs_plan *P, unsigned threads)
     }
     for (unsigned p = 0; p < parts; p++)
         at[p + 1] += at[p];
-    P->xop = malloc((at[parts] ? at[parts] : 1) * sizeof *P->xop);
-    P->xbyte = malloc(at[parts] ? at[parts] : 1);
-    if (!P->xop || !P->xbyte) {
+    P->xop.off = malloc((at[parts] ? at[parts] : 1) * sizeof *P->xop.off);
+    P->xop.byte = malloc(at[parts] ? at[parts] : 1);
+    if (!P->xop.off || !P->xop.byte) {
         free(kind);
         return -1;
     }
@@ -112,12 +112,12 @@ static int plan_expand(const qs_layout *L, qs_vqs_plan *P, unsigned threads)
     for (unsigned p = 0; p < parts; p++) {
         uint64_t n = at[p];
         for (uint64_t i = N * p / parts; i < N * (p + 1) / parts; i++) {
-            P->xidx[i] = n;
+            P->xop.idx[i] = n;
             if (kind[i])
-                n += plan_ops(P, kind[i] == 2, i, P->xop + n, P->xbyte + n);
+                n += plan_ops(P, kind[i] == 2, i, P->xop.off + n, P->xop.byte + n);
         }
     }
-    P->xidx[N] = at[parts];
+    P->xop.idx[N] = at[parts];
     free(kind);
     return 0;
 }
@@ -125,35 +125,35 @@ static int plan_expand(const qs_layout *L, qs_vqs_plan *P, unsigned threads)
 /* The byte-plane plan of every entry of the blocks the kernel takes. */
 int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P, unsigned threads)
 {
-    P->off = calloc(L->nentries ? L->nentries : 1, sizeof *P->off);
-    P->bytes = calloc(L->nentries ? L->nentries : 1, sizeof *P->bytes);
-    P->feats = calloc(L->ngroups ? L->ngroups : 1, sizeof *P->feats);
-    P->feat_off = calloc((size_t)L->nblocks + 1, sizeof *P->feat_off);
-    P->grow = calloc(L->ngroups ? L->ngroups : 1, sizeof *P->grow);
-    if (!P->off || !P->bytes || !P->feats || !P->feat_off || !P->grow) {
+    P->bp.off = calloc(L->nentries ? L->nentries : 1, sizeof *P->bp.off);
+    P->bp.bytes = calloc(L->nentries ? L->nentries : 1, sizeof *P->bp.bytes);
+    P->rows.feats = calloc(L->ngroups ? L->ngroups : 1, sizeof *P->rows.feats);
+    P->rows.off = calloc((size_t)L->nblocks + 1, sizeof *P->rows.off);
+    P->rows.grow = calloc(L->ngroups ? L->ngroups : 1, sizeof *P->rows.grow);
+    if (!P->bp.off || !P->bp.bytes || !P->rows.feats || !P->rows.off || !P->rows.grow) {
         qs_vqs_plan_free(P);
         return -1;
     }
     /* Each block's features, in the order of its groups (sorted by
      * feature, so a document's values are read in address order). */
     uint64_t nf = 0;
-    P->max_feats = 0;
+    P->rows.max = 0;
     for (uint32_t k = 0; k < L->nblocks; k++) {
         const qs_block *B = &L->blocks[k];
-        P->feat_off[k] = nf;
+        P->rows.off[k] = nf;
         for (uint32_t g = B->group_begin; g < B->group_end; g++) {
             const uint32_t f = L->groups[g].feature;
-            uint64_t r = nf > P->feat_off[k] && P->feats[nf - 1] == f ? nf - 1 : P->feat_off[k];
-            while (r < nf && P->feats[r] != f)
+            uint64_t r = nf > P->rows.off[k] && P->rows.feats[nf - 1] == f ? nf - 1 : P->rows.off[k];
+            while (r < nf && P->rows.feats[r] != f)
                 r++;
             if (r == nf)
-                P->feats[nf++] = f;
-            P->grow[g] = (uint32_t)(r - P->feat_off[k]);
+                P->rows.feats[nf++] = f;
+            P->rows.grow[g] = (uint32_t)(r - P->rows.off[k]);
         }
-        if (nf - P->feat_off[k] > P->max_feats)
-            P->max_feats = (uint32_t)(nf - P->feat_off[k]);
+        if (nf - P->rows.off[k] > P->rows.max)
+            P->rows.max = (uint32_t)(nf - P->rows.off[k]);
     }
-    P->feat_off[L->nblocks] = nf;
+    P->rows.off[L->nblocks] = nf;
     int expand = 1;
     for (uint32_t k = 0; k < L->nblocks; k++) {
         const qs_block *B = &L->blocks[k];
@@ -195,21 +195,21 @@ int qs_vqs_plan_build(const qs_layout *L, qs_vqs_plan *P, unsigned threads)
                     const uint32_t lo = (uint32_t)(mk >> 32), hi = (uint32_t)mk;
                     if (!nm || L->etree[i] >= nt || (wide && (lo >= hi || hi > planes * 8u))) {
                         /* changes nothing: plane 0, with all-ones (AND) or zero (OR) bytes */
-                        P->off[i] = base | base << 32;
-                        P->bytes[i] = omega ? 0 : 0xFFFF;
+                        P->bp.off[i] = base | base << 32;
+                        P->bp.bytes[i] = omega ? 0 : 0xFFFF;
                         continue;
                     }
                     uint32_t a, b;
                     if (wide) {
                         a = lo >> 3;
                         b = (hi - 1) >> 3;
-                        P->bytes[i] = (uint16_t)(qs_vqs_range_byte(lo, hi, a) | qs_vqs_range_byte(lo, hi, b) << 8);
+                        P->bp.bytes[i] = (uint16_t)(qs_vqs_range_byte(lo, hi, a) | qs_vqs_range_byte(lo, hi, b) << 8);
                     } else {
                         a = (uint32_t)__builtin_ctzll(nm) >> 3;
                         b = (63u - (uint32_t)__builtin_clzll(nm)) >> 3;
-                        P->bytes[i] = (uint16_t)(((mk >> (8 * a)) & 0xFF) | ((mk >> (8 * b)) & 0xFF) << 8);
+                        P->bp.bytes[i] = (uint16_t)(((mk >> (8 * a)) & 0xFF) | ((mk >> (8 * b)) & 0xFF) << 8);
                     }
-                    P->off[i] = (base + a * 64u) | (base + b * 64u) << 32;
+                    P->bp.off[i] = (base + a * 64u) | (base + b * 64u) << 32;
                 }
             }
         }
@@ -259,24 +259,24 @@ int qs_vqs_omega_ranks(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
     if (!any)
         return 0;
     const uint64_t T = L->ntrees;
-    P->om_ok = calloc(L->nblocks, 1);
-    P->om_sp = calloc(L->ngroups ? L->ngroups : 1, sizeof *P->om_sp);
-    P->om_level = malloc(sizeof *P->om_level * T * QS_OMEGA_MAX_DEPTH);
-    P->om_bits = malloc(sizeof *P->om_bits * T * QS_OMEGA_MAX_DEPTH);
-    P->om_depth = calloc(T ? T : 1, 1);
+    P->om.ok = calloc(L->nblocks, 1);
+    P->om.sp = calloc(L->ngroups ? L->ngroups : 1, sizeof *P->om.sp);
+    P->om.level = malloc(sizeof *P->om.level * T * QS_OMEGA_MAX_DEPTH);
+    P->om.bits = malloc(sizeof *P->om.bits * T * QS_OMEGA_MAX_DEPTH);
+    P->om.depth = calloc(T ? T : 1, 1);
     uint32_t most = 1;
     for (uint32_t g = 0; g < L->ngroups; g++)
         if (L->groups[g].sp_end - L->groups[g].sp_begin > most)
             most = L->groups[g].sp_end - L->groups[g].sp_begin;
     uint64_t *tmp = malloc(sizeof *tmp * 2 * most);
-    P->om_uoff = malloc(sizeof *P->om_uoff * ((size_t)L->ngroups + 1));
-    P->om_u = malloc(sizeof *P->om_u * (L->nentries ? L->nentries : 1));
-    if (!P->om_ok || !P->om_sp || !P->om_level || !P->om_bits || !P->om_depth || !tmp ||
-        !P->om_uoff || !P->om_u) {
+    P->om.uoff = malloc(sizeof *P->om.uoff * ((size_t)L->ngroups + 1));
+    P->om.u = malloc(sizeof *P->om.u * (L->nentries ? L->nentries : 1));
+    if (!P->om.ok || !P->om.sp || !P->om.level || !P->om.bits || !P->om.depth || !tmp ||
+        !P->om.uoff || !P->om.u) {
         free(tmp);
         return -1;
     }
-    /* The blocks' groups are consecutive (qs_layout_check), so om_uoff
+    /* The blocks' groups are consecutive (qs_layout_check), so om.uoff
      * runs up through them; only QS-Ω blocks' groups have thresholds. */
     uint32_t nu = 0;
     for (uint32_t b = 0; b < L->nblocks; b++) {
@@ -294,8 +294,8 @@ int qs_vqs_omega_ranks(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
         for (uint32_t g = B->group_begin; g < B->group_end; g++) {
             const qs_group *G = &L->groups[g];
             const uint32_t n = G->end - G->begin, ns = G->sp_end - G->sp_begin;
-            P->om_uoff[g] = nu;
-            P->om_sp[g] = 0;
+            P->om.uoff[g] = nu;
+            P->om.sp[g] = 0;
             if (!omega)
                 continue;
             /* A special value must fire the entries of whole thresholds:
@@ -306,39 +306,36 @@ int qs_vqs_omega_ranks(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
              * the entries of one threshold fire together. */
             for (uint32_t k = G->begin; k < G->end; k++) {
                 if (k == G->begin || L->thr[k] != L->thr[k - 1])
-                    P->om_u[nu++] = L->thr[k];
-                const uint32_t urank = nu - 1 - P->om_uoff[g];
+                    P->om.u[nu++] = L->thr[k];
+                const uint32_t urank = nu - 1 - P->om.uoff[g];
                 if (k - G->begin + 1 == ns)
-                    P->om_sp[g] = (uint16_t)(urank + 1);
+                    P->om.sp[g] = (uint16_t)(urank + 1);
                 const uint64_t i = L->etree[k];
                 ok = ok && i < nt && L->emask[k] <= 0xFFFFu &&
-                     P->om_depth[t0 + i] < QS_OMEGA_MAX_DEPTH;
+                     P->om.depth[t0 + i] < QS_OMEGA_MAX_DEPTH;
                 if (ok) {
-                    const uint64_t slot = (t0 + i) * QS_OMEGA_MAX_DEPTH + P->om_depth[t0 + i]++;
-                    P->om_level[slot] = (g - B->group_begin) << 16 | urank;
-                    P->om_bits[slot] = (uint16_t)L->emask[k];
+                    const uint64_t slot = (t0 + i) * QS_OMEGA_MAX_DEPTH + P->om.depth[t0 + i]++;
+                    P->om.level[slot] = (g - B->group_begin) << 16 | urank;
+                    P->om.bits[slot] = (uint16_t)L->emask[k];
                 }
             }
         }
-        P->om_ok[b] = (uint8_t)ok;
+        P->om.ok[b] = (uint8_t)ok;
     }
-    P->om_uoff[L->ngroups] = nu;
+    P->om.uoff[L->ngroups] = nu;
     free(tmp);
     return 0;
 }
 
-/* The categorical lookups (cv_*), freed and cleared. */
+/* The categorical lookups (cv), freed and cleared. */
 static void cv_free(qs_vqs_plan *P)
 {
-    free(P->cv_nq);
-    free(P->cv_toff);
-    free(P->cv_tree);
-    free(P->cv_boff);
-    free(P->cv_tab);
-    P->cv_nq = NULL;
-    P->cv_toff = P->cv_boff = NULL;
-    P->cv_tree = NULL;
-    P->cv_tab = NULL;
+    free(P->cv.nq);
+    free(P->cv.toff);
+    free(P->cv.tree);
+    free(P->cv.boff);
+    free(P->cv.tab);
+    memset(&P->cv, 0, sizeof P->cv);
 }
 
 static void rk_free(qs_vqs_plan *P);
@@ -346,39 +343,24 @@ static void rk_free(qs_vqs_plan *P);
 void qs_vqs_plan_free(qs_vqs_plan *P)
 {
     rk_free(P);
-    free(P->off);
-    free(P->bytes);
-    free(P->feats);
-    free(P->feat_off);
-    free(P->grow);
-    free(P->xidx);
-    free(P->xop);
-    free(P->xbyte);
-    free(P->leavesf);
-    free(P->om_ok);
-    free(P->om_sp);
-    free(P->om_uoff);
-    free(P->om_u);
     cv_free(P);
-    P->om_uoff = NULL;
-    P->om_u = NULL;
-    free(P->om_level);
-    free(P->om_bits);
-    free(P->om_depth);
-    P->om_ok = NULL;
-    P->om_sp = NULL;
-    P->om_level = NULL;
-    P->om_bits = NULL;
-    P->om_depth = NULL;
-    P->leavesf = NULL;
-    P->xidx = NULL;
-    P->xop = NULL;
-    P->xbyte = NULL;
-    P->off = NULL;
-    P->bytes = NULL;
-    P->feats = NULL;
-    P->feat_off = NULL;
-    P->grow = NULL;
+    free(P->bp.off);
+    free(P->bp.bytes);
+    free(P->rows.feats);
+    free(P->rows.off);
+    free(P->rows.grow);
+    free(P->xop.idx);
+    free(P->xop.off);
+    free(P->xop.byte);
+    free(P->leavesf);
+    free(P->om.ok);
+    free(P->om.sp);
+    free(P->om.uoff);
+    free(P->om.u);
+    free(P->om.level);
+    free(P->om.bits);
+    free(P->om.depth);
+    memset(P, 0, sizeof *P);
 }
 
 /* The float32 leaf table, for models that add (float)c in float32 (the
@@ -398,14 +380,14 @@ int qs_vqs_leaves_float(const qs_scorer *s, qs_vqs_plan *P)
     return 0;
 }
 
-/* ---- categorical features as byte lookups (vqs_plan.h: cv_*), for
- * x86/vqs_cat.c: each class of a feature's table (layout/cattab.c) one
+/* ---- categorical features as byte lookups (vqs_plan.h: cv), for
+ * x86/vqs_kernel.h, cat_bp: each class of a feature's table (layout/cattab.c) one
  * byte of a lookup per tree and plane. */
 #define CV_MAX_BYTES (64u << 20) /* all lookups of a plan */
 
 int qs_vqs_cat_build(const qs_layout *L, qs_vqs_plan *P)
 {
-    P->cv_nq = NULL;
+    P->cv.nq = NULL;
     if (!L->ncatfeats)
         return 0;
     const uint32_t nf = L->ncatfeats;
@@ -413,11 +395,11 @@ int qs_vqs_cat_build(const qs_layout *L, qs_vqs_plan *P)
     for (uint32_t b = 0; b < L->nblocks; b++)
         if (L->blocks[b].tree_end - L->blocks[b].tree_begin > maxtrees)
             maxtrees = L->blocks[b].tree_end - L->blocks[b].tree_begin;
-    P->cv_nq = calloc(nf, 1);
-    P->cv_toff = calloc((size_t)nf + 1, sizeof *P->cv_toff);
-    P->cv_boff = calloc((size_t)nf + 1, sizeof *P->cv_boff);
+    P->cv.nq = calloc(nf, 1);
+    P->cv.toff = calloc((size_t)nf + 1, sizeof *P->cv.toff);
+    P->cv.boff = calloc((size_t)nf + 1, sizeof *P->cv.boff);
     int32_t *pos = malloc(maxtrees * sizeof *pos);
-    if (!P->cv_nq || !P->cv_toff || !P->cv_boff || !pos)
+    if (!P->cv.nq || !P->cv.toff || !P->cv.boff || !pos)
         goto nomem;
     for (uint64_t t = 0; t < maxtrees; t++)
         pos[t] = -1;
@@ -429,8 +411,8 @@ int qs_vqs_cat_build(const qs_layout *L, qs_vqs_plan *P)
         const uint32_t planes = qs_vqs_planes(B);
         for (uint32_t f = L->block_catfeat[b]; f < L->block_catfeat[b + 1]; f++) {
             const qs_catfeat *F = &L->catfeats[f];
-            P->cv_toff[f] = ntree;
-            P->cv_boff[f] = nbytes;
+            P->cv.toff[f] = ntree;
+            P->cv.boff[f] = nbytes;
             if (!F->table || !planes || F->nclass + 1 > 64)
                 continue;
             uint64_t nt = 0;
@@ -451,28 +433,28 @@ int qs_vqs_cat_build(const qs_layout *L, qs_vqs_plan *P)
             const uint64_t bytes = nt * planes * nq * 16u;
             if (nbytes + bytes > CV_MAX_BYTES)
                 continue; /* lane by lane */
-            P->cv_nq[f] = (uint8_t)nq;
+            P->cv.nq[f] = (uint8_t)nq;
             ntree += nt;
             nbytes += bytes;
         }
     }
-    P->cv_toff[nf] = ntree;
-    P->cv_boff[nf] = nbytes;
-    P->cv_tree = malloc((ntree ? ntree : 1) * sizeof *P->cv_tree);
-    P->cv_tab = aligned_alloc(64, ((nbytes + 63) / 64 + 1) * 64);
-    if (!P->cv_tree || !P->cv_tab)
+    P->cv.toff[nf] = ntree;
+    P->cv.boff[nf] = nbytes;
+    P->cv.tree = malloc((ntree ? ntree : 1) * sizeof *P->cv.tree);
+    P->cv.tab = aligned_alloc(64, ((nbytes + 63) / 64 + 1) * 64);
+    if (!P->cv.tree || !P->cv.tab)
         goto nomem;
-    memset(P->cv_tab, 0xFF, nbytes);
+    memset(P->cv.tab, 0xFF, nbytes);
 
     for (uint32_t b = 0; b < L->nblocks; b++) {
         const qs_block *B = &L->blocks[b];
         const uint32_t planes = qs_vqs_planes(B);
         for (uint32_t f = L->block_catfeat[b]; f < L->block_catfeat[b + 1]; f++) {
             const qs_catfeat *F = &L->catfeats[f];
-            const uint32_t nq = P->cv_nq[f];
+            const uint32_t nq = P->cv.nq[f];
             if (!nq)
                 continue;
-            uint32_t *tr = P->cv_tree + P->cv_toff[f];
+            uint32_t *tr = P->cv.tree + P->cv.toff[f];
             uint32_t nt = 0;
             /* the trees in ascending order (a mark, then a sweep) */
             for (uint32_t c = 0; c < F->nclass; c++) {
@@ -486,7 +468,7 @@ int qs_vqs_cat_build(const qs_layout *L, qs_vqs_plan *P)
                     tr[nt++] = (uint32_t)t;
                 }
             const size_t tab = (size_t)nq * 16;
-            uint8_t *base = P->cv_tab + P->cv_boff[f];
+            uint8_t *base = P->cv.tab + P->cv.boff[f];
             for (uint32_t c = 0; c < F->nclass; c++) {
                 const uint32_t *r = L->cat_row + F->row_off + 2 * (uint64_t)c;
                 for (uint32_t i = r[0]; i < r[1]; i++) {
@@ -509,7 +491,7 @@ nomem:
 }
 
 
-/* ---- QS blocks by ranks (vqs_plan.h: rk_*) */
+/* ---- QS blocks by ranks (vqs_plan.h: rk) */
 
 /* Whether block B can go by ranks: a QS block of narrow trees (at most 64
  * leaves), no categorical node, no reversed tree, each group of at most
@@ -537,22 +519,19 @@ int qs_vqs_rank_ok(const qs_model *m, const qs_layout *L, const qs_block *B)
     return !m->node_linear && rk_block_ok(L, B);
 }
 
-/* The by-ranks lists, freed and cleared. */
+/* The by-ranks lists (rk), freed and cleared. */
 static void rk_free(qs_vqs_plan *P)
 {
-    free(P->rk_ok);
-    free(P->rk_opoff);
-    free(P->rk_pn);
-    free(P->rk_ps);
-    free(P->rk_op);
-    free(P->rk_uoff);
-    free(P->rk_u);
-    free(P->rk_tb);
-    free(P->rk_mt);
-    P->rk_ok = P->rk_pn = P->rk_ps = NULL;
-    P->rk_opoff = P->rk_op = P->rk_uoff = P->rk_tb = P->rk_mt = NULL;
-    P->rk_u = NULL;
-    P->rk_maxg = P->rk_maxtn = 0;
+    free(P->rk.ok);
+    free(P->rk.opoff);
+    free(P->rk.pn);
+    free(P->rk.ps);
+    free(P->rk.op);
+    free(P->rk.uoff);
+    free(P->rk.u);
+    free(P->rk.tb);
+    free(P->rk.mt);
+    memset(&P->rk, 0, sizeof P->rk);
 }
 
 /* Where operation j of block B (planes of row bytes a tree) goes: its
@@ -562,8 +541,8 @@ static void rk_free(qs_vqs_plan *P)
 static inline int rk_slot(const qs_layout *L, const qs_vqs_plan *P, const qs_block *B,
                           uint64_t row, uint64_t j, uint64_t *t, uint32_t *k)
 {
-    *t = B->tree_begin + P->xop[j] / row;
-    const uint32_t pl = (uint32_t)(P->xop[j] % row) / 64;
+    *t = B->tree_begin + P->xop.off[j] / row;
+    const uint32_t pl = (uint32_t)(P->xop.off[j] % row) / 64;
     const uint32_t np = ((L->nleaves[*t] ? L->nleaves[*t] : 1) - 1) / 8 + 1;
     *k = np - 1 - pl;
     return pl < np;
@@ -571,7 +550,7 @@ static inline int rk_slot(const qs_layout *L, const qs_vqs_plan *P, const qs_blo
 
 int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
 {
-    if (m->node_linear || !P->xop || L->nblocks == 0)
+    if (m->node_linear || !P->xop.off || L->nblocks == 0)
         return 0;
     int any = 0;
     for (uint32_t b = 0; b < L->nblocks && !any; b++)
@@ -579,15 +558,15 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
     if (!any)
         return 0;
     const uint64_t N = L->nentries, T = L->ntrees;
-    P->rk_ok = calloc(L->nblocks, 1);
-    P->rk_opoff = calloc(T + 1, sizeof *P->rk_opoff);
-    P->rk_pn = calloc(T ? T * 8 : 1, 1);
-    P->rk_ps = calloc(T ? T * 8 : 1, 1);
-    P->rk_uoff = calloc((size_t)L->ngroups + 1, sizeof *P->rk_uoff);
-    P->rk_u = malloc((N ? N : 1) * sizeof *P->rk_u);
-    P->rk_tb = calloc(L->ngroups ? L->ngroups : 1, sizeof *P->rk_tb);
+    P->rk.ok = calloc(L->nblocks, 1);
+    P->rk.opoff = calloc(T + 1, sizeof *P->rk.opoff);
+    P->rk.pn = calloc(T ? T * 8 : 1, 1);
+    P->rk.ps = calloc(T ? T * 8 : 1, 1);
+    P->rk.uoff = calloc((size_t)L->ngroups + 1, sizeof *P->rk.uoff);
+    P->rk.u = malloc((N ? N : 1) * sizeof *P->rk.u);
+    P->rk.tb = calloc(L->ngroups ? L->ngroups : 1, sizeof *P->rk.tb);
     uint8_t *rho = malloc(N ? N : 1);
-    if (!P->rk_ok || !P->rk_opoff || !P->rk_pn || !P->rk_ps || !P->rk_uoff || !P->rk_u || !P->rk_tb ||
+    if (!P->rk.ok || !P->rk.opoff || !P->rk.pn || !P->rk.ps || !P->rk.uoff || !P->rk.u || !P->rk.tb ||
         !rho)
         goto nomem;
     /* first: which blocks, each group's distinct thresholds and each
@@ -597,53 +576,53 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
     for (uint32_t b = 0; b < L->nblocks; b++) {
         const qs_block *B = &L->blocks[b];
         for (uint32_t g = B->group_begin; g < B->group_end; g++)
-            P->rk_uoff[g] = nu;
+            P->rk.uoff[g] = nu;
         if (!rk_block_ok(L, B))
             continue;
-        P->rk_ok[b] = 1;
+        P->rk.ok[b] = 1;
         uint32_t tn = 0;
         const uint32_t ng = B->group_end - B->group_begin;
-        if (ng > P->rk_maxg)
-            P->rk_maxg = ng;
+        if (ng > P->rk.maxg)
+            P->rk.maxg = ng;
         const uint64_t row = (uint64_t)qs_vqs_planes(B) * 64;
         for (uint32_t g = B->group_begin; g < B->group_end; g++) {
             const qs_group *G = &L->groups[g];
-            P->rk_uoff[g] = nu;
+            P->rk.uoff[g] = nu;
             for (uint32_t k = G->begin; k < G->end; k++) {
                 if (k == G->begin || L->thr[k] != L->thr[k - 1])
-                    P->rk_u[nu++] = L->thr[k];
-                rho[k] = (uint8_t)(nu - 1 - P->rk_uoff[g]);
+                    P->rk.u[nu++] = L->thr[k];
+                rho[k] = (uint8_t)(nu - 1 - P->rk.uoff[g]);
             }
             /* its masks in the block's table: one a rank, then one for
              * its special list */
-            P->rk_tb[g] = tn;
-            tn += nu - P->rk_uoff[g] + 1;
+            P->rk.tb[g] = tn;
+            tn += nu - P->rk.uoff[g] + 1;
             for (int part = 0; part < 2; part++) {
                 const uint32_t i0 = part ? G->sp_begin : G->begin, i1 = part ? G->sp_end : G->end;
                 for (uint32_t i = i0; i < i1; i++)
-                    for (uint64_t j = P->xidx[i]; j < P->xidx[i + 1]; j++) {
+                    for (uint64_t j = P->xop.idx[i]; j < P->xop.idx[i + 1]; j++) {
                         uint64_t t;
                         uint32_t k;
                         if (rk_slot(L, P, B, row, j, &t, &k) &&
-                            (part ? P->rk_ps : P->rk_pn)[t * 8 + k]++ == 254)
+                            (part ? P->rk.ps : P->rk.pn)[t * 8 + k]++ == 254)
                             goto nomem; /* never: at most 63 entries of each kind a tree */
                     }
             }
         }
         if (tn <= QS_VQS_RK_TABLE) {
-            P->rk_ok[b] = 2;
-            if (tn > P->rk_maxtn)
-                P->rk_maxtn = tn;
+            P->rk.ok[b] = 2;
+            if (tn > P->rk.maxtn)
+                P->rk.maxtn = tn;
         }
     }
     for (uint64_t t = 0; t < T; t++) {
-        P->rk_opoff[t] = (uint32_t)nops;
+        P->rk.opoff[t] = (uint32_t)nops;
         for (unsigned k = 0; k < 8; k++) {
             /* an even count: the kernels take two at a time (the spare
              * one changes nothing: its byte's complement is 0) */
-            P->rk_pn[t * 8 + k] += P->rk_pn[t * 8 + k] & 1;
-            P->rk_ps[t * 8 + k] += P->rk_ps[t * 8 + k] & 1;
-            nops += P->rk_pn[t * 8 + k] + P->rk_ps[t * 8 + k];
+            P->rk.pn[t * 8 + k] += P->rk.pn[t * 8 + k] & 1;
+            P->rk.ps[t * 8 + k] += P->rk.ps[t * 8 + k] & 1;
+            nops += P->rk.pn[t * 8 + k] + P->rk.ps[t * 8 + k];
         }
         if (nops >= UINT32_MAX) { /* past 32-bit offsets: the whole planes instead */
             free(rho);
@@ -651,12 +630,12 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
             return 0;
         }
     }
-    P->rk_opoff[T] = (uint32_t)nops;
-    P->rk_uoff[L->ngroups] = nu; /* the last group's end, read below */
-    P->rk_op = calloc(nops ? nops : 1, sizeof *P->rk_op);
-    P->rk_mt = calloc(nops ? nops : 1, sizeof *P->rk_mt);
+    P->rk.opoff[T] = (uint32_t)nops;
+    P->rk.uoff[L->ngroups] = nu; /* the last group's end, read below */
+    P->rk.op = calloc(nops ? nops : 1, sizeof *P->rk.op);
+    P->rk.mt = calloc(nops ? nops : 1, sizeof *P->rk.mt);
     uint32_t *at = malloc((T ? T * 8 : 1) * sizeof *at), *ats = malloc((T ? T * 8 : 1) * sizeof *ats);
-    if (!P->rk_op || !P->rk_mt || !at || !ats) {
+    if (!P->rk.op || !P->rk.mt || !at || !ats) {
         free(at);
         free(ats);
         goto nomem;
@@ -664,9 +643,9 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
     for (uint64_t t = 0, n = 0; t < T; t++)
         for (unsigned k = 0; k < 8; k++) {
             at[t * 8 + k] = (uint32_t)n;
-            n += P->rk_pn[t * 8 + k];
+            n += P->rk.pn[t * 8 + k];
             ats[t * 8 + k] = (uint32_t)n;
-            n += P->rk_ps[t * 8 + k];
+            n += P->rk.ps[t * 8 + k];
         }
     /* then each operation: its counts' row (a sorted entry: its group's
      * row; a special one: ng + the row, the lanes of the special list),
@@ -674,7 +653,7 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
      * and ranks biased by 0x80, as signed bytes */
     for (uint32_t b = 0; b < L->nblocks; b++) {
         const qs_block *B = &L->blocks[b];
-        if (!P->rk_ok[b])
+        if (!P->rk.ok[b])
             continue;
         const uint32_t ng = B->group_end - B->group_begin;
         const uint64_t row = (uint64_t)qs_vqs_planes(B) * 64;
@@ -684,17 +663,17 @@ int qs_vqs_rank_build(const qs_model *m, const qs_layout *L, qs_vqs_plan *P)
                 const uint32_t i0 = part ? G->sp_begin : G->begin, i1 = part ? G->sp_end : G->end;
                 const uint32_t crow = part ? ng + (g - B->group_begin) : g - B->group_begin;
                 for (uint32_t i = i0; i < i1; i++)
-                    for (uint64_t j = P->xidx[i]; j < P->xidx[i + 1]; j++) {
+                    for (uint64_t j = P->xop.idx[i]; j < P->xop.idx[i + 1]; j++) {
                         uint64_t t;
                         uint32_t k;
                         if (!rk_slot(L, P, B, row, j, &t, &k))
                             continue;
                         const uint32_t r = (part ? 0u : rho[i]) ^ 0x80u;
-                        const uint32_t nb = (uint32_t)(uint8_t)~P->xbyte[j] << 24;
-                        const uint32_t mi = P->rk_tb[g] + (part ? P->rk_uoff[g + 1] - P->rk_uoff[g] : rho[i]);
+                        const uint32_t nb = (uint32_t)(uint8_t)~P->xop.byte[j] << 24;
+                        const uint32_t mi = P->rk.tb[g] + (part ? P->rk.uoff[g + 1] - P->rk.uoff[g] : rho[i]);
                         const uint32_t pos = (part ? ats : at)[t * 8 + k]++;
-                        P->rk_mt[pos] = mi | nb;
-                        P->rk_op[pos] = crow * 8 | r << 16 | nb;
+                        P->rk.mt[pos] = mi | nb;
+                        P->rk.op[pos] = crow * 8 | r << 16 | nb;
                     }
             }
         }

@@ -73,8 +73,8 @@ VQS_ATTR BP_INLINE void bp2_apply(const qs_vqs_plan *P, uint8_t *v, __m256i K0, 
                               uint32_t i0, uint32_t end)
 {
     for (uint32_t i = i0; i < end; i++) {
-        const uint64_t o = P->off[i];
-        const uint32_t oa = (uint32_t)o, ob = (uint32_t)(o >> 32), by = P->bytes[i];
+        const uint64_t o = P->bp.off[i];
+        const uint32_t oa = (uint32_t)o, ob = (uint32_t)(o >> 32), by = P->bp.bytes[i];
         bp2_and(v + oa, K0, K1, by & 0xFF);
         bp2_and(v + ob, K0, K1, by >> 8);
         for (uint32_t j = oa + 64; j < ob; j += 64)
@@ -86,8 +86,8 @@ VQS_ATTR BP_INLINE void bp2_apply_or(const qs_vqs_plan *P, uint8_t *v, __m256i K
                                  uint32_t i0, uint32_t end)
 {
     for (uint32_t i = i0; i < end; i++) {
-        const uint64_t o = P->off[i];
-        const uint32_t oa = (uint32_t)o, ob = (uint32_t)(o >> 32), by = P->bytes[i];
+        const uint64_t o = P->bp.off[i];
+        const uint32_t oa = (uint32_t)o, ob = (uint32_t)(o >> 32), by = P->bp.bytes[i];
         __m256i *q = (__m256i *)(v + oa), c = _mm256_set1_epi8((char)by);
         q[0] = _mm256_or_si256(q[0], _mm256_and_si256(K0, c));
         q[1] = _mm256_or_si256(q[1], _mm256_and_si256(K1, c));
@@ -106,11 +106,11 @@ VQS_ATTR BP_INLINE void bp2_apply_or(const qs_vqs_plan *P, uint8_t *v, __m256i K
 VQS_ATTR BP_INLINE void bp2_xapply(const qs_vqs_plan *P, uint8_t *v, __m256i K0, __m256i K1,
                                uint32_t i0, uint32_t end, int omega)
 {
-    const uint32_t *op = P->xop;
-    const uint8_t *ob = P->xbyte;
-    const uint64_t j1 = P->xidx[end];
+    const uint32_t *op = P->xop.off;
+    const uint8_t *ob = P->xop.byte;
+    const uint64_t j1 = P->xop.idx[end];
     if (omega) {
-        for (uint64_t j = P->xidx[i0]; j < j1; j++) {
+        for (uint64_t j = P->xop.idx[i0]; j < j1; j++) {
             __m256i *q = (__m256i *)(v + op[j]);
             const __m256i c = _mm256_set1_epi8((char)ob[j]);
             q[0] = _mm256_or_si256(q[0], _mm256_and_si256(K0, c));
@@ -119,7 +119,7 @@ VQS_ATTR BP_INLINE void bp2_xapply(const qs_vqs_plan *P, uint8_t *v, __m256i K0,
         return;
     }
 #pragma GCC unroll 4
-    for (uint64_t j = P->xidx[i0]; j < j1; j++) {
+    for (uint64_t j = P->xop.idx[i0]; j < j1; j++) {
         __m256i *q = (__m256i *)(v + op[j]);
         const __m256i c = _mm256_set1_epi8((char)ob[j]);
         q[0] = _mm256_andnot_si256(_mm256_andnot_si256(c, K0), q[0]);
@@ -154,7 +154,7 @@ VQS_ATTR BP_INLINE vqs_set_avx2 bp_set_avx2(uint64_t k)
 VQS_ATTR BP_INLINE void bp_apply_avx2(const qs_vqs_plan *P, uint8_t *v, vqs_set_avx2 s, uint32_t i0,
                                       uint32_t end, int omega)
 {
-    if (P->xop)
+    if (P->xop.off)
         bp2_xapply(P, v, s.k0, s.k1, i0, end, omega);
     else if (omega)
         bp2_apply_or(P, v, s.k0, s.k1, i0, end);
@@ -406,7 +406,7 @@ VQS_ATTR BP_INLINE void bp_sum_avx2(const qs_model *m, const qs_layout *L, const
 }
 
 /* By ranks: a tree's exit leaves (its leaf index, a byte a document, to
- * lb0) from its operations op (vqs_plan.h, rk_op), pn[k] then ps[k] of
+ * lb0) from its operations op (vqs_plan.h, rk.op), pn[k] then ps[k] of
  * them for its k-th plane from the top (the latter, of special entries,
  * only when spany), and the rows of counts cnt; returns the next
  * tree's operations.  Each plane in two registers: all ones, less, for
@@ -455,7 +455,37 @@ VQS_ATTR BP_INLINE const uint32_t *rk_tree_avx2(const uint8_t *cnt, const uint32
     return op;
 }
 
-#include "score/x86/vqs_kernel.h"
+/* ---- categorical features: one feature's lookups (vqs_plan.h, cv)
+ * applied to the 64 documents' planes: idx the documents' shuffle indices
+ * (vqs_common.h, lane_classes), tr[0 .. nt) its trees, tab their tables
+ * (planes of nq * 16 bytes each); two vpshufb a quarter of the lookup for
+ * the 64 documents (32 each), the quarters ORed, one AND a plane. */
+VQS_ATTR static void cat_apply_avx2(const uint8_t idx[4][64], uint32_t nq, const uint32_t *tr,
+                                    uint64_t nt, const uint8_t *tab, uint8_t *v, size_t row,
+                                    uint32_t planes)
+{
+    __m256i ia[4], ib[4];
+    for (uint32_t q = 0; q < 4; q++) {
+        ia[q] = _mm256_load_si256((const __m256i *)(const void *)idx[q]);
+        ib[q] = _mm256_load_si256((const __m256i *)(const void *)(idx[q] + 32));
+    }
+    const size_t step = (size_t)nq * 16;
+    for (uint64_t k = 0; k < nt; k++) {
+        uint8_t *p = v + (size_t)tr[k] * row;
+        for (uint32_t j = 0; j < planes; j++, tab += step) {
+            __m256i t = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)tab));
+            __m256i ga = _mm256_shuffle_epi8(t, ia[0]), gb = _mm256_shuffle_epi8(t, ib[0]);
+            for (uint32_t q = 1; q < nq; q++) {
+                t = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(tab + 16 * q)));
+                ga = _mm256_or_si256(ga, _mm256_shuffle_epi8(t, ia[q]));
+                gb = _mm256_or_si256(gb, _mm256_shuffle_epi8(t, ib[q]));
+            }
+            __m256i *qa = (__m256i *)(void *)(p + (size_t)j * 64), *qb = qa + 1;
+            _mm256_store_si256(qa, _mm256_and_si256(_mm256_load_si256(qa), ga));
+            _mm256_store_si256(qb, _mm256_and_si256(_mm256_load_si256(qb), gb));
+        }
+    }
+}
 
 /* ---- QS-Ω by ranks */
 
@@ -513,7 +543,7 @@ VQS_ATTR BP_INLINE void om_store16(int16_t *p, __m256i c0, __m256i c1, __m256i c
         c3 = _mm256_sub_epi64(c3, _mm256_castpd_si256(_mm256_cmp_pd(x3, t, CMP)));             \
     }
 
-/* QS-Ω by ranks (qs_vqs_plan, om_*), 64 documents.  First each
+/* QS-Ω by ranks (qs_vqs_plan, om), 64 documents.  First each
  * group's counts (16 bits a document, 128 bytes a group at the start of the
  * scratch): the 64 values of its feature read once, its special-value rule
  * applied as qs_group_special does, then the distinct thresholds each
@@ -536,8 +566,8 @@ VQS_ATTR static void block_om_avx2(const qs_model *m, const qs_layout *L, const 
         const uint32_t g = B->group_begin + r;
         const qs_group *G = &L->groups[g];
         const uint32_t f = G->feature, rule = G->rule & QS_RULE_MASK;
-        const double *u = P->om_u + P->om_uoff[g];
-        const uint32_t nu = P->om_uoff[g + 1] - P->om_uoff[g];
+        const double *u = P->om.u + P->om.uoff[g];
+        const uint32_t nu = P->om.uoff[g + 1] - P->om.uoff[g];
         int16_t *row = R + (size_t)r * BP_LANES;
         for (unsigned j = 0; j < BP_LANES; j++)
             xr[j] = xs[j][f];
@@ -561,7 +591,7 @@ VQS_ATTR static void block_om_avx2(const qs_model *m, const qs_layout *L, const 
                 om_bisect4(u, nu, xr + j, row + j, 0);
         }
         for (; sp; sp &= sp - 1)
-            row[__builtin_ctzll(sp)] = (int16_t)P->om_sp[g];
+            row[__builtin_ctzll(sp)] = (int16_t)P->om.sp[g];
     }
     const int mode = m->float_accumulate;
     /* the sums, class-major, after the counts: 64 doubles, then 64 floats,
@@ -579,10 +609,10 @@ VQS_ATTR static void block_om_avx2(const qs_model *m, const qs_layout *L, const 
         const uint32_t cls = m->trees[t].class_id;
         double *a = A + (size_t)cls * BP_LANES;
         float *af = AF + (size_t)cls * BP_LANES;
-        const uint32_t *lv = P->om_level + t * QS_OMEGA_MAX_DEPTH;
-        const uint16_t *bits = P->om_bits + t * QS_OMEGA_MAX_DEPTH;
+        const uint32_t *lv = P->om.level + t * QS_OMEGA_MAX_DEPTH;
+        const uint16_t *bits = P->om.bits + t * QS_OMEGA_MAX_DEPTH;
         __m256i i0 = _mm256_setzero_si256(), i1 = i0, i2 = i0, i3 = i0;
-        for (unsigned l = 0; l < P->om_depth[t]; l++) {
+        for (unsigned l = 0; l < P->om.depth[t]; l++) {
             const __m256i *row = (const __m256i *)(R + (size_t)(lv[l] >> 16) * BP_LANES);
             const __m256i rk = _mm256_set1_epi16((short)(lv[l] & 0xFFFF));
             const __m256i bt = _mm256_set1_epi16((short)bits[l]);
@@ -624,19 +654,9 @@ VQS_ATTR static void block_om_avx2(const qs_model *m, const qs_layout *L, const 
         }
 }
 
-void qs_vqs_block_avx2(const qs_simd_kernel *k, unsigned lanes, const qs_model *m,
-                       const qs_layout *L, const qs_block *B, uint64_t *v,
-                       const double *const *xs, unsigned nreal, double *acc, float *accf)
-{
-    const qs_vqs_plan *P = k->data;
-    if (lanes == BP_LANES && P && P->om_ok && P->om_ok[B - L->blocks])
-        block_om_avx2(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
-    else if (lanes == BP_LANES && P && P->rk_ok && P->rk_ok[B - L->blocks])
-        block_rk_avx2(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
-    else if (lanes == BP_LANES && qs_vqs_planes(B) && P && P->off)
-        block_bp_avx2(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
-    else
-        block_narrow_avx2(m, L, B, v, xs, nreal, acc, accf);
-}
+/* the template's entry sends the blocks the plan has by QS-Ω ranks here */
+#define VQS_OM 1
+
+#include "score/x86/vqs_kernel.h"
 
 #endif /* QS_VQS_HAVE_KERNELS */

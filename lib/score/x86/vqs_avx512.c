@@ -87,19 +87,19 @@ VQS_ATTR BP_INLINE uint64_t bp_set_avx512(uint64_t k)
 VQS_ATTR BP_INLINE void bp_apply_avx512(const qs_vqs_plan *P, uint8_t *v, uint64_t k, uint32_t i0,
                                         uint32_t end, int omega)
 {
-    if (P->xop) {
-        const uint32_t *op = P->xop;
-        const uint8_t *ob = P->xbyte;
-        const uint64_t j1 = P->xidx[end];
+    if (P->xop.off) {
+        const uint32_t *op = P->xop.off;
+        const uint8_t *ob = P->xop.byte;
+        const uint64_t j1 = P->xop.idx[end];
         if (omega) {
-            for (uint64_t j = P->xidx[i0]; j < j1; j++) {
+            for (uint64_t j = P->xop.idx[i0]; j < j1; j++) {
                 __m512i *q = (__m512i *)(v + op[j]);
                 *q = _mm512_or_si512(*q, _mm512_maskz_set1_epi8(k, (char)ob[j]));
             }
             return;
         }
         const __m512i ones = _mm512_set1_epi8(-1);
-        for (uint64_t j = P->xidx[i0]; j < j1; j++) {
+        for (uint64_t j = P->xop.idx[i0]; j < j1; j++) {
             __m512i *q = (__m512i *)(v + op[j]);
             *q = _mm512_and_si512(*q, _mm512_mask_set1_epi8(ones, k, (char)ob[j]));
         }
@@ -107,8 +107,8 @@ VQS_ATTR BP_INLINE void bp_apply_avx512(const qs_vqs_plan *P, uint8_t *v, uint64
     }
     if (omega) {
         for (uint32_t i = i0; i < end; i++) {
-            const uint64_t o = P->off[i];
-            const uint32_t oa = (uint32_t)o, ob = (uint32_t)(o >> 32), by = P->bytes[i];
+            const uint64_t o = P->bp.off[i];
+            const uint32_t oa = (uint32_t)o, ob = (uint32_t)(o >> 32), by = P->bp.bytes[i];
             __m512i *pa = (__m512i *)(v + oa);
             *pa = _mm512_or_si512(*pa, _mm512_maskz_set1_epi8(k, (char)by));
             if (__builtin_expect(ob != oa, 0)) { /* never, for the layouts qs builds */
@@ -120,8 +120,8 @@ VQS_ATTR BP_INLINE void bp_apply_avx512(const qs_vqs_plan *P, uint8_t *v, uint64
     }
     const __m512i ones = _mm512_set1_epi8(-1);
     for (uint32_t i = i0; i < end; i++) {
-        const uint64_t o = P->off[i];
-        const uint32_t oa = (uint32_t)o, ob = (uint32_t)(o >> 32), by = P->bytes[i];
+        const uint64_t o = P->bp.off[i];
+        const uint32_t oa = (uint32_t)o, ob = (uint32_t)(o >> 32), by = P->bp.bytes[i];
         __m512i *pa = (__m512i *)(v + oa);
         *pa = _mm512_and_si512(*pa, _mm512_mask_set1_epi8(ones, k, (char)by));
         __m512i *pb = (__m512i *)(v + ob);
@@ -359,19 +359,19 @@ VQS_ATTR BP_INLINE void rk_exit_avx512(__m512i sel, __m512i b1, uint8_t *lb0)
     _mm512_store_si512((__m512i *)lb0, _mm512_add_epi8(bp_ctz8(sel), _mm512_slli_epi16(b1, 3)));
 }
 
-/* By ranks: block B's table of masks (vqs_plan.h: rk_tb, rk_mt) from the
+/* By ranks: block B's table of masks (vqs_plan.h: rk.tb, rk.mt) from the
  * counts, where the plan has one: for each group, the documents whose
  * count passes each rank, and those of its special list.  1 when made. */
 VQS_ATTR BP_INLINE int rk_table_avx512(const qs_vqs_plan *P, const qs_layout *L, const qs_block *B,
                                        const uint8_t *cnt, qs_vqs_u64a *tab)
 {
-    if (P->rk_ok[B - L->blocks] != 2)
+    if (P->rk.ok[B - L->blocks] != 2)
         return 0;
     const uint32_t ng = B->group_end - B->group_begin;
     for (uint32_t g = B->group_begin; g < B->group_end; g++) {
-        const uint32_t r = g - B->group_begin, nu = P->rk_uoff[g + 1] - P->rk_uoff[g];
+        const uint32_t r = g - B->group_begin, nu = P->rk.uoff[g + 1] - P->rk.uoff[g];
         const __m512i C = _mm512_load_si512((const __m512i *)(cnt + (size_t)r * 64));
-        qs_vqs_u64a *t = tab + P->rk_tb[g];
+        qs_vqs_u64a *t = tab + P->rk.tb[g];
         for (uint32_t k = 0; k < nu; k++)
             t[k] = _mm512_cmpgt_epi8_mask(C, _mm512_set1_epi8((char)(k ^ 0x80u)));
         const __m512i S = _mm512_load_si512((const __m512i *)(cnt + (size_t)(ng + r) * 64));
@@ -410,7 +410,7 @@ VQS_ATTR BP_INLINE const uint32_t *rk_tree_mt_avx512(const qs_vqs_u64a *tab, con
 }
 
 /* By ranks: a tree's exit leaves (its leaf index, a byte a document, to
- * lb0) from its operations op (vqs_plan.h, rk_op), pn[k] then ps[k] of
+ * lb0) from its operations op (vqs_plan.h, rk.op), pn[k] then ps[k] of
  * them for its k-th plane from the top (the latter, of special entries,
  * only when spany), and the rows of counts cnt; returns the next
  * tree's operations.  Each plane in a register: all ones, less, for each
@@ -487,22 +487,40 @@ VQS_ATTR BP_INLINE void rk_sum_avx512(const qs_model *m, const qs_layout *L, uin
     }
 }
 #undef RK_SUM_LOOP
+/* ---- categorical features: one feature's lookups (vqs_plan.h, cv)
+ * applied to the 64 documents' planes: idx the documents' shuffle indices
+ * (vqs_common.h, lane_classes), tr[0 .. nt) its trees, tab their tables
+ * (planes of nq * 16 bytes each); one vpshufb a quarter of the lookup for
+ * the 64 documents, the quarters ORed, one AND a plane. */
+VQS_ATTR static void cat_apply_avx512(const uint8_t idx[4][64], uint32_t nq, const uint32_t *tr,
+                                      uint64_t nt, const uint8_t *tab, uint8_t *v, size_t row,
+                                      uint32_t planes)
+{
+    const __m512i i0 = _mm512_load_si512(idx[0]), i1 = _mm512_load_si512(idx[1]),
+                  i2 = _mm512_load_si512(idx[2]), i3 = _mm512_load_si512(idx[3]);
+    const size_t step = (size_t)nq * 16;
+#define LOOKUP512(q, iq)                                                                       \
+    _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(tab + 16 * (q)))), iq)
+    for (uint64_t k = 0; k < nt; k++) {
+        uint8_t *p = v + (size_t)tr[k] * row;
+        for (uint32_t j = 0; j < planes; j++, tab += step) {
+            __m512i g = LOOKUP512(0, i0);
+            if (nq > 1)
+                g = _mm512_or_si512(g, LOOKUP512(1, i1));
+            if (nq > 2)
+                g = _mm512_or_si512(g, LOOKUP512(2, i2));
+            if (nq > 3)
+                g = _mm512_or_si512(g, LOOKUP512(3, i3));
+            __m512i *q = (__m512i *)(void *)(p + (size_t)j * 64);
+            _mm512_store_si512(q, _mm512_and_si512(_mm512_load_si512(q), g));
+        }
+    }
+#undef LOOKUP512
+}
+
 #define VQS_RK_SUM 1
 #define VQS_RK_TABLE 1
 
 #include "score/x86/vqs_kernel.h"
-
-void qs_vqs_block_avx512(const qs_simd_kernel *k, unsigned lanes, const qs_model *m,
-                         const qs_layout *L, const qs_block *B, uint64_t *v,
-                         const double *const *xs, unsigned nreal, double *acc, float *accf)
-{
-    const qs_vqs_plan *P = k->data;
-    if (lanes == BP_LANES && P && P->rk_ok && P->rk_ok[B - L->blocks])
-        block_rk_avx512(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
-    else if (lanes == BP_LANES && qs_vqs_planes(B) && P && P->off)
-        block_bp_avx512(m, L, P, B, (uint8_t *)v, xs, nreal, acc, accf);
-    else
-        block_narrow_avx512(m, L, B, v, xs, nreal, acc, accf);
-}
 
 #endif /* QS_VQS_HAVE_KERNELS */

@@ -1,19 +1,66 @@
-/* vqs_backends.c: the back ends `vqs`, `vqs-avx2` and `vqs-avx512`: which
- * level each runs, its probe, its state (the plan, score/vqs_plan.c), its
- * scratch, and the kernel set it hands the BWQS driver (the ISA's entry,
- * vqs_avx2.c or vqs_avx512.c). */
+/* vqs_backends.c: the ISA table (the kernel sets of vqs_avx2.c and
+ * vqs_avx512.c, the widest first) and the back ends `vqs`, `vqs-avx2` and
+ * `vqs-avx512`: which row each runs, its probe, its state (the plan,
+ * score/vqs_plan.c), its scratch, and the kernel set it hands the BWQS
+ * driver (its row's entries). */
 #include "score/x86/vqs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-/* d->param: the level (0: the widest this CPU runs). */
+/* ---- the ISA table
+ *
+ * The kernel sets of this build, one a row, the widest first: the level
+ * qs_cpu_simd() must enable for it (common/cpu.c: CPUID, XGETBV for the
+ * registers the operating system saves, less QS_DISABLE_CPU_FEATURES),
+ * those features in words, and what its file compiles from the template
+ * (vqs_kernel.h): the block entry and the lanes of a batch.  A back end
+ * picks its rows once, when a scorer is prepared (vqs_prepare): the first
+ * row the CPU runs, as libdeflate's arch_select_*_func picks the best
+ * implementation the CPU's features allow.  The auto rule (vqs_rule)
+ * chooses among the rows per CPU class; every row gives the same bits. */
+typedef struct vqs_isa {
+    unsigned level;    /* QS_SIMD_*: the features it needs, all of them */
+    const char *needs; /* them in words, for the probe's refusal */
+    void (*block)(const qs_simd_kernel *k, unsigned lanes, const qs_model *m,
+                  const qs_layout *L, const qs_block *B, uint64_t *v,
+                  const double *const *xs, unsigned nreal, double *acc, float *accf);
+    unsigned (*lanes)(unsigned level, const qs_block *B, uint32_t n);
+} vqs_isa;
+
+#if QS_VQS_HAVE_KERNELS
+#define VQS_ISA_FN(fn) fn
+#else /* the rows stay, for the probe's words; nothing runs them */
+#define VQS_ISA_FN(fn) NULL
+#endif
+
+static const vqs_isa vqs_isas[] = {
+    { QS_SIMD_AVX512, "AVX-512 (F, DQ, CD, VL, BW, with AVX2, FMA, BMI1, BMI2, LZCNT)",
+      VQS_ISA_FN(qs_vqs_block_avx512), VQS_ISA_FN(qs_vqs_lanes_avx512) },
+    { QS_SIMD_AVX2, "AVX2 (with FMA, BMI1, BMI2)", VQS_ISA_FN(qs_vqs_block_avx2),
+      VQS_ISA_FN(qs_vqs_lanes_avx2) },
+};
+#define VQS_NISA (sizeof vqs_isas / sizeof vqs_isas[0])
+
+/* The row of a level, or NULL. */
+static const vqs_isa *isa_of(unsigned level)
+{
+    for (size_t i = 0; i < VQS_NISA; i++)
+        if (vqs_isas[i].level == level)
+            return &vqs_isas[i];
+    return NULL;
+}
+
+/* d->param: the level (0: the first row this CPU runs, the widest). */
 static unsigned level_of(const qs_backend_def *d)
 {
     unsigned have = qs_cpu_simd();
     if (d->param)
         return have & d->param;
-    return (have & QS_SIMD_AVX512) ? QS_SIMD_AVX512 : (have & QS_SIMD_AVX2) ? QS_SIMD_AVX2 : 0;
+    for (size_t i = 0; i < VQS_NISA; i++)
+        if ((have & vqs_isas[i].level) == vqs_isas[i].level)
+            return vqs_isas[i].level;
+    return 0;
 }
 
 /* Trees of at most this many leaves: their leaf values in two registers
@@ -58,10 +105,9 @@ static int vqs_probe(const qs_backend_def *d, char *why, size_t cap)
             vqs_rule_text(why, cap);
         return 1;
     }
-    unsigned want = d->param ? d->param : QS_SIMD_AVX2;
-    const char *name = want == QS_SIMD_AVX512
-                           ? "AVX-512 (F, DQ, CD, VL, BW, with AVX2, FMA, BMI1, BMI2, LZCNT)"
-                           : "AVX2 (with FMA, BMI1, BMI2)";
+    /* `vqs` wants at least the last row, the most generic */
+    const unsigned want = d->param ? d->param : vqs_isas[VQS_NISA - 1].level;
+    const char *name = isa_of(want)->needs;
     if (qs_cpu_simd_detected() & want)
         snprintf(why, cap, "%s disabled by QS_DISABLE_CPU_FEATURES", name);
     else
@@ -186,13 +232,13 @@ static const char *vqs_auto_pick(const qs_backend_def *d, const qs_scorer *s, ch
     return "vqs";
 }
 
-/* The state: the byte-plane plan (AVX-512 and AVX2; the kernels read it
- * as their data) and the level this back end runs for the scorer (`vqs`:
- * vqs_rule's). */
+/* The state: the byte-plane plan (every ISA; the kernels read it as their
+ * data) and the rows of the ISA table this back end runs for the scorer,
+ * picked once (`vqs`: vqs_rule's, and the widest for small batches). */
 typedef struct vqs_state {
-    qs_vqs_plan plan; /* first: the kernels' data */
-    unsigned level;   /* for batches of QS_VQS_NARROW_BELOW documents or more */
-    unsigned small;   /* for smaller ones */
+    qs_vqs_plan plan;      /* first: the kernels' data */
+    const vqs_isa *isa;    /* for batches of QS_VQS_NARROW_BELOW documents or more */
+    const vqs_isa *small;  /* for smaller ones */
 } vqs_state;
 
 static int vqs_prepare(const qs_backend_def *d, const qs_scorer *s, void **state,
@@ -213,8 +259,8 @@ static int vqs_prepare(const qs_backend_def *d, const qs_scorer *s, void **state
                        (unsigned long long)s->L->nentries);
     }
     char why[160];
-    st->level = d->param ? level_of(d) : vqs_rule(s, why, sizeof why);
-    st->small = d->param ? st->level : level_of(d);
+    st->isa = isa_of(d->param ? level_of(d) : vqs_rule(s, why, sizeof why));
+    st->small = d->param ? st->isa : isa_of(level_of(d));
     *state = st;
     return 0;
 }
@@ -253,17 +299,17 @@ static int vqs_score(const qs_backend_def *d, const qs_scorer *s, const void *st
 {
 #if QS_VQS_HAVE_KERNELS
     const vqs_state *st = state;
-    const unsigned level = !st ? 0 : n < QS_VQS_NARROW_BELOW ? st->small : st->level;
-    const qs_simd_kernel k = {
-        .level = level,
-        .data = st ? &st->plan : NULL,
-        .takes = qs_vqs_block_ok,
-        .lanes = qs_vqs_lanes,
-        .block = level == QS_SIMD_AVX512 ? qs_vqs_block_avx512 : qs_vqs_block_avx2,
-    };
-    if (!k.level)
+    const vqs_isa *I = !st ? NULL : n < QS_VQS_NARROW_BELOW ? st->small : st->isa;
+    if (!I)
         return qs_fail(err, QS_ERR_UNSUPPORTED, 0, "back end '%s' cannot run on this CPU",
                        d->name);
+    const qs_simd_kernel k = {
+        .level = I->level,
+        .data = &st->plan,
+        .takes = qs_vqs_block_ok,
+        .lanes = I->lanes,
+        .block = I->block,
+    };
     qs_bwqs_score(s, w, scratch, n, out, &k, (how & QS_HOW_NAMED) != 0);
     return 0;
 #else

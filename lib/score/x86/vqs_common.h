@@ -1,8 +1,9 @@
 /* vqs_common.h: what the vQS kernels of every ISA share and that does not
  * depend on the ISA (plain C, no intrinsics): the lane-by-lane parts of the
  * small-batch kernels (categorical nodes, exit leaves, run ends) and the
- * byte-plane kernels' scratch, feature rows, categorical nodes and run
- * ends.  Included by each ISA's file (vqs_avx2.c, vqs_avx512.c) before its
+ * byte-plane kernels' scratch, feature rows, categorical nodes, the lane
+ * parts of the categorical lookups (each document's class, the documents
+ * the lookups leave out) and run ends.  Included by each ISA's file (vqs_avx2.c, vqs_avx512.c) before its
  * primitives and the template (vqs_kernel.h). */
 #ifndef QS_VQS_COMMON_H
 #define QS_VQS_COMMON_H
@@ -184,8 +185,8 @@ bp_scratch(const qs_vqs_plan *P, const qs_layout *L, const qs_block *B, uint8_t 
     *accTf = (float *)(void *)(*accT + (size_t)K * BP_LANES);
     v += qs_vqs_acc_bytes(K);
     const uint32_t bi = (uint32_t)(B - L->blocks);
-    *feats = P->feats + P->feat_off[bi];
-    *nfe = (uint32_t)(P->feat_off[bi + 1] - P->feat_off[bi]);
+    *feats = P->rows.feats + P->rows.off[bi];
+    *nfe = (uint32_t)(P->rows.off[bi + 1] - P->rows.off[bi]);
     *xT = (double *)(void *)v;
     *c0 = UINT32_MAX;
     v += qs_vqs_xrow_bytes(P);
@@ -220,7 +221,7 @@ bp_acc_unrows(uint32_t K, double *acc, float *accf, unsigned nreal, const double
 }
 
 /* Categorical nodes on byte planes (both kernels; narrow blocks go through
- * the tables instead, vqs_cat.c): for each lane whose document the node
+ * the tables instead, vqs_kernel.h: cat_bp): for each lane whose document the node
  * sends the other way, its mask's bytes (narrow trees)
  * or its leaf range (multi-word trees) cleared in the tree's planes.
  * Inlined: a call from the kernels costs their vector registers (~8% on
@@ -242,6 +243,61 @@ bp_categorical(const qs_model *m, const qs_layout *L, const qs_block *B, uint8_t
     }
 }
 
+/* Categorical features of narrow blocks on byte planes (vqs_kernel.h,
+ * cat_bp): the layout's tables (layout/cattab.c) map a value to a class, a
+ * list of (tree, AND mask); the plan (score/vqs_plan.c, qs_vqs_cat_build)
+ * turns each class into one byte of a lookup per tree and plane, so the 64
+ * documents' classes, found once per feature, fetch their mask bytes with
+ * byte shuffles (16 entries per shuffle, up to 4 shuffles for 63 classes),
+ * and one AND per plane applies them to the 64 documents at once.  Class
+ * numbers are shifted by one: entry 0 is 0xFF (nothing), for the documents
+ * whose value (NaN, negative) the table does not stand for; those take the
+ * feature's nodes afterwards, one by one.  An AND is order-free, so the
+ * leaf vectors are those of the nodes one by one, bit for bit. */
+
+/* The 64 documents' shuffle indices for feature F: per quarter q of the
+ * lookup, byte l is (class + 1) - 16q where that falls in 0 .. 15, else
+ * 0x80 (vpshufb then gives 0, and the quarters are ORed); *fb gets the
+ * documents that take the nodes. */
+static inline uint32_t lane_classes(const qs_layout *L, const qs_catfeat *F, uint32_t nq,
+                                    const double *const *xs, uint8_t idx[4][64], uint64_t *fb)
+{
+    uint64_t f = 0;
+    for (unsigned l = 0; l < 64; l++) {
+        const double x = xs[l][F->feature];
+        uint32_t c = 0;
+        if (x >= 0.0) {
+            const uint32_t r = x < (double)F->rows ? (uint32_t)x : F->rows;
+            c = L->cat_cls[F->cls_off + r] + 1;
+        } else {
+            f |= 1ull << l;
+        }
+        for (uint32_t q = 0; q < nq; q++)
+            idx[q][l] = (c >> 4) == q ? (uint8_t)(c & 15) : 0x80;
+    }
+    *fb = f;
+    return nq;
+}
+
+/* The documents in fb, and every document of a feature without lookups:
+ * through the feature's table rows or nodes, a byte at a time. */
+static void lanes_rest(const qs_model *m, const qs_layout *L, const qs_catfeat *F, uint8_t *v,
+                       size_t row, uint32_t planes, const double *const *xs, uint64_t lanes)
+{
+    for (; lanes; lanes &= lanes - 1) {
+        const unsigned l = (unsigned)__builtin_ctzll(lanes);
+#define BP_AND_(t, mask)                                                                       \
+    do {                                                                                       \
+        uint8_t *r_ = v + (size_t)(t) * row + l;                                               \
+        const uint64_t mk_ = (mask);                                                           \
+        for (uint32_t j = 0; j < planes; j++)                                                  \
+            r_[(size_t)j * 64] &= (uint8_t)(mk_ >> (8 * j));                                   \
+    } while (0)
+        QS_CATFEAT_FOR_DOC(L, m, F, xs[l], BP_AND_);
+#undef BP_AND_
+    }
+}
+
 /* A group's run ends for the values x[] of its 64 documents (the lanes of
  * sp take the special list: their runs are empty). */
 BP_INLINE void bp_run_ends(const qs_layout *L, const qs_group *G, const double *x, uint64_t sp,
@@ -257,7 +313,7 @@ BP_INLINE void bp_run_ends(const qs_layout *L, const qs_group *G, const double *
             e[l] = G->begin;
 }
 
-/* The counts of a group by ranks (vqs_plan.h, rk_*): for each of the 64
+/* The counts of a group by ranks (vqs_plan.h, rk): for each of the 64
  * values x[], how many of the group's nu >= 1 ascending distinct
  * thresholds u[] it passes (t < x for <=, t <= x for <: those whose
  * entries are false for it), by bisection, the lanes in lockstep; the
