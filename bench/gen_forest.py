@@ -50,7 +50,7 @@ def main():
                 break
             for tok in line.split("#", 1)[0].split()[2:]:
                 k, _, v = tok.partition(":")
-                f = int(k) - 1
+                f = int(k)  # the LETOR id is the feature index (qs-score reads id k as feature k)
                 nf = max(nf, f + 1)
                 s = values.setdefault(f, set())
                 if len(s) < 256:
