@@ -4,6 +4,7 @@
  * machine fingerprint of a tuning record and applying a record to a
  * scorer.  The loops themselves are in qs.c (qs_bwqs_score). */
 #include "score/score.h"
+#include "score/vqs_plan.h"
 #include "layout/qsm.h"
 
 #include <ctype.h>
@@ -77,8 +78,10 @@ void qs_scorer_get_footprint(const qs_scorer *s, qs_backend b, qs_footprint *fp)
     memset(fp, 0, sizeof *fp);
     qs_backend_info bi;
     unsigned lanes = 1;
+    /* the vQS kernels: 64 documents a call on byte planes with every ISA
+     * (batches of QS_VQS_NARROW_BELOW or more; vqs_plan.h) */
     if (qs_backend_get_info(b, &bi) == 0 && (bi.flags & QS_BACKEND_F_SIMD))
-        lanes = (qs_cpu_simd() & QS_SIMD_AVX512) && strcmp(bi.name, "vqs-avx2") != 0 ? 64 : 4;
+        lanes = QS_VQS_LANES;
     fp->lanes = lanes;
     fp->nscorers = L->nblocks;
     uint64_t sum = 0;
