@@ -90,6 +90,16 @@ int main(int argc, char **argv)
     qs_scorer *s = qs_scorer_load(a, alen, &err);
     CHECK(s != NULL);
     if (s) {
+        /* the footprint's lanes: 64 documents a call for every vQS kernel
+         * (byte planes on each ISA), 1 for the scalar back ends */
+        static const struct { const char *name; uint32_t lanes; } fl[] = {
+            { "vqs", 64 }, { "vqs-avx2", 64 }, { "vqs-avx512", 64 }, { "qs", 1 }, { "walk", 1 }
+        };
+        for (size_t i = 0; i < sizeof fl / sizeof fl[0]; i++) {
+            qs_footprint fpb;
+            qs_scorer_get_footprint(s, qs_backend_find(fl[i].name), &fpb);
+            CHECK(fpb.lanes == fl[i].lanes);
+        }
         CHECK(qs_scorer_apply_tuning(s, &u, &err) == 0);
         uint32_t tau, batch, delta;
         qs_order o;
