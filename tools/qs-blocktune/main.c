@@ -1110,12 +1110,11 @@ int main(int argc, char **argv)
                                     "confirmation (%d interleaved rounds, medians):", ROUNDS);
         for (int j = 0; j < nc && k < sizeof confirm; j++) {
             char b[200];
-            if (j)
-                k += (size_t)snprintf(confirm + k, sizeof confirm - k, "; %s %.4f (faster in %d of %d)",
-                                      setting_str(&cand[j]->st, b, sizeof b), med[j], wins[j], ROUNDS);
-            else
-                k += (size_t)snprintf(confirm + k, sizeof confirm - k, " %s %.4f",
-                                      setting_str(&cand[j]->st, b, sizeof b), med[j]);
+            k += (size_t)snprintf(confirm + k, sizeof confirm - k, "%s %s %.4f", j ? ";" : "",
+                                  setting_str(&cand[j]->st, b, sizeof b), med[j]);
+            if (j && k < sizeof confirm)
+                k += (size_t)snprintf(confirm + k, sizeof confirm - k, " (faster in %d of %d)",
+                                      wins[j], ROUNDS);
         }
         def_ns_confirmed = med[0];
         win = med[w] < med[0] * 0.98 ? cand[w] : pd;
